@@ -124,10 +124,14 @@ class SampleBatch:
     def edges_of(self, i: int) -> slice:
         return slice(self.edge_offsets[i], self.edge_offsets[i + 1])
 
+    def node_index(self, index) -> np.ndarray:
+        """Indices of the nodes of the samples ``index`` (in that order)."""
+        return _ranges(self.node_offsets, np.asarray(index, dtype=np.intp))
+
     def subset(self, index) -> SampleBatch:
         """The batch of the samples ``index`` (in that order), vectorised."""
         index = np.asarray(index, dtype=np.intp)
-        nodes = _ranges(self.node_offsets, index)
+        nodes = self.node_index(index)
         edges = _ranges(self.edge_offsets, index)
         node_offsets = np.concatenate([[0], np.cumsum(self.lengths[index])])
         edge_offsets = np.concatenate([[0], np.cumsum(np.diff(self.edge_offsets)[index])])
@@ -594,11 +598,12 @@ class GraphStructure(_CutStructure):
             edge_features = np.ones((len(edges), 1))
         else:
             edge_features = _as_float_array(x.edge_features, "edge features", index)
-            edge_features = edge_features.reshape(len(edge_features), -1)
-            if edge_features.shape[0] != len(edges):
+            if edge_features.ndim == 1:
+                edge_features = edge_features[:, None]
+            if edge_features.ndim != 2 or edge_features.shape[0] != len(edges):
                 raise ValueError(
-                    f"sample {index}: {edge_features.shape[0]} edge feature rows for "
-                    f"{len(edges)} edges"
+                    f"sample {index}: edge_features must have shape (E, G) with E = "
+                    f"{len(edges)} edges, got {edge_features.shape}"
                 )
             if edge_features.size and edge_features.min() < 0:
                 raise ValueError(f"sample {index}: edge features must be >= 0 (cut weights)")

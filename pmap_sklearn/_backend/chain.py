@@ -49,10 +49,11 @@ def viterbi(unary: np.ndarray, lengths: np.ndarray, transition: np.ndarray) -> n
     delta = unary[:, 0].copy()
     pointers = np.empty((n_chains, n_pos, n_states), dtype=np.intp)
     pointers[:, 0] = identity
+    incoming = np.ascontiguousarray(transition.T)  # reduce over the last, contiguous axis
     for pos in range(1, n_pos):
-        candidates = delta[:, :, None] + transition  # (B, K_prev, K_next)
-        best = candidates.argmax(axis=1)
-        new = np.take_along_axis(candidates, best[:, None, :], axis=1)[:, 0] + unary[:, pos]
+        candidates = delta[:, None, :] + incoming  # (B, K_next, K_prev)
+        best = candidates.argmax(axis=2)
+        new = np.take_along_axis(candidates, best[:, :, None], axis=2)[:, :, 0] + unary[:, pos]
         active = _active(lengths, pos)
         delta = np.where(active, new, delta)
         pointers[:, pos] = np.where(active, best, identity)
@@ -143,10 +144,11 @@ def clamped_maximizers(
     fwd = np.empty((n_chains, n_pos, n_states), dtype=np.intp)  # best y_{d-1} given y_d
     bwd = np.empty((n_chains, n_pos, n_states), dtype=np.intp)  # best y_{d+1} given y_d
     alpha = unary[:, 0].copy()
+    incoming = np.ascontiguousarray(transition.T)
     for pos in range(1, n_pos):
-        candidates = alpha[:, :, None] + transition
-        fwd[:, pos] = candidates.argmax(axis=1)
-        best = np.take_along_axis(candidates, fwd[:, pos][:, None, :], axis=1)[:, 0]
+        candidates = alpha[:, None, :] + incoming  # (B, K_next, K_prev)
+        fwd[:, pos] = candidates.argmax(axis=2)
+        best = np.take_along_axis(candidates, fwd[:, pos][:, :, None], axis=2)[:, :, 0]
         alpha = best + unary[:, pos]
     beta = np.zeros((n_chains, n_states))
     for pos in range(n_pos - 2, -1, -1):

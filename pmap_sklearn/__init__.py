@@ -1,0 +1,21 @@
+"""pmap_sklearn: perturb-and-MAP structured prediction with a scikit-learn API."""
+
+from .metrics import hamming_loss, hamming_scorer, weighted_hamming_loss, weighted_hamming_scorer
+from .perturb_map import PerturbMAPCRF
+from .preprocessing import NodeTransformer
+from .structures import ChainStructure, GraphSample, GraphStructure, GridStructure
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "PerturbMAPCRF",
+    "ChainStructure",
+    "GridStructure",
+    "GraphStructure",
+    "GraphSample",
+    "NodeTransformer",
+    "hamming_loss",
+    "weighted_hamming_loss",
+    "hamming_scorer",
+    "weighted_hamming_scorer",
+]

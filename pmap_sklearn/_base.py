@@ -1,0 +1,234 @@
+"""Base class of the SGD-trained structured estimators: the scikit-learn contract in one place.
+
+A subclass only says what its stochastic gradient is (:meth:`_make_oracle`); fitting, warm
+starts, early stopping, prediction, marginals and scoring are shared.
+"""
+
+from __future__ import annotations
+
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import BaseEstimator, _fit_context
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted
+
+from . import _sgd
+from .metrics import hamming_loss
+from .perturbation import gumbel
+from .structures import SampleBatch, _BaseStructure, check_structure
+
+#: Largest number of (sample copy) nodes solved in one vectorised marginals call.
+_MARGINALS_CHUNK_NODES = 200_000
+
+
+def check_generator(random_state) -> np.random.Generator:
+    """A numpy Generator from None, an int, a Generator or a legacy RandomState."""
+    if isinstance(random_state, np.random.RandomState):
+        return np.random.default_rng(random_state.randint(np.iinfo(np.int32).max))
+    return np.random.default_rng(random_state)
+
+
+class BaseStructuredSGD(BaseEstimator):
+    """Shared fit / predict / predict_marginals / score of the perturb-and-MAP learners."""
+
+    _parameter_constraints: dict = {
+        "structure": [StrOptions({"chain", "grid", "graph"}), _BaseStructure],
+        "alpha": [Interval(Real, 0, None, closed="left")],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "batch_size": [Interval(Integral, 1, None, closed="left")],
+        "learning_rate": [StrOptions({"optimal", "constant", "invscaling"})],
+        "eta0": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
+        "power_t": [Interval(Real, None, None, closed="neither")],
+        "average": ["boolean", Interval(Integral, 1, None, closed="left")],
+        "tol": [Interval(Real, None, None, closed="neither"), None],
+        "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
+        "early_stopping": ["boolean"],
+        "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
+        "warm_start": ["boolean"],
+        "n_perturbations": [Interval(Integral, 1, None, closed="left")],
+        "random_state": ["random_state", np.random.Generator],
+        "n_jobs": [Integral, None],
+        "verbose": ["verbose"],
+    }
+
+    # ---- fitting ---------------------------------------------------------------------------
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Fit the model by double SGD over samples and perturbations.
+
+        Parameters
+        ----------
+        X : sequence of samples
+            Samples in the structure's format (chain: (D, F) arrays; grid: (H, W[, F]) images;
+            graph: :class:`~pmap_sklearn.structures.GraphSample`).
+        y : sequence of int arrays
+            One label per node.
+
+        Returns
+        -------
+        self
+        """
+        if self.learning_rate == "optimal" and self.alpha == 0:
+            raise ValueError("learning_rate='optimal' needs alpha > 0")
+        warm = self.warm_start and hasattr(self, "_sgd_state")
+        if not warm:
+            self.structure_ = check_structure(self.structure).fit(X, y)
+        batch = self.structure_.prepare(X)
+        labels = self.structure_.prepare_labels(batch, y, allow_unknown=self._allow_unknown)
+        rng = check_generator(self.random_state)
+        validation_score = None
+        train = np.arange(batch.n_samples)
+        if self.early_stopping:
+            train, held_out = self._validation_split(batch.n_samples, rng)
+            val_batch = batch.subset(held_out)
+            val_labels = labels[batch.node_index(held_out)]
+            validation_score = self._validation_scorer(val_batch, val_labels)
+        train_batch = batch.subset(train)
+        train_labels = labels[batch.node_index(train)]
+        if warm:
+            state = self._sgd_state
+        else:
+            state = _sgd.SGDState(coef=self.structure_.project(np.zeros(self.structure_.size_)))
+        oracle = self._make_oracle(train_batch, train_labels)
+        batch_size = min(self.batch_size, train_batch.n_samples)
+        eta0 = self.eta0
+        if eta0 == "auto":
+            eta0 = state.eta0 or _sgd.calibrate_eta0(
+                oracle,
+                state.coef,
+                train_batch.n_samples,
+                rng=rng,
+                alpha=self.alpha,
+                batch_size=batch_size,
+                project=self.structure_.project,
+                average=bool(self.average),
+            )
+        state.eta0 = eta0
+        _sgd.run_sgd(
+            oracle,
+            state,
+            train_batch.n_samples,
+            rng=rng,
+            alpha=self.alpha,
+            batch_size=batch_size,
+            schedule=self.learning_rate,
+            eta0=eta0,
+            power_t=self.power_t,
+            average=self.average,
+            max_iter=self.max_iter,
+            tol=self.tol,
+            n_iter_no_change=self.n_iter_no_change,
+            project=self.structure_.project,
+            validation_score=validation_score,
+            verbose=self.verbose,
+        )
+        self._sgd_state = state
+        self.coef_ = state.best.copy()
+        self.n_iter_ = state.n_iter
+        self.t_ = state.t
+        self.eta0_ = state.eta0
+        self.loss_curve_ = list(state.loss_curve)
+        self.validation_scores_ = list(state.validation_scores)
+        self.classes_ = np.arange(self.structure_.n_states_)
+        self.n_features_in_ = self.structure_.n_features_in_
+        return self
+
+    _allow_unknown = False
+
+    def _make_oracle(self, batch: SampleBatch, labels: np.ndarray):
+        """Return ``oracle(indices, w, rng) -> (Σ gradient of ℓ, Σ estimate of ℓ)``, drawing
+        the perturbations from ``rng``."""
+        raise NotImplementedError
+
+    def _validation_split(self, n_samples: int, rng: np.random.Generator):
+        n_held_out = int(round(self.validation_fraction * n_samples))
+        if n_held_out < 1 or n_held_out >= n_samples:
+            raise ValueError(
+                f"validation_fraction={self.validation_fraction} leaves {n_held_out} of "
+                f"{n_samples} samples for validation; need at least 1 and fewer than all"
+            )
+        order = rng.permutation(n_samples)
+        return np.sort(order[n_held_out:]), np.sort(order[:n_held_out])
+
+    def _validation_scorer(self, batch: SampleBatch, labels: np.ndarray):
+        def score(w):
+            predicted = self.structure_.map(batch, w, n_jobs=self.n_jobs)
+            return 1.0 - hamming_loss(batch.split(labels), batch.split(predicted))
+
+        return score
+
+    # ---- prediction ------------------------------------------------------------------------
+    def _prepare_fitted(self, X) -> SampleBatch:
+        check_is_fitted(self, "coef_")
+        return self.structure_.prepare(X)
+
+    def predict(self, X) -> list[np.ndarray]:
+        """MAP labelling of each sample.
+
+        Returns
+        -------
+        y : list of int arrays
+            One array per sample, shaped like its labels ((D,) or (H, W)).
+        """
+        batch = self._prepare_fitted(X)
+        return batch.split(self.structure_.map(batch, self.coef_, n_jobs=self.n_jobs))
+
+    def predict_marginals(self, X, method: str = "perturb", n_perturbations: int | None = None):
+        """Node marginals ``P(y_d = k | x)`` of each sample.
+
+        Parameters
+        ----------
+        X : sequence of samples
+        method : {"perturb", "exact"}, default="perturb"
+            ``"perturb"``: frequency of each label over ``n_perturbations`` Gumbel-perturbed MAP
+            labellings (SPEC §1, any structure); ``"exact"``: forward-backward (chains only).
+        n_perturbations : int, optional
+            Defaults to the estimator's ``n_perturbations``.
+
+        Returns
+        -------
+        marginals : list of float arrays
+            One array of shape (D, K) (or (H, W, K)) per sample; rows sum to 1.
+        """
+        batch = self._prepare_fitted(X)
+        if method == "exact":
+            if not hasattr(self.structure_, "marginals"):
+                raise ValueError(
+                    f"exact marginals need a chain; {type(self.structure_).__name__} is loopy "
+                    "(use method='perturb')"
+                )
+            node, _, _ = self.structure_.marginals(batch, self.coef_)
+            return batch.split(node)
+        if method != "perturb":
+            raise ValueError(f"method must be 'perturb' or 'exact', got {method!r}")
+        n_perturbations = n_perturbations or self.n_perturbations
+        rng = check_generator(self.random_state)
+        return batch.split(
+            perturbed_marginals(
+                self.structure_, batch, self.coef_, n_perturbations, rng, self.n_jobs
+            )
+        )
+
+    def score(self, X, y) -> float:
+        """``1 − Hamming loss`` of the MAP labelling (mean over samples)."""
+        return 1.0 - hamming_loss(y, self.predict(X))
+
+
+def perturbed_marginals(structure, batch, w, n_perturbations, rng, n_jobs=None) -> np.ndarray:
+    """Node marginals (n_nodes, K) estimated from ``n_perturbations`` perturbed MAPs per sample.
+
+    The copies of a sample are solved together in vectorised chunks.
+    """
+    n_states = structure.n_states_
+    counts = np.zeros(batch.n_nodes * n_states)
+    per_chunk = max(1, _MARGINALS_CHUNK_NODES // (n_perturbations * max(batch.lengths.max(), 1)))
+    for begin in range(0, batch.n_samples, per_chunk):
+        copies = np.repeat(
+            np.arange(begin, min(begin + per_chunk, batch.n_samples)), n_perturbations
+        )
+        replicated = batch.subset(copies)
+        noise = gumbel(rng, (replicated.n_nodes, n_states))
+        labels = structure.map(replicated, w, noise, n_jobs=n_jobs)
+        counts += np.bincount(batch.node_index(copies) * n_states + labels, minlength=counts.size)
+    return counts.reshape(batch.n_nodes, n_states) / n_perturbations

@@ -1,0 +1,163 @@
+"""Every oracle (plain, perturbed, clamped) equals brute-force enumeration on tiny models."""
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pmap_sklearn._backend import brute, chain, cut
+from pmap_sklearn.perturbation import gumbel
+from pmap_sklearn.structures import ChainStructure, GraphSample, GraphStructure, GridStructure
+
+SETTINGS = settings(max_examples=40, deadline=None)
+
+
+def _free_or_clamped(rng, n_nodes, n_states, rate=0.3):
+    return np.where(rng.random(n_nodes) < rate, rng.integers(0, n_states, n_nodes), -1)
+
+
+def _check_map(structure, batch, w, noise, clamp):
+    labels = structure.map(batch, w, noise, clamp)
+    for i in range(batch.n_samples):
+        unary, edges, pairwise = structure.dense_model(batch, w, i, noise)
+        clamp_i = None if clamp is None else clamp[batch.nodes_of(i)]
+        expected, best = brute.brute_map(unary, edges, pairwise, clamp_i)
+        got = labels[batch.nodes_of(i)]
+        # Compare scores (ties are measure-zero but not impossible) and the clamps.
+        _, scores = brute.enumerate_scores(unary, edges, pairwise)
+        got_score = scores[np.ravel_multi_index(got, (unary.shape[1],) * len(got))]
+        np.testing.assert_allclose(got_score, best, rtol=1e-10, atol=1e-9)
+        if clamp_i is not None:
+            fixed = clamp_i >= 0
+            np.testing.assert_array_equal(got[fixed], clamp_i[fixed])
+
+
+@SETTINGS
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n_states=st.integers(2, 4),
+    perturb=st.booleans(),
+    clamped=st.booleans(),
+)
+def test_viterbi_matches_brute_force(seed, n_states, perturb, clamped):
+    rng = np.random.default_rng(seed)
+    X = [rng.normal(size=(d, 2)) for d in rng.integers(1, 6, size=3)]
+    structure = ChainStructure(n_states=n_states).fit(X)
+    batch = structure.prepare(X)
+    w = 2 * rng.normal(size=structure.size_)
+    noise = gumbel(rng, (batch.n_nodes, n_states)) if perturb else None
+    clamp = _free_or_clamped(rng, batch.n_nodes, n_states) if clamped else None
+    _check_map(structure, batch, w, noise, clamp)
+
+
+@SETTINGS
+@given(seed=st.integers(0, 2**32 - 1), perturb=st.booleans(), clamped=st.booleans())
+def test_graph_cut_matches_brute_force(seed, perturb, clamped):
+    rng = np.random.default_rng(seed)
+    X = []
+    for n in rng.integers(1, 9, size=3):
+        pairs = np.array([(i, j) for i in range(n) for j in range(i + 1, n)]).reshape(-1, 2)
+        edges = pairs[rng.random(len(pairs)) < 0.5]
+        X.append(GraphSample(rng.normal(size=(n, 2)), edges, rng.random((len(edges), 2))))
+    structure = GraphStructure().fit(X)
+    batch = structure.prepare(X)
+    w = structure.project(3 * rng.normal(size=structure.size_))
+    noise = gumbel(rng, (batch.n_nodes, 2)) if perturb else None
+    clamp = _free_or_clamped(rng, batch.n_nodes, 2) if clamped else None
+    _check_map(structure, batch, w, noise, clamp)
+
+
+@SETTINGS
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    connectivity=st.sampled_from([4, 8]),
+    contrast=st.booleans(),
+    perturb=st.booleans(),
+    clamped=st.booleans(),
+)
+def test_grid_cut_matches_brute_force(seed, connectivity, contrast, perturb, clamped):
+    rng = np.random.default_rng(seed)
+    X = [rng.normal(size=(h, w, 2)) for h, w in rng.integers(1, 4, size=(2, 2))]
+    structure = GridStructure(connectivity=connectivity, contrast=contrast).fit(X)
+    batch = structure.prepare(X)
+    w = structure.project(3 * rng.normal(size=structure.size_))
+    noise = gumbel(rng, (batch.n_nodes, 2)) if perturb else None
+    clamp = _free_or_clamped(rng, batch.n_nodes, 2) if clamped else None
+    _check_map(structure, batch, w, noise, clamp)
+
+
+@SETTINGS
+@given(seed=st.integers(0, 2**32 - 1))
+def test_grid_fast_path_agrees_with_general_graph_cut(seed):
+    """The add_grid_edges fast path and the add_edges path solve the same problem."""
+    rng = np.random.default_rng(seed)
+    X = [rng.normal(size=(12, 9, 3))]
+    grid = GridStructure(connectivity=8, contrast=True).fit(X)
+    batch = grid.prepare(X)
+    w = grid.project(rng.normal(size=grid.size_))
+    noise = gumbel(rng, (batch.n_nodes, 2))
+    unary = grid.node_scores(batch, w, noise)
+    general = cut.graph_cut_map(unary, batch.edges, grid.edge_weights(batch, w))
+    np.testing.assert_array_equal(grid.map(batch, w, noise), general)
+
+
+@SETTINGS
+@given(seed=st.integers(0, 2**32 - 1), n_states=st.integers(2, 4))
+def test_forward_backward_matches_brute_force(seed, n_states):
+    rng = np.random.default_rng(seed)
+    X = [rng.normal(size=(d, 2)) for d in rng.integers(1, 6, size=3)]
+    structure = ChainStructure(n_states=n_states).fit(X)
+    batch = structure.prepare(X)
+    w = 2 * rng.normal(size=structure.size_)
+    node, pair, log_z = structure.marginals(batch, w)
+    for i in range(batch.n_samples):
+        unary, edges, pairwise = structure.dense_model(batch, w, i)
+        np.testing.assert_allclose(log_z[i], brute.brute_log_partition(unary, edges, pairwise))
+        np.testing.assert_allclose(
+            node[batch.nodes_of(i)], brute.brute_marginals(unary, edges, pairwise), atol=1e-12
+        )
+        # Expected transition counts by enumeration.
+        labellings, scores = brute.enumerate_scores(unary, edges, pairwise)
+        prob = np.exp(scores - brute.brute_log_partition(unary, edges, pairwise))
+        expected = np.zeros((n_states, n_states))
+        for a, b in edges:
+            np.add.at(expected, (labellings[:, a], labellings[:, b]), prob)
+        np.testing.assert_allclose(pair[i], expected, atol=1e-12)
+
+
+@SETTINGS
+@given(seed=st.integers(0, 2**32 - 1), n_states=st.integers(2, 4))
+def test_max_marginals_and_clamped_maximizers_match_brute_force(seed, n_states):
+    rng = np.random.default_rng(seed)
+    X = [rng.normal(size=(d, 2)) for d in rng.integers(1, 6, size=3)]
+    structure = ChainStructure(n_states=n_states).fit(X)
+    batch = structure.prepare(X)
+    w = 2 * rng.normal(size=structure.size_)
+    noise = gumbel(rng, (batch.n_nodes, n_states))
+    padded, _ = structure.padded(batch, structure.node_scores(batch, w, noise))
+    targets = rng.integers(0, n_states, size=batch.n_nodes)
+    clamp_labels, _ = structure.padded(batch, targets[:, None])
+    clamp_labels = clamp_labels[..., 0].astype(np.intp)
+    transition = structure.transition(w)
+    mm = chain.max_marginals(padded, batch.lengths, transition)
+    maximizers = chain.clamped_maximizers(padded, batch.lengths, transition, clamp_labels)
+    for i in range(batch.n_samples):
+        unary, edges, pairwise = structure.dense_model(batch, w, i, noise)
+        n = batch.lengths[i]
+        for d in range(n):
+            for k in range(n_states):
+                clamp = np.full(n, -1)
+                clamp[d] = k
+                np.testing.assert_allclose(
+                    mm[i, d, k], brute.brute_map(unary, edges, pairwise, clamp)[1]
+                )
+            clamp = np.full(n, -1)
+            clamp[d] = clamp_labels[i, d]
+            expected, best = brute.brute_map(unary, edges, pairwise, clamp)
+            np.testing.assert_array_equal(maximizers[i, d, :n], expected)
+
+
+def test_cut_refuses_non_supermodular_weights():
+    import pytest
+
+    with pytest.raises(ValueError, match="supermodular"):
+        cut.graph_cut_map(np.zeros((2, 2)), np.array([[0, 1]]), np.array([0.5]))

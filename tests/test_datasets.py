@@ -1,0 +1,60 @@
+import gzip
+
+import numpy as np
+import pytest
+
+from pmap_sklearn.datasets import load_ocr, make_chain_data, make_grid_data
+from pmap_sklearn.datasets._paths import candidate_roots, find_data_file
+
+
+def test_load_ocr_shared_data(ocr):
+    assert len(ocr.data) == len(ocr.target) == len(ocr.folds) == 6877
+    assert sum(len(t) for t in ocr.target) == 52152
+    assert set(np.unique(ocr.folds)) == set(range(10))
+    assert all(x.shape == (len(t), 128) for x, t in zip(ocr.data, ocr.target, strict=True))
+    assert set(np.unique(np.concatenate(ocr.data))) == {0.0, 1.0}
+    assert min(len(t) for t in ocr.target) >= 3
+
+
+def _write_letters(path, rows):
+    with gzip.open(path, "wt") as handle:
+        for row in rows:
+            handle.write("\t".join(map(str, row)) + "\t\n")
+
+
+def test_load_ocr_parses_the_letter_data_layout(tmp_path):
+    pixels = [0] * 127 + [1]
+    rows = [
+        [1, "c", 2, 1, 1, 3, *pixels],
+        [2, "a", 3, 1, 2, 3, *pixels],
+        [3, "t", -1, 1, 3, 3, *pixels],
+        [4, "o", 5, 2, 1, 7, *([1] * 128)],
+        [5, "x", -1, 2, 2, 7, *([1] * 128)],
+    ]
+    _write_letters(tmp_path / "letter.data.gz", rows)
+    data = load_ocr(tmp_path)
+    np.testing.assert_array_equal(data.target[0], [2, 0, 19])
+    np.testing.assert_array_equal(data.target[1], [14, 23])
+    np.testing.assert_array_equal(data.folds, [3, 7])
+    assert data.data[0].shape == (3, 128) and data.data[0][0, -1] == 1
+    _write_letters(tmp_path / "bad.gz", [[1, "c", -1, 1, 1, 3, 0, 1]])
+    with pytest.raises(ValueError, match="not in the letter.data layout"):
+        load_ocr(tmp_path / "bad.gz")
+
+
+def test_load_ocr_missing_file_names_the_places_tried(tmp_path, monkeypatch):
+    with pytest.raises(FileNotFoundError, match="tried: .*nowhere.*download"):
+        load_ocr(tmp_path / "nowhere" / "letter.data.gz")
+    monkeypatch.setenv("PMAP_SKLEARN_DATA", str(tmp_path / "env-root"))
+    assert candidate_roots()[0] == tmp_path / "env-root"  # the variable is tried first
+    with pytest.raises(FileNotFoundError, match="env-root.ocr.missing.gz"):
+        find_data_file(None, ["ocr/missing.gz"], "OCR", "the original page")
+
+
+def test_generators_shapes():
+    chains = make_chain_data(n_samples=5, n_states=3, n_features=4, random_state=0)
+    assert len(chains.data) == 5 and chains.data[0].shape == (len(chains.target[0]), 4)
+    assert max(t.max() for t in chains.target) < 3
+    grids = make_grid_data(n_samples=2, shape=(8, 6), random_state=0)
+    assert grids.data[0].shape == (8, 6, 1) and grids.target[0].shape == (8, 6)
+    assert set(np.unique(grids.target[0])) <= {0, 1}

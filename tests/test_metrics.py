@@ -1,0 +1,62 @@
+import numpy as np
+import pytest
+from sklearn.model_selection import GridSearchCV
+
+from pmap_sklearn import (
+    GraphSample,
+    PerturbMAPCRF,
+    hamming_loss,
+    weighted_hamming_loss,
+    weighted_hamming_scorer,
+)
+from pmap_sklearn.metrics import balanced_node_weights
+
+
+def test_hamming_loss_is_the_mean_of_per_sample_losses():
+    # sample losses 1/4 and 1/2 -> 3/8 (not 2/6 pooled over nodes)
+    assert hamming_loss([[0, 1, 2, 3], [1, 1]], [[0, 1, 2, 0], [1, 0]]) == pytest.approx(3 / 8)
+    assert hamming_loss([[0, -1, 2]], [[0, 1, 1]]) == pytest.approx(1 / 2)  # -1 skipped
+    with pytest.raises(ValueError, match="sample 0: y_true has 2 labels but y_pred has 3"):
+        hamming_loss([[0, 1]], [[0, 1, 1]])
+    with pytest.raises(ValueError, match="1 samples but y_pred has 2"):
+        hamming_loss([[0, 1]], [[0, 1], [1]])
+
+
+def test_balanced_weights_follow_the_spec():
+    sizes = np.array([1.0, 3.0, 2.0, 4.0])
+    labels = np.array([1, 0, 0, 0])  # V_fg = 1, V_bg = 9
+    theta = balanced_node_weights(labels, sizes)
+    np.testing.assert_allclose(theta[:, 1], sizes / 2)
+    np.testing.assert_allclose(theta[:, 0], sizes / 18)
+    assert theta[np.arange(4), labels].sum() == pytest.approx(1.0)
+    soft = balanced_node_weights(np.eye(2)[labels], sizes)  # marginals give the same weights
+    np.testing.assert_allclose(soft, theta)
+
+
+def test_weighted_hamming_balances_classes():
+    truth = [np.array([1, 0, 0, 0, 0, 0, 0, 0, 0, 0])]
+    all_background = [np.zeros(10, dtype=int)]
+    assert hamming_loss(truth, all_background) == pytest.approx(0.1)
+    assert weighted_hamming_loss(truth, all_background) == pytest.approx(0.5)
+    sizes = [np.array([9.0] + [1.0] * 9)]  # the foreground node is half the image
+    assert weighted_hamming_loss(truth, all_background, sizes) == pytest.approx(0.5)
+    assert weighted_hamming_loss(truth, [1 - truth[0]], sizes) == pytest.approx(1.0)
+
+
+def test_weighted_scorer_uses_node_sizes_in_grid_search(rng):
+    X, y = [], []
+    for _ in range(12):
+        labels = (rng.random(6) < 0.3).astype(int)
+        features = labels[:, None] + 0.8 * rng.normal(size=(6, 2))
+        X.append(GraphSample(features, [[0, 1], [1, 2], [3, 4], [4, 5]], None, rng.random(6) + 1))
+        y.append(labels)
+    search = GridSearchCV(
+        PerturbMAPCRF("graph", max_iter=3, random_state=0),
+        {"alpha": [1e-4, 1e-2]},
+        cv=3,
+        scoring=weighted_hamming_scorer,
+    ).fit(X, y)
+    model = search.best_estimator_
+    sizes = [x.node_sizes for x in X]
+    expected = 1 - weighted_hamming_loss(y, model.predict(X), sizes)
+    assert weighted_hamming_scorer(model, X, y) == pytest.approx(expected)

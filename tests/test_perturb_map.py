@@ -1,0 +1,231 @@
+"""PerturbMAPCRF: gradient exactness on separable models, learning, and the sklearn contract."""
+
+import pickle
+
+import joblib
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import GridSearchCV, KFold, cross_validate
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import StandardScaler
+
+from pmap_sklearn import (
+    ChainStructure,
+    GraphSample,
+    GraphStructure,
+    NodeTransformer,
+    PerturbMAPCRF,
+    hamming_loss,
+    hamming_scorer,
+)
+from pmap_sklearn._backend import brute
+from pmap_sklearn.datasets import make_chain_data, make_grid_data
+
+
+@pytest.fixture(scope="module")
+def chains():
+    data = make_chain_data(n_samples=160, n_states=4, n_features=6, noise=1.8, random_state=0)
+    return data.data[:100], data.target[:100], data.data[100:], data.target[100:]
+
+
+def _mean_gradient_and_se(estimator, batch, labels, w, n_chunks=80, per_chunk=500, seed=0):
+    """Mean of the stochastic gradient over many perturbations of sample 0, with its s.e."""
+    oracle = estimator._make_oracle(batch, labels)
+    rng = np.random.default_rng(seed)
+    means = np.array(
+        [oracle(np.zeros(per_chunk, dtype=int), w, rng)[0] / per_chunk for _ in range(n_chunks)]
+    )
+    return means.mean(0), means.std(0, ddof=1) / np.sqrt(n_chunks)
+
+
+@pytest.mark.parametrize("kind", ["chain", "graph"])
+def test_separable_stochastic_gradient_equals_exact_crf_gradient(kind, rng):
+    """Without pairwise terms A_G = A, so E_z[Ψ(y) − Ψ(y*)] is the exact CRF gradient."""
+    if kind == "chain":
+        X, y = [rng.normal(size=(4, 3))], [np.array([0, 2, 1, 2])]
+        structure = ChainStructure(n_states=3)
+    else:
+        X = [GraphSample(rng.normal(size=(5, 3)), [[0, 1], [1, 2], [2, 0], [3, 4]])]
+        y = [np.array([1, 0, 1, 1, 0])]
+        structure = GraphStructure()
+    estimator = PerturbMAPCRF(structure)
+    estimator.structure_ = structure.fit(X, y)
+    batch = structure.prepare(X)
+    labels = structure.prepare_labels(batch, y)
+    w = np.zeros(structure.size_)
+    w[: structure.n_unary_weights_] = rng.normal(size=structure.n_unary_weights_)
+    unary, edges, pairwise = structure.dense_model(batch, w, 0)
+    labellings, scores = brute.enumerate_scores(unary, edges, pairwise)
+    prob = np.exp(scores - brute.brute_log_partition(unary, edges, pairwise))
+    expected_psi = sum(
+        p * structure.joint_feature(batch, yy) for p, yy in zip(prob, labellings, strict=True)
+    )
+    exact = structure.joint_feature(batch, labels) - expected_psi
+    mean, se = _mean_gradient_and_se(estimator, batch, labels, w)
+    assert np.all(np.abs(mean - exact) <= 5 * se + 1e-9), np.abs(mean - exact) / (se + 1e-12)
+    # The test has power: with a strong pairwise term the bound is no longer tight.
+    if kind == "chain":
+        w[structure.n_unary_weights_ :] = 3 * np.eye(3).ravel()
+        unary, edges, pairwise = structure.dense_model(batch, w, 0)
+        labellings, scores = brute.enumerate_scores(unary, edges, pairwise)
+        prob = np.exp(scores - brute.brute_log_partition(unary, edges, pairwise))
+        expected_psi = sum(
+            p * structure.joint_feature(batch, yy) for p, yy in zip(prob, labellings, strict=True)
+        )
+        exact = structure.joint_feature(batch, labels) - expected_psi
+        mean, se = _mean_gradient_and_se(estimator, batch, labels, w)
+        assert np.any(np.abs(mean - exact) > 5 * se)
+
+
+def test_learning_beats_chance_and_independent_classification(chains):
+    X, y, X_test, y_test = chains
+    crf = PerturbMAPCRF(random_state=0).fit(X, y)
+    logistic = LogisticRegression(max_iter=1000).fit(np.vstack(X), np.concatenate(y))
+    independent = 1 - hamming_loss(y_test, [logistic.predict(x) for x in X_test])
+    assert crf.score(X_test, y_test) > independent + 0.03
+    assert crf.loss_curve_[-1] < crf.loss_curve_[0]
+    assert crf.n_iter_ >= 1 and crf.coef_.shape == (crf.structure_.size_,)
+
+
+def test_grid_learning_denoises(rng):
+    data = make_grid_data(n_samples=12, shape=(20, 20), noise=1.0, random_state=0)
+    model = PerturbMAPCRF("grid", batch_size=4, random_state=0).fit(data.data[:8], data.target[:8])
+    pixelwise = 1 - hamming_loss(data.target[8:], [(x[..., 0] > 0.5) for x in data.data[8:]])
+    assert model.score(data.data[8:], data.target[8:]) > pixelwise + 0.05
+    assert np.all(model.structure_.unpack(model.coef_)[1] <= 0)
+    assert model.predict(data.data[8:])[0].shape == (20, 20)
+
+
+def test_marginals_agree_with_exact_as_m_grows(chains):
+    X, y, X_test, _ = chains
+    crf = PerturbMAPCRF(random_state=0, max_iter=5).fit(X, y)
+    crf.coef_[crf.structure_.n_unary_weights_ :] = 0  # separable: Gumbel-max is exact
+    exact = crf.predict_marginals(X_test[:5], method="exact")
+    estimate = crf.predict_marginals(X_test[:5], n_perturbations=4000)
+    for e, q in zip(exact, estimate, strict=True):
+        assert q.shape == e.shape
+        np.testing.assert_allclose(q.sum(1), 1)
+        np.testing.assert_allclose(q, e, atol=0.04)
+
+
+def test_grid_marginals_and_exact_refused():
+    data = make_grid_data(n_samples=3, shape=(6, 5), random_state=0)
+    model = PerturbMAPCRF("grid", max_iter=2, random_state=0).fit(data.data, data.target)
+    marginals = model.predict_marginals(data.data, n_perturbations=20)
+    assert marginals[0].shape == (6, 5, 2)
+    with pytest.raises(ValueError, match="exact marginals need a chain"):
+        model.predict_marginals(data.data, method="exact")
+
+
+def test_n_jobs_does_not_change_the_result():
+    data = make_grid_data(n_samples=6, shape=(10, 10), random_state=1)
+    fits = [
+        PerturbMAPCRF("grid", max_iter=3, batch_size=3, random_state=0, n_jobs=n_jobs).fit(
+            data.data, data.target
+        )
+        for n_jobs in (1, 2)
+    ]
+    np.testing.assert_array_equal(fits[0].coef_, fits[1].coef_)
+    np.testing.assert_array_equal(
+        fits[0].predict_marginals(data.data[:2], n_perturbations=10)[1],
+        fits[1].predict_marginals(data.data[:2], n_perturbations=10)[1],
+    )
+
+
+def test_random_state_makes_fits_reproducible(chains):
+    X, y, _, _ = chains
+    a = PerturbMAPCRF(random_state=3, max_iter=3).fit(X, y).coef_
+    b = PerturbMAPCRF(random_state=np.random.default_rng(3), max_iter=3).fit(X, y).coef_
+    c = PerturbMAPCRF(random_state=4, max_iter=3).fit(X, y).coef_
+    np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(a, c)
+
+
+def test_clone_pickle_and_joblib_round_trip(chains, tmp_path):
+    X, y, X_test, _ = chains
+    crf = PerturbMAPCRF(alpha=1e-3, random_state=0, max_iter=3).fit(X, y)
+    assert clone(crf).get_params() == crf.get_params()
+    assert not hasattr(clone(crf), "coef_")
+    restored = pickle.loads(pickle.dumps(crf))
+    joblib.dump(crf, tmp_path / "crf.joblib")
+    loaded = joblib.load(tmp_path / "crf.joblib")
+    for other in (restored, loaded):
+        for a, b in zip(crf.predict(X_test), other.predict(X_test), strict=True):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_grid_search_and_cross_validate_on_lists(chains):
+    X, y, _, _ = chains
+    search = GridSearchCV(
+        PerturbMAPCRF(ChainStructure(), max_iter=3, random_state=0),
+        {"alpha": [1e-4, 100.0], "structure__bias": [True, False]},
+        cv=3,
+        scoring=hamming_scorer,
+    ).fit(X, y)
+    assert search.best_params_["alpha"] == 1e-4  # alpha = 100 shrinks w to ~0
+    assert search.best_estimator_.structure_.bias == search.best_params_["structure__bias"]
+    result = cross_validate(
+        PerturbMAPCRF(max_iter=3, random_state=0), X, y, cv=KFold(3, shuffle=True, random_state=0)
+    )
+    assert len(result["test_score"]) == 3 and np.all(result["test_score"] > 0.5)
+
+
+def test_pipeline_with_node_transformer(chains):
+    """Scaling inside a Pipeline undoes an affine change of the features."""
+    X, y, X_test, y_test = chains
+    reference = PerturbMAPCRF(random_state=0).fit(X, y).score(X_test, y_test)
+    pipe = Pipeline(
+        [("scale", NodeTransformer(StandardScaler())), ("crf", PerturbMAPCRF(random_state=0))]
+    )
+    pipe.fit([100 + 10 * x for x in X], y)
+    scaled = pipe.named_steps["scale"].transform([100 + 10 * x for x in X])
+    np.testing.assert_allclose(np.vstack(scaled).mean(0), 0, atol=1e-10)
+    np.testing.assert_allclose(np.vstack(scaled).std(0), 1)
+    assert pipe.score([100 + 10 * x for x in X_test], y_test) > reference - 0.03
+
+
+def test_warm_start_continues(chains):
+    X, y, _, _ = chains
+    crf = PerturbMAPCRF(max_iter=2, tol=None, warm_start=True, random_state=0).fit(X, y)
+    first_t, first_coef = crf.t_, crf.coef_.copy()
+    crf.fit(X, y)
+    assert crf.t_ == 2 * first_t
+    assert not np.array_equal(first_coef, crf.coef_)
+
+
+def test_early_stopping_uses_validation_scores(chains):
+    X, y, _, _ = chains
+    crf = PerturbMAPCRF(
+        early_stopping=True, tol=0.5, n_iter_no_change=2, max_iter=50, random_state=0
+    ).fit(X, y)
+    assert crf.n_iter_ == 3  # first epoch sets the best, then two without a 0.5 gain
+    assert len(crf.validation_scores_) == crf.n_iter_
+    assert all(0 <= s <= 1 for s in crf.validation_scores_)
+
+
+def test_verbose_prints_progress(chains, capsys):
+    X, y, _, _ = chains
+    PerturbMAPCRF(max_iter=2, tol=None, verbose=1, random_state=0).fit(X, y)
+    assert "Epoch 2" in capsys.readouterr().out
+
+
+def test_bad_input_and_parameters(chains):
+    X, y, _, _ = chains
+    with pytest.raises(NotFittedError):
+        PerturbMAPCRF().predict(X)
+    with pytest.raises(ValueError, match="sample 1: y has shape"):
+        PerturbMAPCRF().fit(X[:3], [y[0], y[1][:-1], y[2]])
+    with pytest.raises(ValueError, match="alpha"):
+        PerturbMAPCRF(alpha=-1).fit(X, y)
+    with pytest.raises(ValueError, match="structure"):
+        PerturbMAPCRF(structure="tree").fit(X, y)
+    with pytest.raises(ValueError, match="K > 2 on a loopy graph"):
+        PerturbMAPCRF("grid").fit([np.zeros((2, 2))], [np.array([[0, 2], [1, 0]])])
+    crf = PerturbMAPCRF(max_iter=1).fit(X, y)
+    with pytest.raises(ValueError, match="sample 0 has 7 node features, expected 6"):
+        crf.predict([np.zeros((3, 7))])
+    with pytest.raises(ValueError, match="method must be"):
+        crf.predict_marginals(X[:1], method="gibbs")

@@ -1,0 +1,159 @@
+"""Joint feature map, potentials and sample validation of the structures."""
+
+import numpy as np
+import pytest
+
+from pmap_sklearn._backend import brute
+from pmap_sklearn.structures import (
+    ChainStructure,
+    GraphSample,
+    GraphStructure,
+    GridStructure,
+    check_structure,
+)
+
+
+def _samples(kind, rng):
+    if kind == "chain":
+        return ChainStructure(n_states=3), [rng.normal(size=(d, 2)) for d in (1, 3, 4)]
+    if kind == "grid":
+        return GridStructure(connectivity=8, contrast=True), [rng.normal(size=(2, 3, 2))] * 2
+    edges = np.array([[0, 1], [1, 2], [2, 0], [2, 3]])
+    sample = GraphSample(rng.normal(size=(4, 2)), edges, rng.random((4, 3)), rng.random(4) + 1)
+    return GraphStructure(), [
+        sample,
+        GraphSample(rng.normal(size=(2, 2)), [[0, 1]], rng.random((1, 3))),
+    ]
+
+
+@pytest.mark.parametrize("kind", ["chain", "grid", "graph"])
+def test_score_is_w_dot_joint_feature_and_matches_dense_model(kind, rng):
+    structure, X = _samples(kind, rng)
+    structure.fit(X)
+    batch = structure.prepare(X)
+    w = structure.project(rng.normal(size=structure.size_))
+    labels = rng.integers(0, structure.n_states_, size=batch.n_nodes)
+    psi = structure.joint_feature_per_sample(batch, labels)
+    scores = structure.score(batch, w, labels)
+    np.testing.assert_allclose(psi @ w, scores)
+    np.testing.assert_allclose(psi.sum(0), structure.joint_feature(batch, labels))
+    for i in range(batch.n_samples):
+        unary, edges, pairwise = structure.dense_model(batch, w, i)
+        labellings, all_scores = brute.enumerate_scores(unary, edges, pairwise)
+        y = labels[batch.nodes_of(i)]
+        index = np.ravel_multi_index(y, (structure.n_states_,) * len(y))
+        np.testing.assert_allclose(all_scores[index], scores[i])
+
+
+@pytest.mark.parametrize("kind", ["chain", "graph"])
+def test_expected_joint_feature_is_the_mean_under_the_distribution(kind, rng):
+    structure, X = _samples(kind, rng)
+    structure.fit(X)
+    batch = structure.prepare(X[:1])
+    w = structure.project(rng.normal(size=structure.size_))
+    unary, edges, pairwise = structure.dense_model(batch, w, 0)
+    labellings, scores = brute.enumerate_scores(unary, edges, pairwise)
+    prob = np.exp(scores - brute.brute_log_partition(unary, edges, pairwise))
+    expected = sum(
+        p * structure.joint_feature(batch, y) for p, y in zip(prob, labellings, strict=True)
+    )
+    node = brute.brute_marginals(unary, edges, pairwise)
+    if kind == "chain":
+        _, pair, _ = structure.marginals(batch, w)
+    else:
+        pair = prob @ (labellings[:, edges[:, 0]] != labellings[:, edges[:, 1]])
+    np.testing.assert_allclose(structure.expected_joint_feature(batch, node, pair), expected)
+
+
+def test_subset_matches_preparing_the_subset(rng):
+    structure, X = _samples("graph", rng)
+    X = X + [X[0]]
+    structure.fit(X)
+    batch = structure.prepare(X)
+    sub = batch.subset([2, 1])
+    direct = structure.prepare([X[2], X[1]])
+    for name in (
+        "features",
+        "node_offsets",
+        "edges",
+        "edge_offsets",
+        "edge_features",
+        "node_sizes",
+    ):
+        np.testing.assert_array_equal(getattr(sub, name), getattr(direct, name))
+
+
+def test_grid_edges_and_shapes():
+    structure = GridStructure(connectivity=4).fit([np.zeros((3, 4))])
+    batch = structure.prepare([np.zeros((3, 4))])
+    assert len(batch.edges) == 3 * 3 + 2 * 4  # horizontal + vertical
+    assert structure.size_ == 2 * 2 + 2  # (1 feature + bias) x 2 labels + 2 directions
+    split = batch.split(np.arange(12))
+    assert split[0].shape == (3, 4)
+
+
+def test_projection_keeps_cut_weights_nonpositive(rng):
+    structure, X = _samples("graph", rng)
+    structure.fit(X)
+    w = structure.project(np.ones(structure.size_))
+    unary, pairwise = structure.unpack(w)
+    assert np.all(pairwise <= 0) and np.all(unary == 1)
+
+
+@pytest.mark.parametrize(
+    "structure, X, y, match",
+    [
+        (
+            ChainStructure(n_states=2),
+            [np.zeros((3, 2)), np.zeros((2, 3))],
+            None,
+            "sample 1 has 3 node",
+        ),
+        (
+            ChainStructure(n_states=2),
+            [np.zeros((3, 2)), np.full((2, 2), np.nan)],
+            None,
+            "sample 1.*non-finite",
+        ),
+        (
+            ChainStructure(n_states=2),
+            [np.zeros((3, 2)), np.zeros(4)],
+            None,
+            "sample 1: expected a 2-D",
+        ),
+        (ChainStructure(), [np.zeros((3, 2))], [[0, 1]], "sample 0: y has shape"),
+        (ChainStructure(n_states=2), [np.zeros((3, 2))], [[0, 1, 2]], "label 2 out of range"),
+        (ChainStructure(), [np.zeros((3, 2))], [[0, -1, 1]], "-1 .unknown. is not accepted"),
+        (ChainStructure(), [np.zeros((3, 2))], [[0, 0.5, 1]], "labels must be integers"),
+        (ChainStructure(), [np.zeros((3, 2))], [[0, 1, 1], [0]], "1 samples but y has 2"),
+        (GridStructure(), [np.zeros((2, 2))], [[[0, 1], [2, 0]]], "K > 2 on a loopy graph"),
+        (GraphStructure(), [GraphSample(np.zeros((3, 1)), [[0, 3]])], None, "out of range"),
+        (GraphStructure(), [GraphSample(np.zeros((3, 1)), [[0, 1], [2, 2]])], None, "self-loop"),
+        (GraphStructure(), [GraphSample(np.zeros((3, 1)), [[0, 1]], [[-1.0]])], None, ">= 0"),
+        (
+            GraphStructure(),
+            [GraphSample(np.zeros((3, 1)), [[0, 1]], [[1.0], [2.0]])],
+            None,
+            "edge_features must have shape",
+        ),
+        (GraphStructure(), [np.zeros((3, 2))], None, "takes GraphSample"),
+        (
+            GraphStructure(),
+            [GraphSample(np.zeros((3, 1)), [[0, 1]], None, [1, 0, 1])],
+            None,
+            "node_sizes",
+        ),
+    ],
+)
+def test_bad_input_names_the_sample_and_the_problem(structure, X, y, match):
+    with pytest.raises(ValueError, match=match):
+        structure.fit(X[:1], y)
+        batch = structure.prepare(X)
+        if y is not None:
+            structure.prepare_labels(batch, y)
+
+
+def test_check_structure_rejects_unknown_names():
+    with pytest.raises(ValueError, match="structure must be one of"):
+        check_structure("tree")
+    assert isinstance(check_structure("grid"), GridStructure)
