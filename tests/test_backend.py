@@ -31,6 +31,22 @@ def _check_map(structure, batch, w, noise, clamp):
             np.testing.assert_array_equal(got[fixed], clamp_i[fixed])
 
 
+def _check_random_binary_model(structure, X, rng, perturb, clamped):
+    """Random supermodular weights, optional perturbation and clamps, checked by brute force."""
+    batch = structure.prepare(X)
+    w = structure.project(3 * rng.normal(size=structure.size_))
+    noise = gumbel(rng, (batch.n_nodes, 2)) if perturb else None
+    clamp = _free_or_clamped(rng, batch.n_nodes, 2) if clamped else None
+    _check_map(structure, batch, w, noise, clamp)
+
+
+def _random_chains(rng, n_states):
+    """Three short chains with random weights: (structure, batch, w)."""
+    X = [rng.normal(size=(d, 2)) for d in rng.integers(1, 6, size=3)]
+    structure = ChainStructure(n_states=n_states).fit(X)
+    return structure, structure.prepare(X), 2 * rng.normal(size=structure.size_)
+
+
 @SETTINGS
 @given(
     seed=st.integers(0, 2**32 - 1),
@@ -40,10 +56,7 @@ def _check_map(structure, batch, w, noise, clamp):
 )
 def test_viterbi_matches_brute_force(seed, n_states, perturb, clamped):
     rng = np.random.default_rng(seed)
-    X = [rng.normal(size=(d, 2)) for d in rng.integers(1, 6, size=3)]
-    structure = ChainStructure(n_states=n_states).fit(X)
-    batch = structure.prepare(X)
-    w = 2 * rng.normal(size=structure.size_)
+    structure, batch, w = _random_chains(rng, n_states)
     noise = gumbel(rng, (batch.n_nodes, n_states)) if perturb else None
     clamp = _free_or_clamped(rng, batch.n_nodes, n_states) if clamped else None
     _check_map(structure, batch, w, noise, clamp)
@@ -58,12 +71,7 @@ def test_graph_cut_matches_brute_force(seed, perturb, clamped):
         pairs = np.array([(i, j) for i in range(n) for j in range(i + 1, n)]).reshape(-1, 2)
         edges = pairs[rng.random(len(pairs)) < 0.5]
         X.append(GraphSample(rng.normal(size=(n, 2)), edges, rng.random((len(edges), 2))))
-    structure = GraphStructure().fit(X)
-    batch = structure.prepare(X)
-    w = structure.project(3 * rng.normal(size=structure.size_))
-    noise = gumbel(rng, (batch.n_nodes, 2)) if perturb else None
-    clamp = _free_or_clamped(rng, batch.n_nodes, 2) if clamped else None
-    _check_map(structure, batch, w, noise, clamp)
+    _check_random_binary_model(GraphStructure().fit(X), X, rng, perturb, clamped)
 
 
 @SETTINGS
@@ -78,11 +86,7 @@ def test_grid_cut_matches_brute_force(seed, connectivity, contrast, perturb, cla
     rng = np.random.default_rng(seed)
     X = [rng.normal(size=(h, w, 2)) for h, w in rng.integers(1, 4, size=(2, 2))]
     structure = GridStructure(connectivity=connectivity, contrast=contrast).fit(X)
-    batch = structure.prepare(X)
-    w = structure.project(3 * rng.normal(size=structure.size_))
-    noise = gumbel(rng, (batch.n_nodes, 2)) if perturb else None
-    clamp = _free_or_clamped(rng, batch.n_nodes, 2) if clamped else None
-    _check_map(structure, batch, w, noise, clamp)
+    _check_random_binary_model(structure, X, rng, perturb, clamped)
 
 
 @SETTINGS
@@ -104,10 +108,7 @@ def test_grid_fast_path_agrees_with_general_graph_cut(seed):
 @given(seed=st.integers(0, 2**32 - 1), n_states=st.integers(2, 4))
 def test_forward_backward_matches_brute_force(seed, n_states):
     rng = np.random.default_rng(seed)
-    X = [rng.normal(size=(d, 2)) for d in rng.integers(1, 6, size=3)]
-    structure = ChainStructure(n_states=n_states).fit(X)
-    batch = structure.prepare(X)
-    w = 2 * rng.normal(size=structure.size_)
+    structure, batch, w = _random_chains(rng, n_states)
     node, pair, log_z = structure.marginals(batch, w)
     for i in range(batch.n_samples):
         unary, edges, pairwise = structure.dense_model(batch, w, i)
@@ -128,10 +129,7 @@ def test_forward_backward_matches_brute_force(seed, n_states):
 @given(seed=st.integers(0, 2**32 - 1), n_states=st.integers(2, 4))
 def test_max_marginals_and_clamped_maximizers_match_brute_force(seed, n_states):
     rng = np.random.default_rng(seed)
-    X = [rng.normal(size=(d, 2)) for d in rng.integers(1, 6, size=3)]
-    structure = ChainStructure(n_states=n_states).fit(X)
-    batch = structure.prepare(X)
-    w = 2 * rng.normal(size=structure.size_)
+    structure, batch, w = _random_chains(rng, n_states)
     noise = gumbel(rng, (batch.n_nodes, n_states))
     padded, _ = structure.padded(batch, structure.node_scores(batch, w, noise))
     targets = rng.integers(0, n_states, size=batch.n_nodes)

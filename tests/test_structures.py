@@ -12,6 +12,8 @@ from pmap_sklearn.structures import (
     check_structure,
 )
 
+from .helpers import exact_distribution, exact_expected_joint_feature
+
 
 def _samples(kind, rng):
     if kind == "chain":
@@ -52,11 +54,8 @@ def test_expected_joint_feature_is_the_mean_under_the_distribution(kind, rng):
     batch = structure.prepare(X[:1])
     w = structure.project(rng.normal(size=structure.size_))
     unary, edges, pairwise = structure.dense_model(batch, w, 0)
-    labellings, scores = brute.enumerate_scores(unary, edges, pairwise)
-    prob = np.exp(scores - brute.brute_log_partition(unary, edges, pairwise))
-    expected = sum(
-        p * structure.joint_feature(batch, y) for p, y in zip(prob, labellings, strict=True)
-    )
+    labellings, prob = exact_distribution(structure, batch, w)
+    expected = exact_expected_joint_feature(structure, batch, w)
     node = brute.brute_marginals(unary, edges, pairwise)
     if kind == "chain":
         _, pair, _ = structure.marginals(batch, w)
