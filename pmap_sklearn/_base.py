@@ -63,7 +63,11 @@ class BaseStructuredSGD(BaseEstimator):
             Samples in the structure's format (chain: (D, F) arrays; grid: (H, W[, F]) images;
             graph: :class:`~pmap_sklearn.structures.GraphSample`).
         y : sequence of int arrays
-            One label per node.
+            One label per node; ``-1`` marks an unknown label. Samples with unknown labels are
+            used semi-supervised (SPEC §2, Alg. 3): the model is first fitted on the fully
+            labelled samples (``w_1``), the unknown labels are then filled in from ``w_1``
+            conditionally on the known ones (see the estimator), and fitting continues from
+            ``w_1`` on all samples.
 
         Returns
         -------
@@ -75,54 +79,36 @@ class BaseStructuredSGD(BaseEstimator):
         if not warm:
             self.structure_ = check_structure(self.structure).fit(X, y)
         batch = self.structure_.prepare(X)
-        labels = self.structure_.prepare_labels(batch, y, allow_unknown=self._allow_unknown)
+        labels = self.structure_.prepare_labels(batch, y, allow_unknown=True)
         rng = check_generator(self.random_state)
-        validation_score = None
+        unknown = np.bincount(batch.node_sample, labels < 0, minlength=batch.n_samples) > 0
+        complete = np.flatnonzero(~unknown)
+        if len(complete) == 0:
+            raise ValueError(
+                "every sample has unknown labels (-1): at least one fully labelled sample is "
+                "needed to fit the supervised model w_1"
+            )
         train = np.arange(batch.n_samples)
+        validation_score = None
         if self.early_stopping:
-            train, held_out = self._validation_split(batch.n_samples, rng)
-            val_batch = batch.subset(held_out)
-            val_labels = labels[batch.node_index(held_out)]
-            validation_score = self._validation_scorer(val_batch, val_labels)
-        train_batch = batch.subset(train)
-        train_labels = labels[batch.node_index(train)]
+            held_out = self._validation_samples(complete, rng)
+            train = np.setdiff1d(train, held_out)
+            validation_score = self._validation_scorer(
+                batch.subset(held_out), labels[batch.node_index(held_out)]
+            )
         if warm:
             state = self._sgd_state
         else:
             state = _sgd.SGDState(coef=self.structure_.project(np.zeros(self.structure_.size_)))
-        oracle = self._make_oracle(train_batch, train_labels)
-        batch_size = min(self.batch_size, train_batch.n_samples)
-        eta0 = self.eta0
-        if eta0 == "auto":
-            eta0 = state.eta0 or _sgd.calibrate_eta0(
-                oracle,
-                state.coef,
-                train_batch.n_samples,
-                rng=rng,
-                alpha=self.alpha,
-                batch_size=batch_size,
-                project=self.structure_.project,
-                average=bool(self.average),
-            )
-        state.eta0 = eta0
-        _sgd.run_sgd(
-            oracle,
-            state,
-            train_batch.n_samples,
-            rng=rng,
-            alpha=self.alpha,
-            batch_size=batch_size,
-            schedule=self.learning_rate,
-            eta0=eta0,
-            power_t=self.power_t,
-            average=self.average,
-            max_iter=self.max_iter,
-            tol=self.tol,
-            n_iter_no_change=self.n_iter_no_change,
-            project=self.structure_.project,
-            validation_score=validation_score,
-            verbose=self.verbose,
-        )
+        supervised = np.intersect1d(train, complete)
+        sub = batch.subset(supervised)
+        sub_labels = labels[batch.node_index(supervised)]
+        self._run_sgd(sub, self._targets(sub, sub_labels, None, rng), state, rng, validation_score)
+        self.supervised_coef_ = state.best.copy()
+        if len(supervised) < len(train):  # Alg. 3: continue from w_1 on all samples
+            sub = batch.subset(train)
+            targets = self._targets(sub, labels[batch.node_index(train)], state.best, rng)
+            self._run_sgd(sub, targets, state, rng, validation_score)
         self._sgd_state = state
         self.coef_ = state.best.copy()
         self.n_iter_ = state.n_iter
@@ -134,22 +120,62 @@ class BaseStructuredSGD(BaseEstimator):
         self.n_features_in_ = self.structure_.n_features_in_
         return self
 
-    _allow_unknown = False
+    def _run_sgd(self, batch, targets, state, rng, validation_score):
+        oracle = self._make_oracle(batch, targets)
+        batch_size = min(self.batch_size, batch.n_samples)
+        if state.eta0 is None:
+            state.eta0 = self.eta0
+            if self.eta0 == "auto":
+                state.eta0 = _sgd.calibrate_eta0(
+                    oracle,
+                    state.coef,
+                    batch.n_samples,
+                    rng=rng,
+                    alpha=self.alpha,
+                    batch_size=batch_size,
+                    project=self.structure_.project,
+                    average=bool(self.average),
+                )
+        _sgd.run_sgd(
+            oracle,
+            state,
+            batch.n_samples,
+            rng=rng,
+            alpha=self.alpha,
+            batch_size=batch_size,
+            schedule=self.learning_rate,
+            eta0=state.eta0,
+            power_t=self.power_t,
+            average=self.average,
+            max_iter=self.max_iter,
+            tol=self.tol,
+            n_iter_no_change=self.n_iter_no_change,
+            project=self.structure_.project,
+            validation_score=validation_score,
+            verbose=self.verbose,
+        )
 
-    def _make_oracle(self, batch: SampleBatch, labels: np.ndarray):
+    def _targets(self, batch: SampleBatch, labels: np.ndarray, w_supervised, rng):
+        """What the oracle learns from: built from the labels (``-1`` = unknown), with the
+        unknown ones filled in from the supervised weights ``w_supervised`` (None while every
+        label is known)."""
+        raise NotImplementedError
+
+    def _make_oracle(self, batch: SampleBatch, targets):
         """Return ``oracle(indices, w, rng) -> (Σ gradient of ℓ, Σ estimate of ℓ)``, drawing
         the perturbations from ``rng``."""
         raise NotImplementedError
 
-    def _validation_split(self, n_samples: int, rng: np.random.Generator):
-        n_held_out = int(round(self.validation_fraction * n_samples))
-        if n_held_out < 1 or n_held_out >= n_samples:
+    def _validation_samples(self, complete: np.ndarray, rng: np.random.Generator):
+        """Held-out fully labelled samples for early stopping."""
+        n_held_out = int(round(self.validation_fraction * len(complete)))
+        if n_held_out < 1 or n_held_out >= len(complete):
             raise ValueError(
                 f"validation_fraction={self.validation_fraction} leaves {n_held_out} of "
-                f"{n_samples} samples for validation; need at least 1 and fewer than all"
+                f"{len(complete)} fully labelled samples for validation; need at least 1 and "
+                "fewer than all"
             )
-        order = rng.permutation(n_samples)
-        return np.sort(order[n_held_out:]), np.sort(order[:n_held_out])
+        return np.sort(rng.permutation(complete)[:n_held_out])
 
     def _validation_scorer(self, batch: SampleBatch, labels: np.ndarray):
         def score(w):
@@ -163,14 +189,25 @@ class BaseStructuredSGD(BaseEstimator):
         check_is_fitted(self, "coef_")
         return self.structure_.prepare(X)
 
-    def predict(self, X) -> list[np.ndarray]:
-        """MAP labelling of each sample.
+    def predict(self, X, decoding: str = "map") -> list[np.ndarray]:
+        """Labelling of each sample.
+
+        Parameters
+        ----------
+        X : sequence of samples
+        decoding : {"map", "marginal"}, default="map"
+            ``"map"``: the MAP labelling; ``"marginal"``: the per-node argmax of the estimated
+            marginals (:meth:`predict_marginals`), which minimises the expected Hamming loss.
 
         Returns
         -------
         y : list of int arrays
             One array per sample, shaped like its labels ((D,) or (H, W)).
         """
+        if decoding == "marginal":
+            return [m.argmax(axis=-1) for m in self.predict_marginals(X)]
+        if decoding != "map":
+            raise ValueError(f"decoding must be 'map' or 'marginal', got {decoding!r}")
         batch = self._prepare_fitted(X)
         return batch.split(self.structure_.map(batch, self.coef_, n_jobs=self.n_jobs))
 
@@ -215,10 +252,14 @@ class BaseStructuredSGD(BaseEstimator):
         return 1.0 - hamming_loss(y, self.predict(X))
 
 
-def perturbed_marginals(structure, batch, w, n_perturbations, rng, n_jobs=None) -> np.ndarray:
+def perturbed_marginals(
+    structure, batch, w, n_perturbations, rng, n_jobs=None, clamp=None
+) -> np.ndarray:
     """Node marginals (n_nodes, K) estimated from ``n_perturbations`` perturbed MAPs per sample.
 
-    The copies of a sample are solved together in vectorised chunks.
+    With ``clamp`` (flat labels, ``-1`` = free) they are the conditional marginals
+    ``q(y_d | y_given)`` of the free nodes given the clamped ones. The copies of a sample are
+    solved together in vectorised chunks.
     """
     n_states = structure.n_states_
     counts = np.zeros(batch.n_nodes * n_states)

@@ -12,6 +12,7 @@ __all__ = [
     "hamming_loss",
     "weighted_hamming_loss",
     "balanced_node_weights",
+    "balanced_weights_batch",
     "hamming_scorer",
     "weighted_hamming_scorer",
 ]
@@ -74,11 +75,33 @@ def balanced_node_weights(label_distribution, node_sizes=None) -> np.ndarray:
         onehot[np.flatnonzero(known), labels[known]] = 1.0
         dist = onehot
     sizes = np.ones(len(dist)) if node_sizes is None else np.asarray(node_sizes, dtype=float)
-    class_sizes = sizes @ dist
+    return balanced_weights_batch(dist, sizes, np.zeros(len(dist), dtype=np.intp))
+
+
+def balanced_weights_batch(distribution, node_sizes, node_sample) -> np.ndarray:
+    """:func:`balanced_node_weights` of many samples at once (vectorised).
+
+    Parameters
+    ----------
+    distribution : ndarray of shape (n_nodes, K)
+        One-hot labels or marginals of the stacked nodes.
+    node_sizes : ndarray of shape (n_nodes,)
+    node_sample : ndarray of shape (n_nodes,)
+        Sample index of each node.
+    """
+    n_samples = int(node_sample.max()) + 1 if len(node_sample) else 0
+    class_sizes = np.stack(
+        [
+            np.bincount(node_sample, node_sizes * column, minlength=n_samples)
+            for column in distribution.T
+        ],
+        axis=1,
+    )
     present = class_sizes > 0
     inverse = np.zeros_like(class_sizes)
-    inverse[present] = 1.0 / (present.sum() * class_sizes[present])
-    return sizes[:, None] * inverse[None, :]
+    n_present = np.broadcast_to(present.sum(axis=1, keepdims=True), present.shape)
+    inverse[present] = 1.0 / (n_present[present] * class_sizes[present])
+    return node_sizes[:, None] * inverse[node_sample]
 
 
 def weighted_hamming_loss(y_true, y_pred, node_sizes=None) -> float:

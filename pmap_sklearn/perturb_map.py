@@ -137,6 +137,13 @@ class PerturbMAPCRF(BaseStructuredSGD):
         self.n_jobs = n_jobs
         self.verbose = verbose
 
+    def _targets(self, batch, labels, w_supervised, rng):
+        """Known labels; unknown ones (-1) become the MAP of ``w_1`` given the known ones
+        (self-training with hard labels, the paper's baseline for weak labels)."""
+        if w_supervised is None:
+            return labels
+        return self.structure_.map(batch, w_supervised, clamp=labels, n_jobs=self.n_jobs)
+
     def _make_oracle(self, batch, labels):
         structure = self.structure_
 
@@ -145,7 +152,7 @@ class PerturbMAPCRF(BaseStructuredSGD):
             truth = labels[batch.node_index(index)]
             noise = gumbel(rng, (sub.n_nodes, structure.n_states_))
             perturbed = structure.map(sub, w, noise, n_jobs=self.n_jobs)
-            gradient = structure.joint_feature(sub, truth) - structure.joint_feature(sub, perturbed)
+            gradient = structure.joint_feature_difference(sub, truth, perturbed)
             # f(y) − [f(y*) + z(y*)]: an unbiased estimate of ℓ = f(y) − A_G.
             objective = w @ gradient - noise[np.arange(sub.n_nodes), perturbed].sum()
             return gradient, objective

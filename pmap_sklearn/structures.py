@@ -12,7 +12,8 @@ binary graphs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import cached_property
 from typing import NamedTuple
 
 import numpy as np
@@ -96,7 +97,6 @@ class SampleBatch:
     edge_features: np.ndarray
     label_shapes: list
     edge_directions: np.ndarray | None = None
-    _node_sample: np.ndarray | None = field(default=None, repr=False)
 
     @property
     def n_samples(self) -> int:
@@ -106,17 +106,20 @@ class SampleBatch:
     def n_nodes(self) -> int:
         return int(self.node_offsets[-1])
 
-    @property
+    @cached_property
     def lengths(self) -> np.ndarray:
         """Number of nodes of each sample."""
         return np.diff(self.node_offsets)
 
-    @property
+    @cached_property
     def node_sample(self) -> np.ndarray:
         """Index of the sample each node belongs to."""
-        if self._node_sample is None:
-            self._node_sample = np.repeat(np.arange(self.n_samples), self.lengths)
-        return self._node_sample
+        return np.repeat(np.arange(self.n_samples), self.lengths)
+
+    @cached_property
+    def edge_sample(self) -> np.ndarray:
+        """Index of the sample each edge belongs to."""
+        return np.repeat(np.arange(self.n_samples), np.diff(self.edge_offsets))
 
     def nodes_of(self, i: int) -> slice:
         return slice(self.node_offsets[i], self.node_offsets[i + 1])
@@ -136,8 +139,7 @@ class SampleBatch:
         node_offsets = np.concatenate([[0], np.cumsum(self.lengths[index])])
         edge_offsets = np.concatenate([[0], np.cumsum(np.diff(self.edge_offsets)[index])])
         # Move each edge from its old node numbering to the new one.
-        edge_sample = np.repeat(np.arange(len(index)), np.diff(edge_offsets))
-        shift = (node_offsets[:-1] - self.node_offsets[index])[edge_sample]
+        shift = np.repeat(node_offsets[:-1] - self.node_offsets[index], np.diff(edge_offsets))
         return SampleBatch(
             features=self.features[nodes],
             node_offsets=node_offsets,
@@ -334,12 +336,26 @@ class _BaseStructure(BaseEstimator):
         return edges.astype(np.intp)
 
     # ---- joint feature map Ψ -----------------------------------------------------------------
-    def joint_feature(self, batch: SampleBatch, labels: np.ndarray) -> np.ndarray:
-        """``Σ_n Ψ(x_n, y_n)`` over the batch (nodes with label -1 contribute nothing)."""
+    def joint_feature(self, batch: SampleBatch, labels: np.ndarray, sample_weight=None):
+        """``Σ_n c_n Ψ(x_n, y_n)`` over the batch (``c_n = 1`` unless ``sample_weight``);
+        nodes with label -1 contribute nothing."""
+        return self.joint_feature_difference(batch, labels, None, sample_weight)
+
+    def joint_feature_difference(self, batch, labels, other_labels, sample_weight=None):
+        """``Σ_n c_n [Ψ(x_n, y_n) − Ψ(x_n, y'_n)]`` in one pass (``y'`` = ``other_labels``, or
+        nothing when None): the shape of every SGD gradient."""
         onehot = self._onehot(labels)
-        return np.concatenate(
-            [(batch.features.T @ onehot).ravel(), self._pairwise_feature(batch, labels)]
-        )
+        if other_labels is not None:
+            onehot -= self._onehot(other_labels)
+        edge_weight = None
+        if sample_weight is not None:
+            sample_weight = np.asarray(sample_weight, dtype=float)
+            onehot *= sample_weight[batch.node_sample][:, None]
+            edge_weight = sample_weight[batch.edge_sample]
+        pairwise = self._pairwise_feature(batch, labels, edge_weight)
+        if other_labels is not None:
+            pairwise -= self._pairwise_feature(batch, other_labels, edge_weight)
+        return np.concatenate([(batch.features.T @ onehot).ravel(), pairwise])
 
     def joint_feature_per_sample(self, batch: SampleBatch, labels: np.ndarray) -> np.ndarray:
         """``Ψ(x_n, y_n)`` of every sample, shape (n_samples, size_)."""
@@ -371,9 +387,8 @@ class _BaseStructure(BaseEstimator):
         """``f(y_n | x_n) = w · Ψ(x_n, y_n)`` of every sample, shape (n_samples,)."""
         unary = self.node_scores(batch, w)[np.arange(batch.n_nodes), labels]
         total = np.bincount(batch.node_sample, unary, minlength=batch.n_samples)
-        edge_sample = np.repeat(np.arange(batch.n_samples), np.diff(batch.edge_offsets))
         pairwise = self._edge_scores(batch, w, labels)
-        return total + np.bincount(edge_sample, pairwise, minlength=batch.n_samples)
+        return total + np.bincount(batch.edge_sample, pairwise, minlength=batch.n_samples)
 
     def dense_model(self, batch: SampleBatch, w: np.ndarray, index: int, noise=None):
         """Sample ``index`` in the general pairwise form used by the brute-force oracle:
@@ -405,6 +420,61 @@ class _BaseStructure(BaseEstimator):
         labels : ndarray of shape (n_nodes,)
         """
         raise NotImplementedError
+
+    def clamped_maps(
+        self, batch, w, noise, nodes, labels, dynamic=True, skip_agreeing=False, n_jobs=None
+    ):
+        """The MAP labelling ``y*_A`` and, per query, the MAP with one node clamped.
+
+        Query q asks for ``argmax_{y: y_d = k} f(y|x) + Σ_s noise_s(y_s)`` on the sample of node
+        ``d = nodes[q]`` with ``k = labels[q]`` (the ``y*_B`` of SPEC §2).
+
+        Parameters
+        ----------
+        nodes : ndarray of shape (Q,)
+            Flat node indices, sorted in increasing order.
+        labels : ndarray of shape (Q,)
+        dynamic : bool, default=True
+            Solve the clamps from the unclamped solve (max-product pointers on chains, dynamic
+            graph cuts on the residual graph on loopy structures); False solves each clamped
+            problem from scratch. Both give the same maximisers.
+        skip_agreeing : bool, default=False
+            Gumbel reduction: do not solve queries whose label already is the MAP's label at
+            that node (their maximiser is ``y*_A`` itself).
+
+        Returns
+        -------
+        map_labels : ndarray of shape (n_nodes,)
+        solved : ndarray of shape (Q,) of bool
+            The queries that were solved.
+        copies : ndarray of shape (n_solved,)
+            Sample of each solved query.
+        clamped : ndarray
+            Flat labels over ``batch.subset(copies)``: the solved queries' labellings, in order.
+        """
+        nodes = np.asarray(nodes, dtype=np.intp)
+        labels = np.asarray(labels, dtype=np.intp)
+        if np.any(np.diff(nodes) < 0):
+            raise ValueError("clamped_maps needs the query nodes in increasing order")
+        if dynamic:
+            map_labels, solved, clamped = self._dynamic_clamped_maps(
+                batch, w, noise, nodes, labels, skip_agreeing, n_jobs
+            )
+            return map_labels, solved, batch.node_sample[nodes[solved]], clamped
+        map_labels = self.map(batch, w, noise, n_jobs=n_jobs)
+        solved = np.ones(len(nodes), dtype=bool)
+        if skip_agreeing:
+            solved = map_labels[nodes] != labels
+        nodes, labels = nodes[solved], labels[solved]
+        copies = batch.node_sample[nodes]
+        if len(nodes) == 0:
+            return map_labels, solved, copies, np.zeros(0, dtype=np.intp)
+        replicated = batch.subset(copies)
+        clamp = np.full(replicated.n_nodes, -1)
+        clamp[replicated.node_offsets[:-1] + nodes - batch.node_offsets[copies]] = labels
+        replicated_noise = None if noise is None else noise[batch.node_index(copies)]
+        clamped = self.map(replicated, w, replicated_noise, clamp, n_jobs=n_jobs)
+        return map_labels, solved, copies, clamped
 
 
 class ChainStructure(_BaseStructure):
@@ -447,11 +517,12 @@ class ChainStructure(_BaseStructure):
     def transition(self, w: np.ndarray) -> np.ndarray:
         return self.unpack(w)[1].reshape(self.n_states_, self.n_states_)
 
-    def _pairwise_feature(self, batch, labels):
+    def _pairwise_feature(self, batch, labels, edge_weight=None):
         first, second = labels[batch.edges[:, 0]], labels[batch.edges[:, 1]]
         known = (first >= 0) & (second >= 0)
         code = first[known] * self.n_states_ + second[known]
-        return np.bincount(code, minlength=self.n_states_**2).astype(float)
+        weight = None if edge_weight is None else edge_weight[known]
+        return np.bincount(code, weight, minlength=self.n_states_**2).astype(float)
 
     def _expected_pairwise_feature(self, batch, pairwise_marginals):
         return np.asarray(pairwise_marginals).reshape(-1, self.n_states_**2).sum(axis=0)
@@ -486,6 +557,23 @@ class ChainStructure(_BaseStructure):
         labels = chain_oracle.viterbi(padded, batch.lengths, self.transition(w))
         return labels[batch.node_sample, position]
 
+    def _dynamic_clamped_maps(self, batch, w, noise, nodes, labels, skip_agreeing, n_jobs):
+        padded, position = self._padded_unary(batch, w, noise, None)
+        chains = batch.node_sample[nodes]
+        map_padded, solved, clamped = chain_oracle.viterbi_with_clamps(
+            padded,
+            batch.lengths,
+            self.transition(w),
+            chains,
+            position[nodes],
+            labels,
+            skip_agreeing,
+        )
+        lengths = batch.lengths[chains[solved]]
+        query = np.repeat(np.arange(len(lengths)), lengths)
+        within = np.arange(lengths.sum()) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+        return map_padded[batch.node_sample, position], solved, clamped[query, within]
+
     def marginals(self, batch, w):
         """Exact node marginals (n_nodes, K), expected transition counts (B, K, K) and log Z."""
         padded, position = self._padded_unary(batch, w, None, None)
@@ -494,9 +582,8 @@ class ChainStructure(_BaseStructure):
 
     def _pairwise_statistic(self, batch, labels):
         """Per-sample transition counts (B, K, K) of a labelling."""
-        edge_sample = np.repeat(np.arange(batch.n_samples), np.diff(batch.edge_offsets))
         k = self.n_states_
-        code = edge_sample * k * k + labels[batch.edges[:, 0]] * k + labels[batch.edges[:, 1]]
+        code = batch.edge_sample * k * k + labels[batch.edges[:, 0]] * k + labels[batch.edges[:, 1]]
         counts = np.bincount(code, minlength=batch.n_samples * k * k)
         return counts.reshape(batch.n_samples, k, k).astype(float)
 
@@ -519,9 +606,10 @@ class _CutStructure(_BaseStructure):
     def _disagree(self, batch, labels):
         return (labels[batch.edges[:, 0]] != labels[batch.edges[:, 1]]).astype(float)
 
-    def _pairwise_feature(self, batch, labels):
+    def _pairwise_feature(self, batch, labels, edge_weight=None):
         known = (labels[batch.edges[:, 0]] >= 0) & (labels[batch.edges[:, 1]] >= 0)
-        return batch.edge_features.T @ (self._disagree(batch, labels) * known)
+        cut = self._disagree(batch, labels) * known
+        return batch.edge_features.T @ (cut if edge_weight is None else cut * edge_weight)
 
     def _expected_pairwise_feature(self, batch, pairwise_marginals):
         return batch.edge_features.T @ np.asarray(pairwise_marginals, dtype=float)
@@ -541,25 +629,43 @@ class _CutStructure(_BaseStructure):
         weights = self.edge_weights(batch, w)[edge_slice]
         return weights[:, None, None] * (1.0 - np.eye(2))
 
-    def map(self, batch, w, noise=None, clamp=None, n_jobs=None):
+    def _problems(self, batch, w, noise, clamp):
         unary = self.node_scores(batch, w, noise)
         edge_weights = self.edge_weights(batch, w)
-        problems = [
-            self._problem(batch, i, unary, edge_weights, clamp) for i in range(batch.n_samples)
+        return [self._problem(batch, i, unary, edge_weights, clamp) for i in range(batch.n_samples)]
+
+    def map(self, batch, w, noise=None, clamp=None, n_jobs=None):
+        problems = self._problems(batch, w, noise, clamp)
+        solved = _per_sample(self._solve, [(p,) for p in problems], n_jobs)
+        return np.concatenate([labels.ravel() for labels in solved])
+
+    def _dynamic_clamped_maps(self, batch, w, noise, nodes, labels, skip_agreeing, n_jobs):
+        problems = self._problems(batch, w, noise, None)
+        bounds = np.searchsorted(batch.node_sample[nodes], np.arange(batch.n_samples + 1))
+        jobs = [
+            (self._cut_kind, p[:3], nodes[a:b] - batch.node_offsets[i], labels[a:b], skip_agreeing)
+            for i, (p, a, b) in enumerate(zip(problems, bounds[:-1], bounds[1:], strict=True))
         ]
-        if n_jobs in (None, 1) or len(problems) < 2:
-            solved = [self._solve(p) for p in problems]
-        else:
-            chunks = np.array_split(np.arange(len(problems)), min(len(problems), 4 * abs(n_jobs)))
-            parts = Parallel(n_jobs=n_jobs)(
-                delayed(_solve_chunk)(self, [problems[i] for i in chunk]) for chunk in chunks
-            )
-            solved = [labels for part in parts for labels in part]
-        return np.concatenate([s.ravel() for s in solved])
+        results = _per_sample(cut_oracle.dynamic_clamped_maps, jobs, n_jobs)
+        map_labels = np.concatenate([r[0] for r in results])
+        solved = np.concatenate([r[1] for r in results])
+        clamped = np.concatenate([r[2].ravel() for r in results])
+        return map_labels, solved, clamped
 
 
-def _solve_chunk(structure, problems):
-    return [structure._solve(p) for p in problems]
+def _per_sample(function, jobs, n_jobs):
+    """``[function(*job) for job in jobs]``, in chunks over ``n_jobs`` processes if asked."""
+    if n_jobs in (None, 1) or len(jobs) < 2:
+        return [function(*job) for job in jobs]
+    chunks = np.array_split(np.arange(len(jobs)), min(len(jobs), 4 * abs(n_jobs)))
+    parts = Parallel(n_jobs=n_jobs)(
+        delayed(_run_chunk)(function, [jobs[i] for i in chunk]) for chunk in chunks
+    )
+    return [result for part in parts for result in part]
+
+
+def _run_chunk(function, jobs):
+    return [function(*job) for job in jobs]
 
 
 class GraphStructure(_CutStructure):
@@ -613,6 +719,8 @@ class GraphStructure(_CutStructure):
             if sizes.shape != (n,) or sizes.min() <= 0:
                 raise ValueError(f"sample {index}: node_sizes must be {n} positive numbers")
         return _Parsed(features, edges, edge_features, sizes, (n,))
+
+    _cut_kind = "graph"
 
     def _problem(self, batch, i, unary, edge_weights, clamp):
         nodes, edges = batch.nodes_of(i), batch.edges_of(i)
@@ -683,6 +791,8 @@ class GridStructure(_CutStructure):
             edge_features[np.arange(len(edges)), directions * per_kind + 1] = np.exp(-beta * sq)
         sizes = np.ones(height * width)
         return _Parsed(flat, edges, edge_features, sizes, (height, width), directions)
+
+    _cut_kind = "grid"
 
     def _problem(self, batch, i, unary, edge_weights, clamp):
         nodes, edges = batch.nodes_of(i), batch.edges_of(i)

@@ -31,6 +31,12 @@ def _check_map(structure, batch, w, noise, clamp):
             np.testing.assert_array_equal(got[fixed], clamp_i[fixed])
 
 
+def _random_graph(rng, n_nodes):
+    pairs = np.array([(i, j) for i in range(n_nodes) for j in range(i + 1, n_nodes)])
+    edges = pairs.reshape(-1, 2)[rng.random(len(pairs)) < 0.5]
+    return GraphSample(rng.normal(size=(n_nodes, 2)), edges, rng.random((len(edges), 2)))
+
+
 def _check_random_binary_model(structure, X, rng, perturb, clamped):
     """Random supermodular weights, optional perturbation and clamps, checked by brute force."""
     batch = structure.prepare(X)
@@ -66,11 +72,7 @@ def test_viterbi_matches_brute_force(seed, n_states, perturb, clamped):
 @given(seed=st.integers(0, 2**32 - 1), perturb=st.booleans(), clamped=st.booleans())
 def test_graph_cut_matches_brute_force(seed, perturb, clamped):
     rng = np.random.default_rng(seed)
-    X = []
-    for n in rng.integers(1, 9, size=3):
-        pairs = np.array([(i, j) for i in range(n) for j in range(i + 1, n)]).reshape(-1, 2)
-        edges = pairs[rng.random(len(pairs)) < 0.5]
-        X.append(GraphSample(rng.normal(size=(n, 2)), edges, rng.random((len(edges), 2))))
+    X = [_random_graph(rng, n) for n in rng.integers(1, 9, size=3)]
     _check_random_binary_model(GraphStructure().fit(X), X, rng, perturb, clamped)
 
 
@@ -127,31 +129,75 @@ def test_forward_backward_matches_brute_force(seed, n_states):
 
 @SETTINGS
 @given(seed=st.integers(0, 2**32 - 1), n_states=st.integers(2, 4))
-def test_max_marginals_and_clamped_maximizers_match_brute_force(seed, n_states):
+def test_max_marginals_match_brute_force(seed, n_states):
     rng = np.random.default_rng(seed)
     structure, batch, w = _random_chains(rng, n_states)
-    noise = gumbel(rng, (batch.n_nodes, n_states))
-    padded, _ = structure.padded(batch, structure.node_scores(batch, w, noise))
-    targets = rng.integers(0, n_states, size=batch.n_nodes)
-    clamp_labels, _ = structure.padded(batch, targets[:, None])
-    clamp_labels = clamp_labels[..., 0].astype(np.intp)
-    transition = structure.transition(w)
-    mm = chain.max_marginals(padded, batch.lengths, transition)
-    maximizers = chain.clamped_maximizers(padded, batch.lengths, transition, clamp_labels)
+    padded, _ = structure.padded(batch, structure.node_scores(batch, w))
+    mm = chain.max_marginals(padded, batch.lengths, structure.transition(w))
     for i in range(batch.n_samples):
-        unary, edges, pairwise = structure.dense_model(batch, w, i, noise)
-        n = batch.lengths[i]
-        for d in range(n):
+        unary, edges, pairwise = structure.dense_model(batch, w, i)
+        for d in range(batch.lengths[i]):
             for k in range(n_states):
-                clamp = np.full(n, -1)
+                clamp = np.full(batch.lengths[i], -1)
                 clamp[d] = k
-                np.testing.assert_allclose(
-                    mm[i, d, k], brute.brute_map(unary, edges, pairwise, clamp)[1]
-                )
-            clamp = np.full(n, -1)
-            clamp[d] = clamp_labels[i, d]
-            expected, best = brute.brute_map(unary, edges, pairwise, clamp)
-            np.testing.assert_array_equal(maximizers[i, d, :n], expected)
+                best = brute.brute_map(unary, edges, pairwise, clamp)[1]
+                np.testing.assert_allclose(mm[i, d, k], best)
+
+
+def _check_clamped_maps(structure, X, rng, dynamic, skip_agreeing):
+    """Every single-node clamped maximiser (and y*_A) equals brute force."""
+    batch = structure.prepare(X)
+    w = structure.project(2 * rng.normal(size=structure.size_))
+    noise = gumbel(rng, (batch.n_nodes, structure.n_states_))
+    nodes = np.sort(rng.choice(batch.n_nodes, size=min(batch.n_nodes, 7), replace=False))
+    labels = rng.integers(0, structure.n_states_, size=len(nodes))
+    map_labels, solved, copies, clamped = structure.clamped_maps(
+        batch, w, noise, nodes, labels, dynamic, skip_agreeing
+    )
+    np.testing.assert_array_equal(map_labels, structure.map(batch, w, noise))
+    expected_solved = map_labels[nodes] != labels if skip_agreeing else np.ones(len(nodes), bool)
+    np.testing.assert_array_equal(solved, expected_solved)
+    replicated = batch.subset(copies)
+    for q, (node, label) in enumerate(zip(nodes[solved], labels[solved], strict=True)):
+        i = copies[q]
+        unary, edges, pairwise = structure.dense_model(batch, w, i, noise)
+        clamp = np.full(batch.lengths[i], -1)
+        clamp[node - batch.node_offsets[i]] = label
+        _, best = brute.brute_map(unary, edges, pairwise, clamp)
+        got = clamped[replicated.nodes_of(q)]
+        _, scores = brute.enumerate_scores(unary, edges, pairwise)
+        index = np.ravel_multi_index(got, (structure.n_states_,) * len(got))
+        np.testing.assert_allclose(scores[index], best, rtol=1e-10, atol=1e-9)
+        assert got[node - batch.node_offsets[i]] == label
+
+
+@SETTINGS
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n_states=st.integers(2, 4),
+    dynamic=st.booleans(),
+    skip=st.booleans(),
+)
+def test_chain_clamped_maximizers_match_brute_force(seed, n_states, dynamic, skip):
+    rng = np.random.default_rng(seed)
+    X = [rng.normal(size=(d, 2)) for d in rng.integers(1, 6, size=3)]
+    _check_clamped_maps(ChainStructure(n_states=n_states).fit(X), X, rng, dynamic, skip)
+
+
+@SETTINGS
+@given(
+    seed=st.integers(0, 2**32 - 1), dynamic=st.booleans(), grid=st.booleans(), skip=st.booleans()
+)
+def test_cut_clamped_maximizers_match_brute_force(seed, dynamic, grid, skip):
+    """Dynamic cuts (residual graph re-use with undo) and fresh cuts are both exact."""
+    rng = np.random.default_rng(seed)
+    if grid:
+        X = [rng.normal(size=(h, w, 2)) for h, w in rng.integers(1, 4, size=(3, 2))]
+        structure = GridStructure(connectivity=8)
+    else:
+        X = [_random_graph(rng, n) for n in rng.integers(1, 8, size=3)]
+        structure = GraphStructure()
+    _check_clamped_maps(structure.fit(X), X, rng, dynamic, skip)
 
 
 def test_cut_refuses_non_supermodular_weights():

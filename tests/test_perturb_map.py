@@ -23,23 +23,13 @@ from pmap_sklearn import (
 )
 from pmap_sklearn.datasets import make_chain_data, make_grid_data
 
-from .helpers import exact_expected_joint_feature
+from .helpers import exact_expected_joint_feature, mean_oracle_gradient
 
 
 @pytest.fixture(scope="module")
 def chains():
     data = make_chain_data(n_samples=160, n_states=4, n_features=6, noise=1.8, random_state=0)
     return data.data[:100], data.target[:100], data.data[100:], data.target[100:]
-
-
-def _mean_gradient_and_se(estimator, batch, labels, w, n_chunks=80, per_chunk=500, seed=0):
-    """Mean of the stochastic gradient over many perturbations of sample 0, with its s.e."""
-    oracle = estimator._make_oracle(batch, labels)
-    rng = np.random.default_rng(seed)
-    means = np.array(
-        [oracle(np.zeros(per_chunk, dtype=int), w, rng)[0] / per_chunk for _ in range(n_chunks)]
-    )
-    return means.mean(0), means.std(0, ddof=1) / np.sqrt(n_chunks)
 
 
 @pytest.mark.parametrize("kind", ["chain", "graph"])
@@ -61,7 +51,7 @@ def test_separable_stochastic_gradient_equals_exact_crf_gradient(kind, rng):
     exact = structure.joint_feature(batch, labels) - exact_expected_joint_feature(
         structure, batch, w
     )
-    mean, se = _mean_gradient_and_se(estimator, batch, labels, w)
+    mean, se = mean_oracle_gradient(estimator._make_oracle(batch, labels), [0], w)
     assert np.all(np.abs(mean - exact) <= 5 * se + 1e-9), np.abs(mean - exact) / (se + 1e-12)
     # The test has power: with a strong pairwise term the bound is no longer tight.
     if kind == "chain":
@@ -69,7 +59,7 @@ def test_separable_stochastic_gradient_equals_exact_crf_gradient(kind, rng):
         exact = structure.joint_feature(batch, labels) - exact_expected_joint_feature(
             structure, batch, w
         )
-        mean, se = _mean_gradient_and_se(estimator, batch, labels, w)
+        mean, se = mean_oracle_gradient(estimator._make_oracle(batch, labels), [0], w)
         assert np.any(np.abs(mean - exact) > 5 * se)
 
 

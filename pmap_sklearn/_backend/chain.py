@@ -4,7 +4,10 @@ All functions take a padded batch: ``unary`` of shape (B, L, K) holds the node s
 chains of lengths ``lengths`` (B,), padded to the longest length L; ``transition`` (K, K) is the
 score of ``(y_d, y_{d+1})`` shared by all edges (SPEC §1, chain). Entries beyond a chain's
 length are ignored. The Python loops run over the L positions only; every step is vectorised
-over chains and labels, so a mini-batch of words costs ~L numpy calls.
+over chains and labels, so a mini-batch of words costs ~L numpy calls per pass.
+
+Maximisers are traced from the max-product messages: the back-pointer of a node is recomputed
+(a (B, K) argmax) only for the label actually traced, instead of storing (B, L, K) pointers.
 """
 
 from __future__ import annotations
@@ -21,9 +24,63 @@ def _logsumexp(a: np.ndarray, axis: int) -> np.ndarray:
     return np.squeeze(out, axis=axis)
 
 
-def _active(lengths: np.ndarray, position: int) -> np.ndarray:
-    """Mask (B, 1) of chains that still have a node at ``position``."""
-    return (position < lengths)[:, None]
+def _max(a: np.ndarray, axis: int) -> np.ndarray:
+    return a.max(axis=axis)
+
+
+def _messages(unary, lengths, transition, reduce, backward=True):
+    """Forward and backward messages in the (max, +) or (logsumexp, +) semiring.
+
+    ``alpha[b, d, k]`` is the best (or log-summed) score of the nodes ``0..d`` with ``y_d = k``;
+    ``beta[b, d, k]`` that of the nodes after d given ``y_d = k`` (0 at and beyond the last
+    node); both are 0 beyond a chain's length. The chains are processed longest first, so each
+    position only touches the chains that reach it (no work on padding), in a label-major
+    (L, K, B) layout whose per-position slices are contiguous.
+    """
+    order = np.argsort(-lengths, kind="stable")
+    # Label-major (L, K, B) layout: the slice of a position is contiguous.
+    unary_t = np.ascontiguousarray(unary[order].transpose(1, 2, 0))
+    # reaching[d]: number of chains longer than d, a prefix of the sorted chains
+    reaching = len(lengths) - np.searchsorted(np.sort(lengths), np.arange(unary.shape[1]), "right")
+    alpha = np.zeros(unary_t.shape)
+    alpha[0] = unary_t[0]
+    incoming = transition[:, :, None]  # (K_prev, K_next, 1)
+    for pos in range(1, unary.shape[1]):
+        n = reaching[pos]
+        alpha[pos, :, :n] = reduce(alpha[pos - 1, :, None, :n] + incoming, 0) + unary_t[pos, :, :n]
+    inverse = np.empty_like(order)
+    inverse[order] = np.arange(len(order))
+    alpha = alpha.transpose(2, 0, 1)[inverse]
+    if not backward:
+        return alpha, None
+    beta = np.zeros(unary_t.shape)
+    outgoing = np.ascontiguousarray(transition.T)[:, :, None]  # (K_next, K_d, 1)
+    for pos in range(unary.shape[1] - 2, -1, -1):
+        n = reaching[pos + 1]
+        following = unary_t[pos + 1, :, None, :n] + beta[pos + 1, :, None, :n]
+        beta[pos, :, :n] = reduce(following + outgoing, 0)
+    return alpha, beta.transpose(2, 0, 1)[inverse]
+
+
+def _trace_left(alpha, transition, chains, labels, stop):
+    """Fill ``labels[q, :stop[q]]`` with the best predecessors of ``labels[q, stop[q]]``.
+
+    The back-pointer ``argmax_k alpha[d-1, k] + T[k, y_d]`` is computed for the traced labels
+    only (a (Q, K) argmax per position).
+    """
+    incoming = np.ascontiguousarray(transition.T)  # row j: scores of (k -> j)
+    for pos in range(int(stop.max(initial=0)), 0, -1):
+        previous = (alpha[chains, pos - 1] + incoming[labels[:, pos]]).argmax(axis=1)
+        labels[:, pos - 1] = np.where(pos <= stop, previous, labels[:, pos - 1])
+
+
+def _map_labels(alpha, lengths, transition):
+    n_chains, n_pos, _ = alpha.shape
+    rows = np.arange(n_chains)
+    labels = np.zeros((n_chains, n_pos), dtype=np.intp)
+    labels[rows, lengths - 1] = alpha[rows, lengths - 1].argmax(axis=1)
+    _trace_left(alpha, transition, rows, labels, lengths - 1)
+    return labels
 
 
 def viterbi(unary: np.ndarray, lengths: np.ndarray, transition: np.ndarray) -> np.ndarray:
@@ -41,46 +98,59 @@ def viterbi(unary: np.ndarray, lengths: np.ndarray, transition: np.ndarray) -> n
     Returns
     -------
     labels : ndarray of shape (B, L)
-        ``argmax_y f(y)`` for each chain; padded positions repeat the last label.
+        ``argmax_y f(y)`` for each chain (positions beyond a chain's length are unused).
     """
-    n_chains, n_pos, n_states = unary.shape
-    rows = np.arange(n_chains)
-    identity = np.arange(n_states)
-    delta = unary[:, 0].copy()
-    pointers = np.empty((n_chains, n_pos, n_states), dtype=np.intp)
-    pointers[:, 0] = identity
-    incoming = np.ascontiguousarray(transition.T)  # reduce over the last, contiguous axis
-    for pos in range(1, n_pos):
-        candidates = delta[:, None, :] + incoming  # (B, K_next, K_prev)
-        best = candidates.argmax(axis=2)
-        new = np.take_along_axis(candidates, best[:, :, None], axis=2)[:, :, 0] + unary[:, pos]
-        active = _active(lengths, pos)
-        delta = np.where(active, new, delta)
-        pointers[:, pos] = np.where(active, best, identity)
-    labels = np.empty((n_chains, n_pos), dtype=np.intp)
-    labels[:, -1] = delta.argmax(axis=1)
-    for pos in range(n_pos - 1, 0, -1):
-        labels[:, pos - 1] = pointers[rows, pos, labels[:, pos]]
-    return labels
+    alpha, _ = _messages(unary, lengths, transition, _max, backward=False)
+    return _map_labels(alpha, lengths, transition)
 
 
-def _forward_backward(unary, lengths, transition, reduce):
-    """Forward and backward messages in the (max, +) or (logsumexp, +) semiring.
+def viterbi_with_clamps(unary, lengths, transition, chains, nodes, labels, skip_agreeing=False):
+    """MAP labellings and single-node clamped MAP labellings from one forward and one backward
+    max-product pass (no Viterbi per clamp).
 
-    ``alpha[b, d, k]`` is the best (or log-summed) score of the nodes ``0..d`` with ``y_d = k``;
-    ``beta[b, d, k]`` that of the nodes after d given ``y_d = k`` (0 at and beyond the last node).
+    The maximiser with node d clamped to k is traced from the messages: left of d through the
+    best predecessors under the forward messages, right of d through the best successors under
+    the backward messages (SPEC §2, chains).
+
+    Parameters
+    ----------
+    unary, lengths, transition :
+        As in :func:`viterbi`.
+    chains, nodes, labels : ndarray of shape (Q,)
+        Query q clamps node ``nodes[q]`` of chain ``chains[q]`` to ``labels[q]``.
+    skip_agreeing : bool, default=False
+        Leave out the queries whose label is the MAP's label at that node (their maximiser is
+        the MAP itself: the Gumbel reduction of SPEC §2).
+
+    Returns
+    -------
+    map_labels : ndarray of shape (B, L)
+        Unclamped MAP labellings.
+    solved : ndarray of shape (Q,) of bool
+        Which queries were solved (all unless ``skip_agreeing``).
+    clamped : ndarray of shape (n_solved, L)
+        ``argmax_{y: y_d = k} f(y)`` of each solved query's chain (columns beyond its length
+        unused).
     """
-    n_chains, n_pos, n_states = unary.shape
-    alpha = np.empty_like(unary, dtype=float)
-    beta = np.zeros_like(unary, dtype=float)
-    alpha[:, 0] = unary[:, 0]
-    for pos in range(1, n_pos):
-        new = reduce(alpha[:, pos - 1, :, None] + transition, 1) + unary[:, pos]
-        alpha[:, pos] = np.where(_active(lengths, pos), new, alpha[:, pos - 1])
-    for pos in range(n_pos - 2, -1, -1):
-        new = reduce(transition + (unary[:, pos + 1] + beta[:, pos + 1])[:, None, :], 2)
-        beta[:, pos] = np.where(_active(lengths, pos + 1), new, 0.0)
-    return alpha, beta
+    alpha, beta = _messages(unary, lengths, transition, _max)
+    # With both messages the MAP needs no trace: y*_d = argmax_k max-marginal(d, k)
+    # (the maximiser is unique almost surely under continuous perturbations).
+    map_labels = (alpha + beta).argmax(axis=2)
+    solved = np.ones(len(chains), dtype=bool)
+    if skip_agreeing:
+        solved = map_labels[chains, nodes] != labels
+        chains, nodes, labels = chains[solved], nodes[solved], labels[solved]
+    clamped = np.zeros((len(chains), unary.shape[1]), dtype=np.intp)
+    if len(chains) == 0:
+        return map_labels, solved, clamped
+    clamped[np.arange(len(chains)), nodes] = labels
+    _trace_left(alpha, transition, chains, clamped, nodes)
+    last = int(lengths[chains].max()) - 1
+    for pos in range(int(nodes.min()), last):  # right of the clamp: best successors
+        following = unary[chains, pos + 1] + beta[chains, pos + 1]
+        successor = (transition[clamped[:, pos]] + following).argmax(axis=1)
+        clamped[:, pos + 1] = np.where(pos >= nodes, successor, clamped[:, pos + 1])
+    return map_labels, solved, clamped
 
 
 def forward_backward(unary: np.ndarray, lengths: np.ndarray, transition: np.ndarray):
@@ -96,7 +166,7 @@ def forward_backward(unary: np.ndarray, lengths: np.ndarray, transition: np.ndar
         ``sum_d P(y_d = i, y_{d+1} = j)``: the expected transition counts of each chain.
     """
     n_chains, n_pos, _ = unary.shape
-    alpha, beta = _forward_backward(unary, lengths, transition, _logsumexp)
+    alpha, beta = _messages(unary, lengths, transition, _logsumexp)
     rows = np.arange(n_chains)
     log_z = _logsumexp(alpha[rows, lengths - 1], axis=1)
     mask = np.arange(n_pos)[None, :] < lengths[:, None]
@@ -117,56 +187,6 @@ def max_marginals(unary: np.ndarray, lengths: np.ndarray, transition: np.ndarray
 
     Padded positions hold ``-inf``.
     """
-    alpha, beta = _forward_backward(unary, lengths, transition, lambda a, axis: a.max(axis=axis))
+    alpha, beta = _messages(unary, lengths, transition, _max)
     mask = np.arange(unary.shape[1])[None, :, None] < lengths[:, None, None]
     return np.where(mask, alpha + beta, -np.inf)
-
-
-def clamped_maximizers(
-    unary: np.ndarray, lengths: np.ndarray, transition: np.ndarray, clamp_labels: np.ndarray
-) -> np.ndarray:
-    """All single-node clamped MAP labellings from one forward and one backward max pass.
-
-    For every chain b and node d, returns ``argmax_{y: y_d = clamp_labels[b, d]} f(y)``: the left
-    part is read off the forward back-pointers, the right part off the backward pointers.
-
-    Parameters
-    ----------
-    clamp_labels : ndarray of shape (B, L)
-        Label each node is clamped to (padded positions are ignored).
-
-    Returns
-    -------
-    labels : ndarray of shape (B, L, L)
-        ``labels[b, d]`` is the maximiser with node d clamped (padded rows/columns are garbage).
-    """
-    n_chains, n_pos, n_states = unary.shape
-    fwd = np.empty((n_chains, n_pos, n_states), dtype=np.intp)  # best y_{d-1} given y_d
-    bwd = np.empty((n_chains, n_pos, n_states), dtype=np.intp)  # best y_{d+1} given y_d
-    alpha = unary[:, 0].copy()
-    incoming = np.ascontiguousarray(transition.T)
-    for pos in range(1, n_pos):
-        candidates = alpha[:, None, :] + incoming  # (B, K_next, K_prev)
-        fwd[:, pos] = candidates.argmax(axis=2)
-        best = np.take_along_axis(candidates, fwd[:, pos][:, :, None], axis=2)[:, :, 0]
-        alpha = best + unary[:, pos]
-    beta = np.zeros((n_chains, n_states))
-    for pos in range(n_pos - 2, -1, -1):
-        active = _active(lengths, pos + 1)
-        candidates = transition + (unary[:, pos + 1] + beta)[:, None, :]
-        bwd[:, pos] = candidates.argmax(axis=2)
-        best = np.take_along_axis(candidates, bwd[:, pos][:, :, None], axis=2)[..., 0]
-        beta = np.where(active, best, 0.0)
-    rows = np.arange(n_chains)[:, None]
-    clamped = np.arange(n_pos)[None, :]  # which node is clamped, broadcast over chains
-    labels = np.zeros((n_chains, n_pos, n_pos), dtype=np.intp)  # zeros: valid indices
-    labels[:, np.arange(n_pos), np.arange(n_pos)] = clamp_labels
-    for pos in range(n_pos - 1, 0, -1):  # left of the clamp: follow forward pointers
-        left = pos <= clamped
-        prev = fwd[rows, pos, labels[:, :, pos]]
-        labels[:, :, pos - 1] = np.where(left, prev, labels[:, :, pos - 1])
-    for pos in range(n_pos - 1):  # right of the clamp: follow backward pointers
-        right = pos >= clamped
-        nxt = bwd[rows, pos, labels[:, :, pos]]
-        labels[:, :, pos + 1] = np.where(right, nxt, labels[:, :, pos + 1])
-    return labels
