@@ -59,7 +59,7 @@ def calibrate_eta0(
     project: Callable[[np.ndarray], np.ndarray],
     average: bool = True,
     n_calibration: int = 256,
-    factor: float = 3.0,
+    factor: float = 2.0,
     start: float = 0.1,
 ) -> float:
     """Pick the initial step size on a subsample, as in Bottou's SGD code.

@@ -40,8 +40,16 @@ class MarginalPerturbMAPCRF(BaseStructuredSGD):
         Solve the clamped problems from the A solve: one max-product forward/backward pass on
         chains, dynamic graph cuts (residual graph re-use) on loopy graphs. False solves each one
         from scratch. For a fixed perturbation the gradient does not depend on either switch.
-    alpha, max_iter, batch_size, learning_rate, eta0, power_t, average, tol, n_iter_no_change, \
-early_stopping, validation_fraction, warm_start, n_perturbations, random_state, n_jobs, verbose
+    max_iter : int, default=100
+        Epochs. The marginal objective supervises one node per term, so it needs more passes
+        than :class:`~pmap_sklearn.PerturbMAPCRF` (about 100 epochs on OCR).
+    batch_size : int, default=32
+    tol : float or None, default=None
+        As in :class:`~pmap_sklearn.PerturbMAPCRF`, but off by default: the stochastic estimate
+        of this objective is too noisy for a stopping rule on the training objective (use
+        ``early_stopping=True`` to stop on a validation score instead).
+    alpha, learning_rate, eta0, power_t, average, n_iter_no_change, early_stopping, \
+validation_fraction, warm_start, n_perturbations, random_state, n_jobs, verbose
         As in :class:`~pmap_sklearn.PerturbMAPCRF`. ``n_perturbations`` is also the M used for
         the marginals q of the unknown labels.
 
@@ -93,13 +101,13 @@ early_stopping, validation_fraction, warm_start, n_perturbations, random_state, 
         gumbel_reduction=True,
         dynamic=True,
         alpha=1e-4,
-        max_iter=50,
-        batch_size=16,
+        max_iter=100,
+        batch_size=32,
         learning_rate="optimal",
         eta0="auto",
         power_t=0.5,
         average=True,
-        tol=1e-3,
+        tol=None,
         n_iter_no_change=5,
         early_stopping=False,
         validation_fraction=0.1,
