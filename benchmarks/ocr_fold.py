@@ -94,7 +94,8 @@ def main():
         json.dumps(dict(meta, rows=rows, summary=summary), indent=2)
     )
     (RESULTS / "ocr_fold0.md").write_text(
-        f"# OCR fold 0 — perturb-and-MAP CRFs (defaults)\n\n`{meta['command']}` ({meta['machine']})\n\n{table}\n"
+        f"# OCR fold 0 — perturb-and-MAP CRFs (defaults)\n\n"
+        f"`{meta['command']}` ({meta['machine']})\n\n{table}\n"
     )
 
 
