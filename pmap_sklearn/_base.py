@@ -30,7 +30,12 @@ def check_generator(random_state) -> np.random.Generator:
 
 
 class BaseStructuredSGD(BaseEstimator):
-    """Shared fit / predict / predict_marginals / score of the perturb-and-MAP learners."""
+    """Shared fit / predict / predict_marginals / score of the perturb-and-MAP learners.
+
+    Its ``__init__`` holds the SGD parameters with :class:`~pmap_sklearn.PerturbMAPCRF`'s
+    defaults (documented there); estimators with other parameters or defaults define their own
+    signature and pass these on.
+    """
 
     _parameter_constraints: dict = {
         "structure": [StrOptions({"chain", "grid", "graph"}), _BaseStructure],
@@ -51,6 +56,45 @@ class BaseStructuredSGD(BaseEstimator):
         "n_jobs": [Integral, None],
         "verbose": ["verbose"],
     }
+
+    def __init__(
+        self,
+        structure="chain",
+        *,
+        alpha=1e-4,
+        max_iter=50,
+        batch_size=16,
+        learning_rate="optimal",
+        eta0="auto",
+        power_t=0.5,
+        average=True,
+        tol=1e-3,
+        n_iter_no_change=5,
+        early_stopping=False,
+        validation_fraction=0.1,
+        warm_start=False,
+        n_perturbations=100,
+        random_state=None,
+        n_jobs=None,
+        verbose=0,
+    ):
+        self.structure = structure
+        self.alpha = alpha
+        self.max_iter = max_iter
+        self.batch_size = batch_size
+        self.learning_rate = learning_rate
+        self.eta0 = eta0
+        self.power_t = power_t
+        self.average = average
+        self.tol = tol
+        self.n_iter_no_change = n_iter_no_change
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
+        self.warm_start = warm_start
+        self.n_perturbations = n_perturbations
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+        self.verbose = verbose
 
     # ---- fitting ---------------------------------------------------------------------------
     @_fit_context(prefer_skip_nested_validation=True)
@@ -80,7 +124,14 @@ class BaseStructuredSGD(BaseEstimator):
             self.structure_ = check_structure(self.structure).fit(X, y)
         batch = self.structure_.prepare(X)
         labels = self.structure_.prepare_labels(batch, y, allow_unknown=True)
-        rng = check_generator(self.random_state)
+        if warm:  # continue the random stream: a warm start must not replay its perturbations
+            state = self._sgd_state
+            rng = state.rng
+        else:
+            rng = check_generator(self.random_state)
+            state = _sgd.SGDState(
+                coef=self.structure_.project(np.zeros(self.structure_.size_)), rng=rng
+            )
         unknown = np.bincount(batch.node_sample, labels < 0, minlength=batch.n_samples) > 0
         complete = np.flatnonzero(~unknown)
         if len(complete) == 0:
@@ -96,10 +147,6 @@ class BaseStructuredSGD(BaseEstimator):
             validation_score = self._validation_scorer(
                 batch.subset(held_out), labels[batch.node_index(held_out)]
             )
-        if warm:
-            state = self._sgd_state
-        else:
-            state = _sgd.SGDState(coef=self.structure_.project(np.zeros(self.structure_.size_)))
         supervised = np.intersect1d(train, complete)
         sub = batch.subset(supervised)
         sub_labels = labels[batch.node_index(supervised)]

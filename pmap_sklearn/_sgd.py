@@ -21,6 +21,7 @@ class SGDState:
     """Everything needed to continue a run (``warm_start``)."""
 
     coef: np.ndarray
+    rng: np.random.Generator | None = None  # the fit's stream, continued by warm starts
     average: np.ndarray | None = None
     t: int = 0  # updates done
     n_seen: int = 0  # samples seen

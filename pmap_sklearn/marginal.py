@@ -117,27 +117,29 @@ validation_fraction, warm_start, n_perturbations, random_state, n_jobs, verbose
         n_jobs=None,
         verbose=0,
     ):
-        self.structure = structure
+        super().__init__(
+            structure,
+            alpha=alpha,
+            max_iter=max_iter,
+            batch_size=batch_size,
+            learning_rate=learning_rate,
+            eta0=eta0,
+            power_t=power_t,
+            average=average,
+            tol=tol,
+            n_iter_no_change=n_iter_no_change,
+            early_stopping=early_stopping,
+            validation_fraction=validation_fraction,
+            warm_start=warm_start,
+            n_perturbations=n_perturbations,
+            random_state=random_state,
+            n_jobs=n_jobs,
+            verbose=verbose,
+        )
         self.class_weight = class_weight
         self.unlabeled_weight = unlabeled_weight
         self.gumbel_reduction = gumbel_reduction
         self.dynamic = dynamic
-        self.alpha = alpha
-        self.max_iter = max_iter
-        self.batch_size = batch_size
-        self.learning_rate = learning_rate
-        self.eta0 = eta0
-        self.power_t = power_t
-        self.average = average
-        self.tol = tol
-        self.n_iter_no_change = n_iter_no_change
-        self.early_stopping = early_stopping
-        self.validation_fraction = validation_fraction
-        self.warm_start = warm_start
-        self.n_perturbations = n_perturbations
-        self.random_state = random_state
-        self.n_jobs = n_jobs
-        self.verbose = verbose
 
     def node_weights(self, batch, distribution: np.ndarray) -> np.ndarray:
         """Loss weights ``θ_d(k)`` (n_nodes, K) of the stacked nodes of ``batch``.

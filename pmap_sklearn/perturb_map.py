@@ -17,6 +17,12 @@ class PerturbMAPCRF(BaseStructuredSGD):
     perturbation per sample, solves the perturbed MAP ``y*`` and moves
     ``w ← w + η (mean(Ψ(x, y) − Ψ(x, y*)) − α w)``, then projects the cut weights to ``<= 0``.
 
+    Unknown labels (``-1``, e.g. inside a bounding box) are handled by self-training, the
+    paper's baseline for weak labels: the model ``w_1`` fitted on the fully labelled samples
+    fills them in with its MAP labelling given the known labels, and fitting continues from
+    ``w_1`` on all samples (see :class:`~pmap_sklearn.MarginalPerturbMAPCRF` for the marginal
+    treatment).
+
     Parameters
     ----------
     structure : {"chain", "grid", "graph"} or structure instance, default="chain"
@@ -97,45 +103,6 @@ class PerturbMAPCRF(BaseStructuredSGD):
     >>> crf.score(X, y) > 0.8
     True
     """
-
-    def __init__(
-        self,
-        structure="chain",
-        *,
-        alpha=1e-4,
-        max_iter=50,
-        batch_size=16,
-        learning_rate="optimal",
-        eta0="auto",
-        power_t=0.5,
-        average=True,
-        tol=1e-3,
-        n_iter_no_change=5,
-        early_stopping=False,
-        validation_fraction=0.1,
-        warm_start=False,
-        n_perturbations=100,
-        random_state=None,
-        n_jobs=None,
-        verbose=0,
-    ):
-        self.structure = structure
-        self.alpha = alpha
-        self.max_iter = max_iter
-        self.batch_size = batch_size
-        self.learning_rate = learning_rate
-        self.eta0 = eta0
-        self.power_t = power_t
-        self.average = average
-        self.tol = tol
-        self.n_iter_no_change = n_iter_no_change
-        self.early_stopping = early_stopping
-        self.validation_fraction = validation_fraction
-        self.warm_start = warm_start
-        self.n_perturbations = n_perturbations
-        self.random_state = random_state
-        self.n_jobs = n_jobs
-        self.verbose = verbose
 
     def _targets(self, batch, labels, w_supervised, rng):
         """Known labels; unknown ones (-1) become the MAP of ``w_1`` given the known ones

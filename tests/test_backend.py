@@ -15,6 +15,13 @@ def _free_or_clamped(rng, n_nodes, n_states, rate=0.3):
     return np.where(rng.random(n_nodes) < rate, rng.integers(0, n_states, n_nodes), -1)
 
 
+def _assert_optimal(unary, edges, pairwise, labels, best):
+    """``labels`` scores ``best`` (compare scores: ties are measure-zero but not impossible)."""
+    _, scores = brute.enumerate_scores(unary, edges, pairwise)
+    index = np.ravel_multi_index(labels, (unary.shape[1],) * len(labels))
+    np.testing.assert_allclose(scores[index], best, rtol=1e-10, atol=1e-9)
+
+
 def _check_map(structure, batch, w, noise, clamp):
     labels = structure.map(batch, w, noise, clamp)
     for i in range(batch.n_samples):
@@ -22,10 +29,7 @@ def _check_map(structure, batch, w, noise, clamp):
         clamp_i = None if clamp is None else clamp[batch.nodes_of(i)]
         expected, best = brute.brute_map(unary, edges, pairwise, clamp_i)
         got = labels[batch.nodes_of(i)]
-        # Compare scores (ties are measure-zero but not impossible) and the clamps.
-        _, scores = brute.enumerate_scores(unary, edges, pairwise)
-        got_score = scores[np.ravel_multi_index(got, (unary.shape[1],) * len(got))]
-        np.testing.assert_allclose(got_score, best, rtol=1e-10, atol=1e-9)
+        _assert_optimal(unary, edges, pairwise, got, best)
         if clamp_i is not None:
             fixed = clamp_i >= 0
             np.testing.assert_array_equal(got[fixed], clamp_i[fixed])
@@ -46,9 +50,13 @@ def _check_random_binary_model(structure, X, rng, perturb, clamped):
     _check_map(structure, batch, w, noise, clamp)
 
 
+def _random_chain_samples(rng):
+    return [rng.normal(size=(d, 2)) for d in rng.integers(1, 6, size=3)]
+
+
 def _random_chains(rng, n_states):
     """Three short chains with random weights: (structure, batch, w)."""
-    X = [rng.normal(size=(d, 2)) for d in rng.integers(1, 6, size=3)]
+    X = _random_chain_samples(rng)
     structure = ChainStructure(n_states=n_states).fit(X)
     return structure, structure.prepare(X), 2 * rng.normal(size=structure.size_)
 
@@ -165,9 +173,7 @@ def _check_clamped_maps(structure, X, rng, dynamic, skip_agreeing):
         clamp[node - batch.node_offsets[i]] = label
         _, best = brute.brute_map(unary, edges, pairwise, clamp)
         got = clamped[replicated.nodes_of(q)]
-        _, scores = brute.enumerate_scores(unary, edges, pairwise)
-        index = np.ravel_multi_index(got, (structure.n_states_,) * len(got))
-        np.testing.assert_allclose(scores[index], best, rtol=1e-10, atol=1e-9)
+        _assert_optimal(unary, edges, pairwise, got, best)
         assert got[node - batch.node_offsets[i]] == label
 
 
@@ -180,7 +186,7 @@ def _check_clamped_maps(structure, X, rng, dynamic, skip_agreeing):
 )
 def test_chain_clamped_maximizers_match_brute_force(seed, n_states, dynamic, skip):
     rng = np.random.default_rng(seed)
-    X = [rng.normal(size=(d, 2)) for d in rng.integers(1, 6, size=3)]
+    X = _random_chain_samples(rng)
     _check_clamped_maps(ChainStructure(n_states=n_states).fit(X), X, rng, dynamic, skip)
 
 
