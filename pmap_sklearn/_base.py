@@ -29,7 +29,151 @@ def check_generator(random_state) -> np.random.Generator:
     return np.random.default_rng(random_state)
 
 
-class BaseStructuredSGD(BaseEstimator):
+class BaseStructuredEstimator(BaseEstimator):
+    """The scikit-learn contract shared by the structured learners: validation of samples and
+    labels, the semi-supervised stages (SPEC §2, Alg. 3), warm starts, MAP prediction, scoring.
+
+    A subclass provides its optimiser through ``_new_state``, ``_optimise`` and ``_targets``.
+    """
+
+    # ---- fitting ---------------------------------------------------------------------------
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Fit the model (see the estimator for its optimiser).
+
+        Parameters
+        ----------
+        X : sequence of samples
+            Samples in the structure's format (chain: (D, F) arrays; grid: (H, W[, F]) images;
+            graph: :class:`~pmap_sklearn.structures.GraphSample`).
+        y : sequence of int arrays
+            One label per node; ``-1`` marks an unknown label. Samples with unknown labels are
+            used semi-supervised (SPEC §2, Alg. 3): the model is first fitted on the fully
+            labelled samples (``w_1``), the unknown labels are then filled in from ``w_1``
+            conditionally on the known ones (see the estimator), and fitting continues from
+            ``w_1`` on all samples.
+
+        Returns
+        -------
+        self
+        """
+        self._check_fit_parameters()
+        warm = self.warm_start and hasattr(self, "_state")
+        if not warm:
+            self.structure_ = check_structure(self.structure).fit(X, y)
+        batch = self.structure_.prepare(X)
+        labels = self.structure_.prepare_labels(batch, y, allow_unknown=True)
+        if warm:  # continue the random stream: a warm start must not replay its perturbations
+            state = self._state
+            rng = state.rng
+        else:
+            rng = check_generator(self.random_state)
+            state = self._new_state(rng)
+        unknown = np.bincount(batch.node_sample, labels < 0, minlength=batch.n_samples) > 0
+        complete = np.flatnonzero(~unknown)
+        if len(complete) == 0:
+            raise ValueError(
+                "every sample has unknown labels (-1): at least one fully labelled sample is "
+                "needed to fit the supervised model w_1"
+            )
+        train = np.arange(batch.n_samples)
+        validation_score = None
+        if getattr(self, "early_stopping", False):
+            held_out = self._validation_samples(complete, rng)
+            train = np.setdiff1d(train, held_out)
+            validation_score = self._validation_scorer(
+                batch.subset(held_out), labels[batch.node_index(held_out)]
+            )
+        supervised = np.intersect1d(train, complete)
+        sub = batch.subset(supervised)
+        sub_labels = labels[batch.node_index(supervised)]
+        self._optimise(sub, self._targets(sub, sub_labels, None, rng), state, rng, validation_score)
+        self.supervised_coef_ = state.best.copy()
+        if len(supervised) < len(train):  # Alg. 3: continue from w_1 on all samples
+            sub = batch.subset(train)
+            targets = self._targets(sub, labels[batch.node_index(train)], state.best, rng)
+            self._optimise(sub, targets, state, rng, validation_score)
+        self._state = state
+        self.coef_ = state.best.copy()
+        self.n_iter_ = state.n_iter
+        self._set_fitted_attributes(state)
+        self.classes_ = np.arange(self.structure_.n_states_)
+        self.n_features_in_ = self.structure_.n_features_in_
+        return self
+
+    def _check_fit_parameters(self) -> None:
+        """Checks between parameters that ``_parameter_constraints`` cannot express."""
+
+    def _new_state(self, rng):
+        """The optimiser's initial state (with ``coef``, ``best``, ``n_iter`` and ``rng``)."""
+        raise NotImplementedError
+
+    def _optimise(self, batch, targets, state, rng, validation_score):
+        """Run the optimiser on ``batch`` from ``state`` (updated in place)."""
+        raise NotImplementedError
+
+    def _set_fitted_attributes(self, state) -> None:
+        """Optimiser-specific fitted attributes."""
+
+    def _targets(self, batch: SampleBatch, labels: np.ndarray, w_supervised, rng):
+        """What the oracle learns from: built from the labels (``-1`` = unknown), with the
+        unknown ones filled in from the supervised weights ``w_supervised`` (None while every
+        label is known)."""
+        raise NotImplementedError
+
+    def _validation_samples(self, complete: np.ndarray, rng: np.random.Generator):
+        """Held-out fully labelled samples for early stopping."""
+        n_held_out = int(round(self.validation_fraction * len(complete)))
+        if n_held_out < 1 or n_held_out >= len(complete):
+            raise ValueError(
+                f"validation_fraction={self.validation_fraction} leaves {n_held_out} of "
+                f"{len(complete)} fully labelled samples for validation; need at least 1 and "
+                "fewer than all"
+            )
+        return np.sort(rng.permutation(complete)[:n_held_out])
+
+    def _validation_scorer(self, batch: SampleBatch, labels: np.ndarray):
+        def score(w):
+            predicted = self.structure_.map(batch, w, n_jobs=self.n_jobs)
+            return 1.0 - hamming_loss(batch.split(labels), batch.split(predicted))
+
+        return score
+
+    # ---- prediction ------------------------------------------------------------------------
+    def _prepare_fitted(self, X) -> SampleBatch:
+        check_is_fitted(self, "coef_")
+        return self.structure_.prepare(X)
+
+    def predict(self, X, decoding: str = "map") -> list[np.ndarray]:
+        """Labelling of each sample.
+
+        Parameters
+        ----------
+        X : sequence of samples
+        decoding : {"map", "marginal"}, default="map"
+            ``"map"``: the MAP labelling; ``"marginal"``: the per-node argmax of the estimated
+            marginals (:meth:`predict_marginals`), which minimises the expected Hamming loss.
+
+        Returns
+        -------
+        y : list of int arrays
+            One array per sample, shaped like its labels ((D,) or (H, W)).
+        """
+        if decoding == "marginal":
+            if not hasattr(self, "predict_marginals"):
+                raise ValueError(f"{type(self).__name__} has no marginals: use decoding='map'")
+            return [m.argmax(axis=-1) for m in self.predict_marginals(X)]
+        if decoding != "map":
+            raise ValueError(f"decoding must be 'map' or 'marginal', got {decoding!r}")
+        batch = self._prepare_fitted(X)
+        return batch.split(self.structure_.map(batch, self.coef_, n_jobs=self.n_jobs))
+
+    def score(self, X, y) -> float:
+        """``1 − Hamming loss`` of the MAP labelling (mean over samples)."""
+        return 1.0 - hamming_loss(y, self.predict(X))
+
+
+class BaseStructuredSGD(BaseStructuredEstimator):
     """Shared fit / predict / predict_marginals / score of the perturb-and-MAP learners.
 
     Its ``__init__`` holds the SGD parameters with :class:`~pmap_sklearn.PerturbMAPCRF`'s
@@ -96,78 +240,25 @@ class BaseStructuredSGD(BaseEstimator):
         self.n_jobs = n_jobs
         self.verbose = verbose
 
-    # ---- fitting ---------------------------------------------------------------------------
-    @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y):
-        """Fit the model by double SGD over samples and perturbations.
-
-        Parameters
-        ----------
-        X : sequence of samples
-            Samples in the structure's format (chain: (D, F) arrays; grid: (H, W[, F]) images;
-            graph: :class:`~pmap_sklearn.structures.GraphSample`).
-        y : sequence of int arrays
-            One label per node; ``-1`` marks an unknown label. Samples with unknown labels are
-            used semi-supervised (SPEC §2, Alg. 3): the model is first fitted on the fully
-            labelled samples (``w_1``), the unknown labels are then filled in from ``w_1``
-            conditionally on the known ones (see the estimator), and fitting continues from
-            ``w_1`` on all samples.
-
-        Returns
-        -------
-        self
-        """
+    def _check_fit_parameters(self) -> None:
         if self.learning_rate == "optimal" and self.alpha == 0:
             raise ValueError("learning_rate='optimal' needs alpha > 0")
-        warm = self.warm_start and hasattr(self, "_sgd_state")
-        if not warm:
-            self.structure_ = check_structure(self.structure).fit(X, y)
-        batch = self.structure_.prepare(X)
-        labels = self.structure_.prepare_labels(batch, y, allow_unknown=True)
-        if warm:  # continue the random stream: a warm start must not replay its perturbations
-            state = self._sgd_state
-            rng = state.rng
-        else:
-            rng = check_generator(self.random_state)
-            state = _sgd.SGDState(
-                coef=self.structure_.project(np.zeros(self.structure_.size_)), rng=rng
-            )
-        unknown = np.bincount(batch.node_sample, labels < 0, minlength=batch.n_samples) > 0
-        complete = np.flatnonzero(~unknown)
-        if len(complete) == 0:
-            raise ValueError(
-                "every sample has unknown labels (-1): at least one fully labelled sample is "
-                "needed to fit the supervised model w_1"
-            )
-        train = np.arange(batch.n_samples)
-        validation_score = None
-        if self.early_stopping:
-            held_out = self._validation_samples(complete, rng)
-            train = np.setdiff1d(train, held_out)
-            validation_score = self._validation_scorer(
-                batch.subset(held_out), labels[batch.node_index(held_out)]
-            )
-        supervised = np.intersect1d(train, complete)
-        sub = batch.subset(supervised)
-        sub_labels = labels[batch.node_index(supervised)]
-        self._run_sgd(sub, self._targets(sub, sub_labels, None, rng), state, rng, validation_score)
-        self.supervised_coef_ = state.best.copy()
-        if len(supervised) < len(train):  # Alg. 3: continue from w_1 on all samples
-            sub = batch.subset(train)
-            targets = self._targets(sub, labels[batch.node_index(train)], state.best, rng)
-            self._run_sgd(sub, targets, state, rng, validation_score)
-        self._sgd_state = state
-        self.coef_ = state.best.copy()
-        self.n_iter_ = state.n_iter
+
+    def _new_state(self, rng):
+        return _sgd.SGDState(coef=self.structure_.project(np.zeros(self.structure_.size_)), rng=rng)
+
+    def _set_fitted_attributes(self, state) -> None:
         self.t_ = state.t
         self.eta0_ = state.eta0
         self.loss_curve_ = list(state.loss_curve)
         self.validation_scores_ = list(state.validation_scores)
-        self.classes_ = np.arange(self.structure_.n_states_)
-        self.n_features_in_ = self.structure_.n_features_in_
-        return self
 
-    def _run_sgd(self, batch, targets, state, rng, validation_score):
+    def _make_oracle(self, batch: SampleBatch, targets):
+        """Return ``oracle(indices, w, rng) -> (Σ gradient of ℓ, Σ estimate of ℓ)``, drawing
+        the perturbations from ``rng``."""
+        raise NotImplementedError
+
+    def _optimise(self, batch, targets, state, rng, validation_score):
         oracle = self._make_oracle(batch, targets)
         batch_size = min(self.batch_size, batch.n_samples)
         if state.eta0 is None:
@@ -201,62 +292,6 @@ class BaseStructuredSGD(BaseEstimator):
             validation_score=validation_score,
             verbose=self.verbose,
         )
-
-    def _targets(self, batch: SampleBatch, labels: np.ndarray, w_supervised, rng):
-        """What the oracle learns from: built from the labels (``-1`` = unknown), with the
-        unknown ones filled in from the supervised weights ``w_supervised`` (None while every
-        label is known)."""
-        raise NotImplementedError
-
-    def _make_oracle(self, batch: SampleBatch, targets):
-        """Return ``oracle(indices, w, rng) -> (Σ gradient of ℓ, Σ estimate of ℓ)``, drawing
-        the perturbations from ``rng``."""
-        raise NotImplementedError
-
-    def _validation_samples(self, complete: np.ndarray, rng: np.random.Generator):
-        """Held-out fully labelled samples for early stopping."""
-        n_held_out = int(round(self.validation_fraction * len(complete)))
-        if n_held_out < 1 or n_held_out >= len(complete):
-            raise ValueError(
-                f"validation_fraction={self.validation_fraction} leaves {n_held_out} of "
-                f"{len(complete)} fully labelled samples for validation; need at least 1 and "
-                "fewer than all"
-            )
-        return np.sort(rng.permutation(complete)[:n_held_out])
-
-    def _validation_scorer(self, batch: SampleBatch, labels: np.ndarray):
-        def score(w):
-            predicted = self.structure_.map(batch, w, n_jobs=self.n_jobs)
-            return 1.0 - hamming_loss(batch.split(labels), batch.split(predicted))
-
-        return score
-
-    # ---- prediction ------------------------------------------------------------------------
-    def _prepare_fitted(self, X) -> SampleBatch:
-        check_is_fitted(self, "coef_")
-        return self.structure_.prepare(X)
-
-    def predict(self, X, decoding: str = "map") -> list[np.ndarray]:
-        """Labelling of each sample.
-
-        Parameters
-        ----------
-        X : sequence of samples
-        decoding : {"map", "marginal"}, default="map"
-            ``"map"``: the MAP labelling; ``"marginal"``: the per-node argmax of the estimated
-            marginals (:meth:`predict_marginals`), which minimises the expected Hamming loss.
-
-        Returns
-        -------
-        y : list of int arrays
-            One array per sample, shaped like its labels ((D,) or (H, W)).
-        """
-        if decoding == "marginal":
-            return [m.argmax(axis=-1) for m in self.predict_marginals(X)]
-        if decoding != "map":
-            raise ValueError(f"decoding must be 'map' or 'marginal', got {decoding!r}")
-        batch = self._prepare_fitted(X)
-        return batch.split(self.structure_.map(batch, self.coef_, n_jobs=self.n_jobs))
 
     def predict_marginals(self, X, method: str = "perturb", n_perturbations: int | None = None):
         """Node marginals ``P(y_d = k | x)`` of each sample.
@@ -293,10 +328,6 @@ class BaseStructuredSGD(BaseEstimator):
                 self.structure_, batch, self.coef_, n_perturbations, rng, self.n_jobs
             )
         )
-
-    def score(self, X, y) -> float:
-        """``1 − Hamming loss`` of the MAP labelling (mean over samples)."""
-        return 1.0 - hamming_loss(y, self.predict(X))
 
 
 def perturbed_marginals(

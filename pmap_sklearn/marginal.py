@@ -8,7 +8,7 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._base import BaseStructuredSGD, perturbed_marginals
-from .metrics import balanced_weights_batch
+from .metrics import loss_weights
 from .perturbation import gumbel
 
 
@@ -142,26 +142,9 @@ validation_fraction, warm_start, n_perturbations, random_state, n_jobs, verbose
         self.dynamic = dynamic
 
     def node_weights(self, batch, distribution: np.ndarray) -> np.ndarray:
-        """Loss weights ``θ_d(k)`` (n_nodes, K) of the stacked nodes of ``batch``.
-
-        Parameters
-        ----------
-        distribution : ndarray of shape (n_nodes, K)
-            Label distribution of each node (one-hot or marginals); used by "balanced".
-        """
-        if self.class_weight == "balanced":
-            return balanced_weights_batch(distribution, batch.node_sizes, batch.node_sample)
-        n_states = self.structure_.n_states_
-        per_label = np.ones(n_states)
-        if isinstance(self.class_weight, dict):
-            unknown = set(self.class_weight) - set(range(n_states))
-            if unknown:
-                raise ValueError(
-                    f"class_weight has labels {sorted(unknown)} outside 0..{n_states - 1}"
-                )
-            for label, weight in self.class_weight.items():
-                per_label[label] = weight
-        return per_label[None, :] / batch.lengths[batch.node_sample][:, None]
+        """Loss weights ``θ_d(k)`` (n_nodes, K) of the stacked nodes of ``batch`` (see
+        :func:`~pmap_sklearn.metrics.loss_weights`)."""
+        return loss_weights(distribution, batch.node_sizes, batch.node_sample, self.class_weight)
 
     def _targets(self, batch, labels, w_supervised, rng):
         """The coefficients ``C_d(k) = θ_d(k) q_d(k)`` (× κ on unknown nodes), (n_nodes, K)."""

@@ -13,6 +13,7 @@ __all__ = [
     "weighted_hamming_loss",
     "balanced_node_weights",
     "balanced_weights_batch",
+    "loss_weights",
     "hamming_scorer",
     "weighted_hamming_scorer",
 ]
@@ -102,6 +103,32 @@ def balanced_weights_batch(distribution, node_sizes, node_sample) -> np.ndarray:
     n_present = np.broadcast_to(present.sum(axis=1, keepdims=True), present.shape)
     inverse[present] = 1.0 / (n_present[present] * class_sizes[present])
     return node_sizes[:, None] * inverse[node_sample]
+
+
+def loss_weights(distribution, node_sizes, node_sample, class_weight=None) -> np.ndarray:
+    """Per-node loss weights ``θ_d(k)`` (n_nodes, K) of stacked samples.
+
+    Parameters
+    ----------
+    distribution : ndarray of shape (n_nodes, K)
+        Label distribution of each node (one-hot or marginals), used by "balanced".
+    node_sizes, node_sample : ndarray of shape (n_nodes,)
+    class_weight : None, "balanced" or dict
+        None: the Hamming loss, ``θ_d = 1/D``; "balanced": :func:`balanced_weights_batch`;
+        a dict ``{label: weight}`` multiplies ``1/D``.
+    """
+    if isinstance(class_weight, str) and class_weight == "balanced":
+        return balanced_weights_batch(distribution, node_sizes, node_sample)
+    n_states = distribution.shape[1]
+    per_label = np.ones(n_states)
+    if isinstance(class_weight, dict):
+        unknown = set(class_weight) - set(range(n_states))
+        if unknown:
+            raise ValueError(f"class_weight has labels {sorted(unknown)} outside 0..{n_states - 1}")
+        for label, weight in class_weight.items():
+            per_label[label] = weight
+    lengths = np.bincount(node_sample)
+    return per_label[None, :] / lengths[node_sample][:, None]
 
 
 def weighted_hamming_loss(y_true, y_pred, node_sizes=None) -> float:
