@@ -1,5 +1,6 @@
 """pmap_sklearn: perturb-and-MAP structured prediction with a scikit-learn API."""
 
+from .baselines import StructuredSVM
 from .marginal import MarginalPerturbMAPCRF
 from .metrics import hamming_loss, hamming_scorer, weighted_hamming_loss, weighted_hamming_scorer
 from .perturb_map import PerturbMAPCRF
@@ -11,6 +12,7 @@ __version__ = "0.1.0"
 __all__ = [
     "PerturbMAPCRF",
     "MarginalPerturbMAPCRF",
+    "StructuredSVM",
     "ChainStructure",
     "GridStructure",
     "GraphStructure",

@@ -1,0 +1,236 @@
+"""Structured SVM trained by block-coordinate Frank-Wolfe (Lacoste-Julien et al. 2013)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.utils._param_validation import Interval, StrOptions
+
+from .._base import BaseStructuredEstimator
+from ..metrics import loss_weights
+from ..structures import _BaseStructure
+
+
+@dataclass
+class BCFWState:
+    """Dual state of BCFW: per-block contributions to ``w`` and to the loss term."""
+
+    coef: np.ndarray  # ŵ = Σ_i w_i (before the projection onto the constraint set)
+    rng: np.random.Generator
+    project: object
+    blocks: np.ndarray | None = None  # (n, size): w_i
+    block_losses: np.ndarray | None = None  # (n,): ℓ_i
+    average: np.ndarray | None = None  # weighted average of the primal iterates
+    n_steps: int = 0
+    n_iter: int = 0
+    gaps: list = field(default_factory=list)
+
+    @property
+    def current(self) -> np.ndarray:
+        """The primal iterate ``w = Π_C(ŵ)`` (cut weights ``<= 0`` on loopy structures)."""
+        return self.project(self.coef.copy())
+
+    @property
+    def best(self) -> np.ndarray:
+        """The averaged primal iterate when averaging, the current one otherwise."""
+        return self.average.copy() if self.average is not None else self.current
+
+
+class StructuredSVM(BaseStructuredEstimator):
+    """Structured SVM with Hamming or size-weighted Hamming loss, trained by BCFW.
+
+    Minimises ``(α/2)‖w‖² + (1/N) Σ_n max_y [Δ(y_n, y) + f(y|x_n) − f(y_n|x_n)]`` over the
+    weights allowed by the structure (cut weights ``<= 0`` on grids and graphs, SPEC §1) with
+    block-coordinate Frank-Wolfe on the dual: each step solves one loss-augmented MAP — the loss
+    is unary, so Viterbi and graph cuts stay exact — and moves that sample's dual block with an
+    analytic line search. The constraint enters as ``w = Π_C(ŵ)``, the projection of the
+    unconstrained dual point; the loss-augmented MAP uses the projected ``w`` and the line
+    search maximises a minorant of the dual, so every step is an ascent step.
+
+    Parameters
+    ----------
+    structure : {"chain", "grid", "graph"} or structure instance, default="chain"
+    alpha : float, default=1e-3
+        Regularisation strength λ.
+    class_weight : None, "balanced" or dict, default=None
+        The loss Δ: Hamming (``1/D`` per node), size-balanced weighted Hamming (SPEC §1), or
+        per-label weights (see :func:`~pmap_sklearn.metrics.loss_weights`).
+    max_iter : int, default=50
+        Passes over the samples.
+    batch_size : int, default=1
+        Samples whose loss-augmented MAPs are solved together with the same ``w`` (vectorised
+        on chains) before their blocks are updated one after the other; 1 is exact BCFW.
+    tol : float, default=1e-4
+        Stop when the duality gap of a pass (summed block gaps) falls below ``tol``.
+    average : bool, default=True
+        Return the weighted average ``w̄ ∝ Σ_k k w_k`` of the primal iterates (BCFW-wavg of
+        the reference, which converges much faster in the primal); it stays feasible.
+    warm_start : bool, default=False
+    random_state : int, Generator, RandomState or None, default=None
+        Order of the blocks.
+    n_jobs : int or None, default=None
+        Processes for the per-sample graph cuts.
+    verbose : int, default=0
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_weights,)
+    supervised_coef_ : ndarray
+        Weights fitted on the fully labelled samples (unknown labels ``-1`` are then filled by
+        this model's MAP given the known ones, as the paper's baseline does, and the SVM is
+        refitted on all samples).
+    duality_gaps_ : list of float
+        Duality gap estimate of each pass.
+    structure_, classes_, n_features_in_, n_iter_
+
+    Notes
+    -----
+    BCFW's rate constant grows like ``1/α``: the Frank-Wolfe corners ``ψ/(α N)`` lie far from
+    the optimum when α is small, and the normalised Hamming losses (per-node weights ``1/D``,
+    or balanced weights summing to 1 per sample) ask for small weights. Watch
+    ``duality_gaps_`` and raise ``max_iter`` (or α) when the gap is still large.
+
+    References
+    ----------
+    .. [1] S. Lacoste-Julien, M. Jaggi, M. Schmidt and P. Pletscher. Block-coordinate
+       Frank-Wolfe optimization for structural SVMs. ICML 2013.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from pmap_sklearn.baselines import StructuredSVM
+    >>> rng = np.random.default_rng(0)
+    >>> y = [rng.integers(0, 3, size=n) for n in rng.integers(3, 8, size=40)]
+    >>> X = [np.eye(3)[yi] + 0.5 * rng.normal(size=(len(yi), 3)) for yi in y]
+    >>> svm = StructuredSVM(random_state=0).fit(X, y)
+    >>> svm.score(X, y) > 0.8
+    True
+    """
+
+    _parameter_constraints: dict = {
+        "structure": [StrOptions({"chain", "grid", "graph"}), _BaseStructure],
+        "alpha": [Interval(Real, 0, None, closed="neither")],
+        "class_weight": [None, StrOptions({"balanced"}), dict],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "batch_size": [Interval(Integral, 1, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "average": ["boolean"],
+        "warm_start": ["boolean"],
+        "random_state": ["random_state", np.random.Generator],
+        "n_jobs": [Integral, None],
+        "verbose": ["verbose"],
+    }
+
+    def __init__(
+        self,
+        structure="chain",
+        *,
+        alpha=1e-3,
+        class_weight=None,
+        max_iter=50,
+        batch_size=1,
+        tol=1e-4,
+        average=True,
+        warm_start=False,
+        random_state=None,
+        n_jobs=None,
+        verbose=0,
+    ):
+        self.structure = structure
+        self.alpha = alpha
+        self.class_weight = class_weight
+        self.max_iter = max_iter
+        self.batch_size = batch_size
+        self.tol = tol
+        self.average = average
+        self.warm_start = warm_start
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+
+    def _new_state(self, rng):
+        size = self.structure_.size_
+        return BCFWState(coef=np.zeros(size), rng=rng, project=self.structure_.project)
+
+    def _set_fitted_attributes(self, state) -> None:
+        self.duality_gaps_ = list(state.gaps)
+
+    def _targets(self, batch, labels, w_supervised, rng):
+        """Complete labels (unknown ones from the supervised model's conditional MAP) and the
+        loss weight ``θ_d(y_d)`` of each node."""
+        if w_supervised is not None:
+            labels = self.structure_.map(batch, w_supervised, clamp=labels, n_jobs=self.n_jobs)
+        onehot = self.structure_._onehot(labels)
+        theta = loss_weights(onehot, batch.node_sizes, batch.node_sample, self.class_weight)
+        return labels, theta[np.arange(len(labels)), labels]
+
+    def loss_augmented_map(self, batch, w, labels, theta):
+        """``argmax_y Δ(y_n, y) + f(y|x_n)`` for every sample: the loss is added to the unary
+        scores of the wrong labels, so the structure's exact oracle solves it."""
+        augmentation = np.repeat(theta[:, None], self.structure_.n_states_, axis=1)
+        augmentation[np.arange(len(labels)), labels] = 0.0
+        return self.structure_.map(batch, w, augmentation, n_jobs=self.n_jobs)
+
+    def _optimise(self, batch, targets, state, rng, validation_score):
+        labels, theta = targets
+        structure, n = self.structure_, batch.n_samples
+        if state.blocks is None or len(state.blocks) != n:
+            # A new set of samples (first fit, or the second semi-supervised stage): new dual.
+            state.blocks = np.zeros((n, structure.size_))
+            state.block_losses = np.zeros(n)
+            state.coef = np.zeros(structure.size_)
+            state.average = np.zeros(structure.size_) if self.average else None
+            state.n_steps = 0
+        started = time.perf_counter()
+        scale = 1.0 / (self.alpha * n)
+        for epoch in range(self.max_iter):
+            gap = 0.0
+            order = rng.permutation(n)
+            for begin in range(0, n, self.batch_size):
+                index = order[begin : begin + self.batch_size]
+                sub = batch.subset(index)
+                nodes = batch.node_index(index)
+                predicted = self.loss_augmented_map(sub, state.current, labels[nodes], theta[nodes])
+                wrong = theta[nodes] * (predicted != labels[nodes])
+                losses = np.bincount(sub.node_sample, wrong, minlength=len(index))
+                for j, i in enumerate(index):
+                    one = sub.nodes_of(j)
+                    psi = structure.joint_feature_difference(
+                        sub.subset([j]), labels[nodes][one], predicted[one]
+                    )
+                    gap += self._block_step(state, i, scale * psi, losses[j] / n)
+            state.n_iter = epoch + 1
+            state.gaps.append(gap)
+            if self.verbose:
+                print(
+                    f"-- Pass {epoch + 1}: duality gap {gap:.3g}, "
+                    f"{time.perf_counter() - started:.2f} s",
+                    flush=True,
+                )
+            if gap < self.tol:
+                break
+
+    def _block_step(self, state, i, corner, corner_loss) -> float:
+        """Frank-Wolfe step on block i towards ``(corner, corner_loss)``; returns its gap."""
+        w = state.current
+        direction = state.blocks[i] - corner
+        gap = self.alpha * direction @ w - state.block_losses[i] + corner_loss
+        norm = direction @ direction
+        if norm <= 0:
+            return max(gap, 0.0)
+        step = min(max(gap / (self.alpha * norm), 0.0), 1.0)
+        state.blocks[i] -= step * direction
+        state.coef -= step * direction
+        state.block_losses[i] += step * (corner_loss - state.block_losses[i])
+        state.n_steps += 1
+        if state.average is not None:  # w̄_k = (k-1)/(k+1) w̄_{k-1} + 2/(k+1) w_k
+            state.average += 2.0 / (state.n_steps + 1) * (state.current - state.average)
+        return gap
+
+    def dual_objective(self) -> float:
+        """``Σ ℓ_i − (α/2)‖Π_C(ŵ)‖²``: a lower bound of the optimal primal objective."""
+        w = self._state.current
+        return float(self._state.block_losses.sum() - 0.5 * self.alpha * w @ w)

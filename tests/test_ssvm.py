@@ -1,0 +1,121 @@
+"""StructuredSVM (BCFW): exact loss-augmented MAP, a certified optimum, constraints, learning."""
+
+import numpy as np
+import pytest
+
+from pmap_sklearn import GraphSample, hamming_loss, weighted_hamming_loss
+from pmap_sklearn._backend import brute
+from pmap_sklearn.baselines import StructuredSVM
+from pmap_sklearn.datasets import make_chain_data, make_grid_data
+
+
+def _primal(svm, X, y, w):
+    """(α/2)‖w‖² + mean_n max_y [Δ(y_n, y) + f(y) − f(y_n)] by enumeration."""
+    structure = svm.structure_
+    batch = structure.prepare(X)
+    labels, theta = svm._targets(batch, structure.prepare_labels(batch, y), None, None)
+    total = 0.0
+    for i in range(batch.n_samples):
+        unary, edges, pairwise = structure.dense_model(batch, w, i)
+        labellings, scores = brute.enumerate_scores(unary, edges, pairwise)
+        truth, weights = labels[batch.nodes_of(i)], theta[batch.nodes_of(i)]
+        delta = (labellings != truth) @ weights
+        true_score = scores[np.ravel_multi_index(truth, (unary.shape[1],) * len(truth))]
+        total += np.max(delta + scores - true_score)
+    return 0.5 * svm.alpha * w @ w + total / batch.n_samples
+
+
+def _graphs(rng, n_samples=8):
+    X, y = [], []
+    for _ in range(n_samples):
+        n = 5
+        labels = rng.integers(0, 2, size=n)
+        features = labels[:, None] + rng.normal(size=(n, 2))
+        edges = np.array([[0, 1], [1, 2], [2, 3], [3, 4], [4, 0]])
+        X.append(GraphSample(features, edges, rng.random((5, 2)), rng.integers(1, 9, size=n)))
+        y.append(labels)
+    return X, y
+
+
+def test_loss_augmented_map_is_exact(rng):
+    X, y = _graphs(rng, 3)
+    svm = StructuredSVM("graph", class_weight="balanced", max_iter=1).fit(X, y)
+    structure = svm.structure_
+    batch = structure.prepare(X)
+    labels, theta = svm._targets(batch, structure.prepare_labels(batch, y), None, None)
+    w = structure.project(rng.normal(size=structure.size_))
+    predicted = svm.loss_augmented_map(batch, w, labels, theta)
+    for i in range(batch.n_samples):
+        unary, edges, pairwise = structure.dense_model(batch, w, i)
+        labellings, scores = brute.enumerate_scores(unary, edges, pairwise)
+        objective = scores + (labellings != labels[batch.nodes_of(i)]) @ theta[batch.nodes_of(i)]
+        np.testing.assert_array_equal(
+            predicted[batch.nodes_of(i)], labellings[np.argmax(objective)]
+        )
+
+
+@pytest.mark.parametrize("kind", ["chain", "graph"])
+def test_duality_gap_certifies_the_optimum(kind, rng):
+    """Weak duality P(w) >= D always, and P − D → 0: BCFW finds the constrained optimum."""
+    if kind == "chain":
+        data = make_chain_data(
+            n_samples=10, n_states=3, n_features=2, length=(2, 4), noise=2.0, random_state=0
+        )
+        X, y, structure = data.data, data.target, "chain"
+    else:
+        (X, y), structure = _graphs(rng), "graph"
+    gaps = []
+    for passes in (10, 300):
+        svm = StructuredSVM(structure, alpha=0.1, max_iter=passes, tol=0, random_state=0)
+        svm.fit(X, y)
+        gap = _primal(svm, X, y, svm.coef_) - svm.dual_objective()
+        assert gap >= -1e-9
+        gaps.append(gap)
+    assert gaps[1] < 0.05 and gaps[1] < gaps[0] / 4, gaps  # BCFW's gap decays like 1/k
+    assert np.all(svm.structure_.unpack(svm.coef_)[1] <= 0) or kind == "chain"
+
+
+def test_learns_chains_and_grids():
+    data = make_chain_data(n_samples=160, n_states=4, n_features=6, noise=1.8, random_state=0)
+    svm = StructuredSVM(alpha=0.01, batch_size=8, max_iter=30, random_state=0).fit(
+        data.data[:100], data.target[:100]
+    )
+    assert svm.score(data.data[100:], data.target[100:]) > 0.55  # chance is 0.25
+    assert svm.duality_gaps_[-1] < svm.duality_gaps_[0]
+    grids = make_grid_data(n_samples=10, shape=(16, 16), noise=1.0, random_state=0)
+    svm = StructuredSVM("grid", max_iter=10, random_state=0).fit(grids.data[:6], grids.target[:6])
+    pixelwise = hamming_loss(grids.target[6:], [x[..., 0] > 0.5 for x in grids.data[6:]])
+    assert 1 - svm.score(grids.data[6:], grids.target[6:]) < pixelwise - 0.05
+    assert np.all(svm.structure_.unpack(svm.coef_)[1] <= 0)
+
+
+def test_balanced_loss_and_weak_labels(rng):
+    def sample():
+        labels = (rng.random(30) < 0.12).astype(int)
+        chain = np.column_stack([np.arange(29), np.arange(1, 30)])
+        return GraphSample(
+            labels[:, None] + rng.normal(size=(30, 1)), chain, None, rng.integers(1, 5, size=30)
+        ), labels
+
+    train, test = [sample() for _ in range(40)], [sample() for _ in range(40)]
+    X, y = [s for s, _ in train], [t for _, t in train]
+    X_test, y_test = [s for s, _ in test], [t for _, t in test]
+    sizes = [s.node_sizes for s in X_test]
+    losses = {
+        cw: weighted_hamming_loss(
+            y_test,
+            StructuredSVM("graph", alpha=0.01, class_weight=cw, max_iter=50, random_state=0)
+            .fit(X, y)
+            .predict(X_test),
+            sizes,
+        )
+        for cw in (None, "balanced")
+    }
+    assert losses["balanced"] < losses[None] - 0.05, losses
+    weak = [t.copy() for t in y]
+    for t in weak[10:]:
+        t[5:25] = -1
+    svm = StructuredSVM("graph", max_iter=5, random_state=0).fit(X, weak)
+    assert not np.allclose(svm.supervised_coef_, svm.coef_)
+    with pytest.raises(ValueError, match="has no marginals"):
+        svm.predict(X_test, decoding="marginal")
