@@ -1,6 +1,6 @@
 """pmap_sklearn: perturb-and-MAP structured prediction with a scikit-learn API."""
 
-from .baselines import StructuredSVM
+from .baselines import ChainCRF, StructuredSVM
 from .marginal import MarginalPerturbMAPCRF
 from .metrics import hamming_loss, hamming_scorer, weighted_hamming_loss, weighted_hamming_scorer
 from .perturb_map import PerturbMAPCRF
@@ -13,6 +13,7 @@ __all__ = [
     "PerturbMAPCRF",
     "MarginalPerturbMAPCRF",
     "StructuredSVM",
+    "ChainCRF",
     "ChainStructure",
     "GridStructure",
     "GraphStructure",

@@ -574,11 +574,28 @@ class ChainStructure(_BaseStructure):
         within = np.arange(lengths.sum()) - np.repeat(np.cumsum(lengths) - lengths, lengths)
         return map_padded[batch.node_sample, position], solved, clamped[query, within]
 
-    def marginals(self, batch, w):
-        """Exact node marginals (n_nodes, K), expected transition counts (B, K, K) and log Z."""
-        padded, position = self._padded_unary(batch, w, None, None)
-        log_z, node, pair = chain_oracle.forward_backward(padded, batch.lengths, self.transition(w))
-        return node[batch.node_sample, position], pair, log_z
+    def marginals(self, batch, w, clamp=None, chunk=256):
+        """Exact node marginals (n_nodes, K), expected transition counts (B, K, K) and log Z.
+
+        With ``clamp`` (flat labels, ``-1`` = free) the sums run over the labellings that agree
+        with the clamped nodes (conditional marginals and the clamped log-partition). Chains
+        are processed ``chunk`` at a time to bound the (chunk, L, K, K) pairwise array.
+        """
+        node = np.empty((batch.n_nodes, self.n_states_))
+        pair = np.empty((batch.n_samples, self.n_states_, self.n_states_))
+        log_z = np.empty(batch.n_samples)
+        transition = self.transition(w)
+        for begin in range(0, batch.n_samples, chunk):
+            index = np.arange(begin, min(begin + chunk, batch.n_samples))
+            sub, nodes = batch.subset(index), batch.node_index(index)
+            padded, position = self._padded_unary(
+                sub, w, None, None if clamp is None else clamp[nodes]
+            )
+            log_z[index], node_padded, pair[index] = chain_oracle.forward_backward(
+                padded, sub.lengths, transition
+            )
+            node[nodes] = node_padded[sub.node_sample, position]
+        return node, pair, log_z
 
     def _pairwise_statistic(self, batch, labels):
         """Per-sample transition counts (B, K, K) of a labelling."""

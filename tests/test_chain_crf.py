@@ -1,0 +1,69 @@
+"""ChainCRF: exact likelihood, gradient and marginals against enumeration; learning."""
+
+import numpy as np
+import pytest
+from scipy.optimize import approx_fprime
+from sklearn.linear_model import LogisticRegression
+
+from pmap_sklearn import ChainCRF, ChainStructure, hamming_loss
+from pmap_sklearn._backend import brute
+from pmap_sklearn.datasets import make_chain_data
+
+
+@pytest.fixture
+def tiny(rng):
+    X = [rng.normal(size=(d, 2)) for d in (1, 3, 4)]
+    y = [rng.integers(0, 3, size=len(x)) for x in X]
+    crf = ChainCRF(ChainStructure(n_states=3), max_iter=1).fit(X, y)
+    return crf, X, y
+
+
+def _brute_log_likelihood(crf, batch, labels, w):
+    total = 0.0
+    for i in range(batch.n_samples):
+        unary, edges, pairwise = crf.structure_.dense_model(batch, w, i)
+        labellings, scores = brute.enumerate_scores(unary, edges, pairwise)
+        given = labels[batch.nodes_of(i)]
+        agree = np.all((labellings == given) | (given < 0), axis=1)
+        total += np.logaddexp.reduce(scores[agree]) - np.logaddexp.reduce(scores)
+    return total / batch.n_samples
+
+
+@pytest.mark.parametrize("unknown", [False, True])
+def test_log_likelihood_and_gradient_are_exact(tiny, rng, unknown):
+    crf, X, y = tiny
+    batch = crf.structure_.prepare(X)
+    labels = crf.structure_.prepare_labels(batch, y)
+    if unknown:
+        labels[[1, 5, 6]] = -1  # marginalised exactly
+    w = rng.normal(size=crf.structure_.size_)
+    value, gradient = crf.log_likelihood(batch, labels, w)
+    np.testing.assert_allclose(value, _brute_log_likelihood(crf, batch, labels, w))
+    numeric = approx_fprime(w, lambda v: crf.log_likelihood(batch, labels, v)[0], 1e-6)
+    np.testing.assert_allclose(gradient, numeric, atol=1e-5)
+
+
+def test_marginals_match_brute_force(tiny):
+    crf, X, _ = tiny
+    batch = crf.structure_.prepare(X)
+    for i, marginals in enumerate(crf.predict_marginals(X)):
+        unary, edges, pairwise = crf.structure_.dense_model(batch, crf.coef_, i)
+        np.testing.assert_allclose(
+            marginals, brute.brute_marginals(unary, edges, pairwise), atol=1e-12
+        )
+    with pytest.raises(ValueError, match="exact marginals only"):
+        crf.predict_marginals(X, method="perturb")
+
+
+def test_learning_beats_independent_classification():
+    data = make_chain_data(n_samples=160, n_states=4, n_features=6, noise=1.8, random_state=0)
+    X, y, X_test, y_test = data.data[:100], data.target[:100], data.data[100:], data.target[100:]
+    crf = ChainCRF(alpha=1e-3).fit(X, y)
+    logistic = LogisticRegression(max_iter=1000).fit(np.vstack(X), np.concatenate(y))
+    independent = 1 - hamming_loss(y_test, [logistic.predict(x) for x in X_test])
+    assert crf.score(X_test, y_test) > independent + 0.03
+    decoded = crf.predict(X_test, decoding="marginal")
+    assert hamming_loss(y_test, decoded) < 1 - independent
+    warm = ChainCRF(alpha=1e-3, warm_start=True).fit(X, y)
+    objective = warm.objective_
+    assert warm.fit(X, y).objective_ >= objective - 1e-9  # continues from the optimum
