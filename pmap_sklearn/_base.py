@@ -36,6 +36,17 @@ class BaseStructuredEstimator(BaseEstimator):
     A subclass provides its optimiser through ``_new_state``, ``_optimise`` and ``_targets``.
     """
 
+    _parameter_constraints: dict = {
+        "structure": [StrOptions({"chain", "grid", "graph"}), _BaseStructure],
+        "alpha": [Interval(Real, 0, None, closed="left")],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "batch_size": [Interval(Integral, 1, None, closed="left")],
+        "warm_start": ["boolean"],
+        "random_state": ["random_state", np.random.Generator],
+        "n_jobs": [Integral, None],
+        "verbose": ["verbose"],
+    }
+
     # ---- fitting ---------------------------------------------------------------------------
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
@@ -182,10 +193,7 @@ class BaseStructuredSGD(BaseStructuredEstimator):
     """
 
     _parameter_constraints: dict = {
-        "structure": [StrOptions({"chain", "grid", "graph"}), _BaseStructure],
-        "alpha": [Interval(Real, 0, None, closed="left")],
-        "max_iter": [Interval(Integral, 1, None, closed="left")],
-        "batch_size": [Interval(Integral, 1, None, closed="left")],
+        **BaseStructuredEstimator._parameter_constraints,
         "learning_rate": [StrOptions({"optimal", "constant", "invscaling"})],
         "eta0": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
         "power_t": [Interval(Real, None, None, closed="neither")],
@@ -194,11 +202,7 @@ class BaseStructuredSGD(BaseStructuredEstimator):
         "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
         "early_stopping": ["boolean"],
         "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
-        "warm_start": ["boolean"],
         "n_perturbations": [Interval(Integral, 1, None, closed="left")],
-        "random_state": ["random_state", np.random.Generator],
-        "n_jobs": [Integral, None],
-        "verbose": ["verbose"],
     }
 
     def __init__(

@@ -162,7 +162,8 @@ def hamming_scorer(estimator, X, y) -> float:
 
 
 def weighted_hamming_scorer(estimator, X, y) -> float:
-    """``1 − weighted_hamming_loss`` with the node sizes of the samples (superpixel sizes)."""
-    batch = estimator.structure_.prepare(X)
-    sizes = np.split(batch.node_sizes, batch.node_offsets[1:-1])
+    """``1 − weighted_hamming_loss`` with the node sizes of the samples (superpixel sizes of
+    :class:`~pmap_sklearn.GraphSample`, 1 for other samples). Works on pipelines too."""
+    sizes = [getattr(x, "node_sizes", None) for x in X]
+    sizes = [np.ones(np.size(t)) if s is None else s for s, t in zip(sizes, y, strict=True)]
     return 1.0 - weighted_hamming_loss(y, estimator.predict(X), sizes)

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from numbers import Integral, Real
+from numbers import Real
 
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._base import BaseStructuredEstimator
 from ..metrics import loss_weights
-from ..structures import _BaseStructure
 
 
 @dataclass
@@ -111,17 +110,11 @@ class StructuredSVM(BaseStructuredEstimator):
     """
 
     _parameter_constraints: dict = {
-        "structure": [StrOptions({"chain", "grid", "graph"}), _BaseStructure],
+        **BaseStructuredEstimator._parameter_constraints,
         "alpha": [Interval(Real, 0, None, closed="neither")],
         "class_weight": [None, StrOptions({"balanced"}), dict],
-        "max_iter": [Interval(Integral, 1, None, closed="left")],
-        "batch_size": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
         "average": ["boolean"],
-        "warm_start": ["boolean"],
-        "random_state": ["random_state", np.random.Generator],
-        "n_jobs": [Integral, None],
-        "verbose": ["verbose"],
     }
 
     def __init__(
