@@ -179,15 +179,15 @@ validation_fraction, warm_start, n_perturbations, random_state, n_jobs, verbose
                 sub, w, noise, nodes, labels, self.dynamic, self.gumbel_reduction, self.n_jobs
             )
             weight = coef[nodes[solved], labels[solved]]
-            replicated = sub.subset(copies)
-            replicated_nodes = sub.node_index(copies)
-            at_map = map_labels[replicated_nodes]
-            gradient = structure.joint_feature_difference(replicated, clamped, at_map, weight)
+            gradient = structure.clamped_joint_feature_difference(
+                sub, map_labels, copies, clamped, weight
+            )
             # Σ C (B̂ − Â) with B̂ = max of f + Σ_{s≠d} z_s: the f part is w·gradient, the z part
             # is the change of perturbation between y*_B and y*_A minus the clamped node's z_d(k).
-            node_weight = np.repeat(weight, replicated.lengths)
+            copy_nodes = sub.node_index(copies)
+            node_weight = np.repeat(weight, sub.lengths[copies])
             z_change = node_weight @ (
-                noise[replicated_nodes, clamped] - noise[replicated_nodes, at_map]
+                noise[copy_nodes, clamped] - noise[copy_nodes, map_labels[copy_nodes]]
             )
             objective = w @ gradient + z_change - float((coef * noise).sum())
             return gradient, objective

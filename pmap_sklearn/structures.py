@@ -372,6 +372,55 @@ class _BaseStructure(BaseEstimator):
         unary = (batch.features.T @ node_marginals).ravel()
         return np.concatenate([unary, self._expected_pairwise_feature(batch, pairwise_marginals)])
 
+    def _pairwise_feature(self, batch, labels, edge_weight=None):
+        first, second = labels[batch.edges[:, 0]], labels[batch.edges[:, 1]]
+        return self._pairwise_from_ends(batch, first, second, slice(None), edge_weight)
+
+    def clamped_joint_feature_difference(self, batch, map_labels, copies, clamped, weight):
+        """``Σ_q c_q [Ψ(x_{s_q}, y*_{B,q}) − Ψ(x_{s_q}, y*_A)]`` for the output of
+        :meth:`clamped_maps`, without copying the samples: only the nodes where a clamped
+        maximiser differs from ``y*_A``, and the edges of the copies, are touched.
+
+        Parameters
+        ----------
+        map_labels : ndarray of shape (n_nodes,)
+        copies : ndarray of shape (Q,)
+            Sample of each clamped maximiser.
+        clamped : ndarray
+            Flat labels of the copies (in the layout of ``batch.subset(copies)``).
+        weight : ndarray of shape (Q,)
+        """
+        nodes = batch.node_index(copies)
+        base = map_labels[nodes]
+        node_weight = np.repeat(weight, batch.lengths[copies])
+        changed = clamped != base
+        k = self.n_states_
+        flat = np.concatenate(
+            [nodes[changed] * k + clamped[changed], nodes[changed] * k + base[changed]]
+        )
+        signed = np.concatenate([node_weight[changed], -node_weight[changed]])
+        delta = np.bincount(flat, signed, minlength=batch.n_nodes * k).reshape(-1, k)
+        n_edges = np.diff(batch.edge_offsets)[copies]
+        edges = _ranges(batch.edge_offsets, copies)
+        edge_copy = np.repeat(np.arange(len(copies)), n_edges)
+        # Where each edge end sits in the flat labels of the copies.
+        shift = (
+            np.cumsum(batch.lengths[copies]) - batch.lengths[copies] - batch.node_offsets[copies]
+        )
+        ends = batch.edges[edges] + shift[edge_copy][:, None]
+        moved = changed[ends[:, 0]] | changed[ends[:, 1]]  # other edges cancel
+        edges, ends, edge_weight = edges[moved], ends[moved], weight[edge_copy[moved]]
+        pairwise = self._pairwise_from_ends(
+            batch, clamped[ends[:, 0]], clamped[ends[:, 1]], edges, edge_weight
+        ) - self._pairwise_from_ends(
+            batch,
+            map_labels[batch.edges[edges, 0]],
+            map_labels[batch.edges[edges, 1]],
+            edges,
+            edge_weight,
+        )
+        return np.concatenate([(batch.features.T @ delta).ravel(), pairwise])
+
     def _onehot(self, labels: np.ndarray) -> np.ndarray:
         onehot = np.zeros((len(labels), self.n_states_))
         known = labels >= 0
@@ -517,8 +566,8 @@ class ChainStructure(_BaseStructure):
     def transition(self, w: np.ndarray) -> np.ndarray:
         return self.unpack(w)[1].reshape(self.n_states_, self.n_states_)
 
-    def _pairwise_feature(self, batch, labels, edge_weight=None):
-        first, second = labels[batch.edges[:, 0]], labels[batch.edges[:, 1]]
+    def _pairwise_from_ends(self, batch, first, second, edge_rows, edge_weight):
+        """Transition counts of the edges whose end labels are ``first``/``second``."""
         known = (first >= 0) & (second >= 0)
         code = first[known] * self.n_states_ + second[known]
         weight = None if edge_weight is None else edge_weight[known]
@@ -623,10 +672,12 @@ class _CutStructure(_BaseStructure):
     def _disagree(self, batch, labels):
         return (labels[batch.edges[:, 0]] != labels[batch.edges[:, 1]]).astype(float)
 
-    def _pairwise_feature(self, batch, labels, edge_weight=None):
-        known = (labels[batch.edges[:, 0]] >= 0) & (labels[batch.edges[:, 1]] >= 0)
-        cut = self._disagree(batch, labels) * known
-        return batch.edge_features.T @ (cut if edge_weight is None else cut * edge_weight)
+    def _pairwise_from_ends(self, batch, first, second, edge_rows, edge_weight):
+        """``Σ_e ψ_e [first_e != second_e]`` over the edges ``edge_rows`` of the batch."""
+        cut = ((first != second) & (first >= 0) & (second >= 0)).astype(float)
+        if edge_weight is not None:
+            cut *= edge_weight
+        return batch.edge_features[edge_rows].T @ cut
 
     def _expected_pairwise_feature(self, batch, pairwise_marginals):
         return batch.edge_features.T @ np.asarray(pairwise_marginals, dtype=float)

@@ -156,3 +156,24 @@ def test_check_structure_rejects_unknown_names():
     with pytest.raises(ValueError, match="structure must be one of"):
         check_structure("tree")
     assert isinstance(check_structure("grid"), GridStructure)
+
+
+@pytest.mark.parametrize("kind", ["chain", "grid", "graph"])
+def test_clamped_feature_difference_matches_the_copied_samples(kind, rng):
+    structure, X = _samples(kind, rng)
+    structure.fit(X)
+    batch = structure.prepare(X)
+    w = structure.project(rng.normal(size=structure.size_))
+    noise = rng.gumbel(size=(batch.n_nodes, structure.n_states_))
+    nodes = np.arange(batch.n_nodes)
+    labels = rng.integers(0, structure.n_states_, size=batch.n_nodes)
+    map_labels, solved, copies, clamped = structure.clamped_maps(
+        batch, w, noise, nodes, labels, skip_agreeing=True
+    )
+    weight = rng.random(len(copies))
+    copied = batch.subset(copies)
+    expected = structure.joint_feature_difference(
+        copied, clamped, map_labels[batch.node_index(copies)], weight
+    )
+    got = structure.clamped_joint_feature_difference(batch, map_labels, copies, clamped, weight)
+    np.testing.assert_allclose(got, expected, atol=1e-12)
