@@ -15,7 +15,3 @@ def gumbel(rng: np.random.Generator, shape) -> np.ndarray:
     """
     return rng.gumbel(loc=-EULER_GAMMA, scale=1.0, size=shape)
 
-
-def logistic(rng: np.random.Generator, shape) -> np.ndarray:
-    """Standard logistic draws: the difference of two Gumbels, the binary (K = 2) equivalent."""
-    return rng.logistic(loc=0.0, scale=1.0, size=shape)

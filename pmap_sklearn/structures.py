@@ -646,13 +646,6 @@ class ChainStructure(_BaseStructure):
             node[nodes] = node_padded[sub.node_sample, position]
         return node, pair, log_z
 
-    def _pairwise_statistic(self, batch, labels):
-        """Per-sample transition counts (B, K, K) of a labelling."""
-        k = self.n_states_
-        code = batch.edge_sample * k * k + labels[batch.edges[:, 0]] * k + labels[batch.edges[:, 1]]
-        counts = np.bincount(code, minlength=batch.n_samples * k * k)
-        return counts.reshape(batch.n_samples, k, k).astype(float)
-
 
 class _CutStructure(_BaseStructure):
     """Binary (K = 2) structures with Potts cut terms, solved exactly by graph cuts."""
@@ -681,10 +674,6 @@ class _CutStructure(_BaseStructure):
 
     def _expected_pairwise_feature(self, batch, pairwise_marginals):
         return batch.edge_features.T @ np.asarray(pairwise_marginals, dtype=float)
-
-    def _pairwise_statistic(self, batch, labels):
-        """Per-edge disagreement indicators (n_edges,) of a labelling."""
-        return self._disagree(batch, labels)
 
     def edge_weights(self, batch, w) -> np.ndarray:
         """Score ``v · ψ_ij <= 0`` of every edge when its ends disagree."""
