@@ -14,4 +14,3 @@ def gumbel(rng: np.random.Generator, shape) -> np.ndarray:
     exact sample of ``P(y) ∝ exp f(y)`` when the model is separable (the Gumbel-max trick).
     """
     return rng.gumbel(loc=-EULER_GAMMA, scale=1.0, size=shape)
-
