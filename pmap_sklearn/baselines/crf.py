@@ -10,7 +10,7 @@ from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval
 
 from .._base import BaseStructuredEstimator
-from ..structures import ChainStructure
+from ..structures import ChainStructure, check_structure
 
 
 class ChainCRF(BaseStructuredEstimator):
@@ -107,7 +107,7 @@ class ChainCRF(BaseStructuredEstimator):
         warm = self.warm_start and hasattr(self, "coef_")
         if not warm:
             structure = ChainStructure() if self.structure is None else self.structure
-            self.structure_ = type(structure)(**structure.get_params()).fit(X, y)
+            self.structure_ = check_structure(structure).fit(X, y)
         batch = self.structure_.prepare(X)
         labels = self.structure_.prepare_labels(batch, y, allow_unknown=True)
         start = self.coef_ if warm else np.zeros(self.structure_.size_)
@@ -134,11 +134,6 @@ class ChainCRF(BaseStructuredEstimator):
         self.classes_ = np.arange(self.structure_.n_states_)
         self.n_features_in_ = self.structure_.n_features_in_
         return self
-
-    def predict(self, X, decoding: str = "map"):
-        """Viterbi labelling (``"map"``) or per-node argmax of the exact marginals
-        (``"marginal"``)."""
-        return super().predict(X, decoding)
 
     def predict_marginals(self, X, method: str = "exact"):
         """Exact node marginals (forward-backward), a (D, K) array per sample."""
