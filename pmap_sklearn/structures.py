@@ -17,11 +17,11 @@ from functools import cached_property
 from typing import NamedTuple
 
 import numpy as np
-from joblib import Parallel, delayed
 from sklearn.base import BaseEstimator
 
 from ._backend import chain as chain_oracle
 from ._backend import cut as cut_oracle
+from ._parallel import map_jobs
 
 __all__ = [
     "GraphSample",
@@ -693,7 +693,7 @@ class _CutStructure(_BaseStructure):
 
     def map(self, batch, w, noise=None, clamp=None, n_jobs=None):
         problems = self._problems(batch, w, noise, clamp)
-        solved = _per_sample(self._solve, [(p,) for p in problems], n_jobs)
+        solved = map_jobs(self._solve, [(p,) for p in problems], n_jobs)
         return np.concatenate([labels.ravel() for labels in solved])
 
     def _dynamic_clamped_maps(self, batch, w, noise, nodes, labels, skip_agreeing, n_jobs):
@@ -703,26 +703,11 @@ class _CutStructure(_BaseStructure):
             (self._cut_kind, p[:3], nodes[a:b] - batch.node_offsets[i], labels[a:b], skip_agreeing)
             for i, (p, a, b) in enumerate(zip(problems, bounds[:-1], bounds[1:], strict=True))
         ]
-        results = _per_sample(cut_oracle.dynamic_clamped_maps, jobs, n_jobs)
+        results = map_jobs(cut_oracle.dynamic_clamped_maps, jobs, n_jobs)
         map_labels = np.concatenate([r[0] for r in results])
         solved = np.concatenate([r[1] for r in results])
         clamped = np.concatenate([r[2].ravel() for r in results])
         return map_labels, solved, clamped
-
-
-def _per_sample(function, jobs, n_jobs):
-    """``[function(*job) for job in jobs]``, in chunks over ``n_jobs`` processes if asked."""
-    if n_jobs in (None, 1) or len(jobs) < 2:
-        return [function(*job) for job in jobs]
-    chunks = np.array_split(np.arange(len(jobs)), min(len(jobs), 4 * abs(n_jobs)))
-    parts = Parallel(n_jobs=n_jobs)(
-        delayed(_run_chunk)(function, [jobs[i] for i in chunk]) for chunk in chunks
-    )
-    return [result for part in parts for result in part]
-
-
-def _run_chunk(function, jobs):
-    return [function(*job) for job in jobs]
 
 
 class GraphStructure(_CutStructure):
