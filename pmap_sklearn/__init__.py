@@ -1,6 +1,7 @@
 """pmap_sklearn: perturb-and-MAP structured prediction with a scikit-learn API."""
 
 from .baselines import ChainCRF, StructuredSVM
+from .denoising import LogSupermodularDenoiser
 from .marginal import MarginalPerturbMAPCRF
 from .metrics import hamming_loss, hamming_scorer, weighted_hamming_loss, weighted_hamming_scorer
 from .perturb_map import PerturbMAPCRF
@@ -14,6 +15,7 @@ __all__ = [
     "MarginalPerturbMAPCRF",
     "StructuredSVM",
     "ChainCRF",
+    "LogSupermodularDenoiser",
     "ChainStructure",
     "GridStructure",
     "GraphStructure",

@@ -1,15 +1,23 @@
 """Data sets: loaders for the shared experiment data and generators for demos and tests."""
 
-from ._horses import horse_split, load_weizmann_horses, paint, superpixel_graph
+from ._horses import (
+    horse_split,
+    load_weizmann_horse_masks,
+    load_weizmann_horses,
+    paint,
+    superpixel_graph,
+)
 from ._ocr import load_ocr
-from ._synthetic import make_chain_data, make_grid_data
+from ._synthetic import add_flip_noise, make_chain_data, make_grid_data
 
 __all__ = [
     "load_ocr",
     "load_weizmann_horses",
+    "load_weizmann_horse_masks",
     "horse_split",
     "paint",
     "superpixel_graph",
     "make_chain_data",
     "make_grid_data",
+    "add_flip_noise",
 ]

@@ -271,3 +271,45 @@ def load_weizmann_horses(
 def paint(segments: np.ndarray, node_values: np.ndarray) -> np.ndarray:
     """Pixel image of per-node values (labels or marginals): ``node_values[segments]``."""
     return np.asarray(node_values)[segments]
+
+
+def _read_mask(file: Path, size) -> np.ndarray:
+    from skimage.transform import resize
+
+    mask = _read(file)
+    if mask.ndim == 3:
+        mask = mask[..., 0]
+    small = resize(mask.astype(float) / 255.0, size, anti_aliasing=True)
+    return (small >= 0.5).astype(np.int8)
+
+
+def load_weizmann_horse_masks(path=None, size=(50, 50), indices=None) -> Bunch:
+    """Binary horse silhouettes for denoising (SPEC §4): every mask downscaled to ``size``.
+
+    Parameters
+    ----------
+    path : str or Path, optional
+        Folder holding ``figure_ground/`` (and ``rgb/``), found as in
+        :func:`load_weizmann_horses`.
+    size : (int, int), default=(50, 50)
+        Output shape (the aspect ratio is not kept, as in the thesis).
+    indices : sequence of int, optional
+        Positions in the sorted file list (see :func:`horse_split`).
+
+    Returns
+    -------
+    data : Bunch
+        ``images``: int8 array (n_images, *size) with 1 = horse; ``filenames``: mask files.
+    """
+    size = tuple(int(s) for s in size)
+    if len(size) != 2 or min(size) < 1:
+        raise ValueError(f"size must be two positive ints, got {size}")
+    masks = sorted((_horse_folder(path) / "figure_ground").glob("*.jpg"))
+    if not masks:
+        raise FileNotFoundError(f"no masks (*.jpg) in {_horse_folder(path) / 'figure_ground'}")
+    if indices is not None:
+        masks = [masks[i] for i in indices]
+    return Bunch(
+        images=np.stack([_read_mask(m, size) for m in masks]),
+        filenames=[str(m) for m in masks],
+    )

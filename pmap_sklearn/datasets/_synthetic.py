@@ -68,3 +68,27 @@ def make_grid_data(
         X.append((mask + noise * rng.normal(size=shape))[:, :, None])
         y.append(mask)
     return Bunch(data=X, target=y)
+
+
+def add_flip_noise(images, p: float, random_state=None):
+    """Flip every pixel of binary images independently with probability ``p``.
+
+    Parameters
+    ----------
+    images : array of shape (n_images, H, W) or sequence of 2-D {0, 1} arrays
+    p : float in [0, 1]
+    random_state : int, Generator, RandomState or None
+
+    Returns
+    -------
+    noisy : same container as ``images``, int8
+    """
+    from .._base import check_generator
+    from ..denoising import _check_binary_images, _like_input
+
+    if not 0.0 <= float(p) <= 1.0:
+        raise ValueError(f"the flip probability p must lie in [0, 1], got {p}")
+    rng = check_generator(random_state)
+    clean = _check_binary_images(images, "images")
+    noisy = [(x ^ (rng.random(x.shape) < p)).astype(np.int8) for x in clean]
+    return _like_input(noisy, images)

@@ -1,0 +1,263 @@
+"""LogSupermodularDenoiser: gradients, parameter recovery, denoising, the scikit-learn contract."""
+
+import pickle
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.model_selection import GridSearchCV
+
+from pmap_sklearn import LogSupermodularDenoiser
+from pmap_sklearn.bounds import log_partition_exact
+from pmap_sklearn.datasets import add_flip_noise, load_weizmann_horse_masks
+from pmap_sklearn.datasets._paths import candidate_roots
+from pmap_sklearn.denoising import _Parameters, binary_grid_map, cut_counts
+
+
+def blobs(rng, n_images, shape=(16, 16)):
+    """Binary images of one random axis-aligned ellipse each."""
+    rows, cols = np.mgrid[: shape[0], : shape[1]]
+    images = []
+    for _ in range(n_images):
+        centre = rng.uniform(0.3, 0.7, size=2) * shape
+        radii = rng.uniform(0.2, 0.35, size=2) * shape
+        inside = ((rows - centre[0]) / radii[0]) ** 2 + ((cols - centre[1]) / radii[1]) ** 2 < 1
+        images.append(inside.astype(np.int8))
+    return np.stack(images)
+
+
+def grid_model(gain, cut_weights):
+    """The denoiser's posterior as (unary, edges, weights) for brute force."""
+    height, width = gain.shape
+    ids = np.arange(gain.size).reshape(gain.shape)
+    edges = np.concatenate(
+        [
+            np.column_stack([ids[:, :-1].ravel(), ids[:, 1:].ravel()]),
+            np.column_stack([ids[:-1, :].ravel(), ids[1:, :].ravel()]),
+        ]
+    )
+    weights = np.concatenate(
+        [
+            np.full(height * (width - 1), -cut_weights[0]),
+            np.full((height - 1) * width, -cut_weights[1]),
+        ]
+    )
+    return np.column_stack([np.zeros(gain.size), gain.ravel()]), edges, weights
+
+
+def test_grid_map_is_exact(rng):
+    for _ in range(5):
+        gain = rng.normal(scale=2.0, size=(3, 4))
+        cut_weights = rng.exponential(1.0, size=2)
+        labels = binary_grid_map(gain, cut_weights)
+        unary, edges, weights = grid_model(gain, cut_weights)
+        best = max(
+            (np.array(bits) for bits in np.ndindex(*([2] * 12))),
+            key=lambda y: (
+                unary[np.arange(12), y].sum() + weights @ (y[edges[:, 0]] != y[edges[:, 1]])
+            ),
+        )
+        assert np.array_equal(labels.ravel(), best)
+        assert np.array_equal(
+            cut_counts(labels),
+            [np.sum(labels[:, 1:] != labels[:, :-1]), np.sum(labels[1:] != labels[:-1])],
+        )
+
+
+@pytest.mark.parametrize("supervised", [True, False])
+@pytest.mark.parametrize("field", ["pixel", "shared"])
+def test_stochastic_gradient_matches_finite_differences(rng, supervised, field):
+    """With the perturbations fixed, the objective estimate is piecewise linear in the
+    parameters; its finite differences equal the returned gradient (normalised blocks)."""
+    clean = blobs(rng, 4, shape=(5, 6))
+    noisy = add_flip_noise(clean, 0.2, random_state=rng)
+    model = LogSupermodularDenoiser(field=field, noise_level="learn", reg_field=0.0, reg_cut=0.0)
+    shape = clean.shape[1:] if field == "pixel" else None
+    params = _Parameters.initial(shape, 0.2)
+    params.field = params.field + rng.normal(scale=0.5, size=params.field.shape)
+    params.cut_weights = np.array([0.7, 0.4])
+    images, truth = list(noisy), list(clean) if supervised else None
+    batch = np.arange(4)
+
+    def estimate(p):
+        return model._stochastic_gradient(p, images, truth, batch, np.random.default_rng(7))
+
+    gradient, _ = estimate(params)
+    step = 1e-6
+    n_pixels = clean[0].size
+    blocks = [("cut_weights", k) for k in range(2)] + [("log_odds", None)]
+    blocks += [("field", idx) for idx in np.ndindex(params.field.shape)][:5]
+    for name, index in blocks:
+        up, down = params.copy(), params.copy()
+        for shifted, sign in [(up, 1), (down, -1)]:
+            value = getattr(shifted, name)
+            if index is None:
+                setattr(shifted, name, value + sign * step)
+            else:
+                value = np.array(value, dtype=float)
+                value[index] += sign * step
+                setattr(shifted, name, value)
+        numeric = (estimate(up)[1] - estimate(down)[1]) / (2 * step)
+        analytic = getattr(gradient, name)
+        analytic = analytic if index is None else np.asarray(analytic)[index]
+        if name == "field" and field == "pixel":
+            numeric *= n_pixels  # the per-pixel field block is scaled by D
+        assert analytic == pytest.approx(numeric, rel=1e-4, abs=1e-6), (name, index)
+
+
+def test_recovers_known_parameters_from_model_samples(rng):
+    """Data drawn from the perturb-and-MAP model itself: the logistic-bound likelihood is
+    consistent for it (moment matching), so the fit must recover α and t (within 10 %)."""
+    cut_weights, field, noise = np.array([0.8, 0.4]), -0.3, 0.2
+    u = np.log(noise / (1 - noise))
+    noisy = rng.integers(0, 2, size=(120, 10, 10))
+    clean = np.stack(
+        [
+            binary_grid_map(field + u * (1 - 2 * z) + rng.logistic(size=z.shape), cut_weights)
+            for z in noisy
+        ]
+    )
+    model = LogSupermodularDenoiser(
+        field="shared", noise_level=noise, reg_field=0.0, reg_cut=0.0, max_iter=25, random_state=0
+    ).fit(noisy, clean)
+    assert model.cut_weights_ == pytest.approx(cut_weights, rel=0.1)
+    assert model.field_ == pytest.approx(field, abs=0.05)
+    learned = LogSupermodularDenoiser(
+        field="shared", reg_field=0.0, reg_cut=0.0, max_iter=25, random_state=0
+    ).fit(noisy, clean)
+    assert learned.noise_level_ == pytest.approx(noise, abs=0.02)
+
+
+def test_supervised_denoising_beats_the_noise_and_mean_decoding_agrees(rng):
+    clean = blobs(rng, 60)
+    noisy = add_flip_noise(clean, 0.1, random_state=rng)
+    model = LogSupermodularDenoiser(
+        noise_level=0.1, max_iter=15, n_perturbations=30, random_state=0
+    ).fit(noisy[:40], clean[:40])
+    test_noise = np.mean(noisy[40:] != clean[40:])
+    map_error = np.mean(model.predict(noisy[40:]) != clean[40:])
+    mean_error = np.mean(model.predict(noisy[40:], decoding="mean") != clean[40:])
+    assert map_error < 0.5 * test_noise
+    assert mean_error < 0.5 * test_noise
+    assert model.score(noisy[40:], clean[40:]) == pytest.approx(1 - map_error)
+    assert model.cut_weights_.min() > 0
+    assert model.loss_curve_[-1] < model.loss_curve_[0]
+
+
+def test_marginals_estimate_the_perturb_and_map_distribution(rng):
+    """predict_marginals is the frequency of label 1 among logistic-perturbed posterior MAPs:
+    compare with an independent Monte Carlo, and with the exact sigmoid when nothing couples
+    the pixels (then perturbed MAPs are exact samples)."""
+    model = LogSupermodularDenoiser(noise_level=0.2, n_perturbations=4000, random_state=0)
+    model.field_, model.cut_weights_, model.noise_level_ = 0.1, np.array([0.6, 0.3]), 0.2
+    model.image_shape_ = None
+    noisy = np.array([[[1, 0, 1], [1, 1, 0]]])
+    marginals = model.predict_marginals(noisy)[0]
+    gain = 0.1 + np.log(0.2 / 0.8) * (1 - 2 * noisy[0])
+    draws = np.mean(
+        [binary_grid_map(gain + rng.logistic(size=gain.shape), [0.6, 0.3]) for _ in range(4000)],
+        axis=0,
+    )
+    assert marginals == pytest.approx(draws, abs=0.04)
+    model.cut_weights_ = np.zeros(2)
+    assert model.predict_marginals(noisy)[0] == pytest.approx(1 / (1 + np.exp(-gain)), abs=0.03)
+    unary, edges, weights = grid_model(gain, np.zeros(2))
+    assert log_partition_exact(unary) == pytest.approx(np.logaddexp(0, gain).sum())
+
+
+def test_unsupervised_fit_improves_on_the_noisy_input(rng):
+    clean = blobs(rng, 60)
+    noisy = add_flip_noise(clean, 0.05, random_state=rng)
+    for noise_level in (0.05, "learn"):
+        model = LogSupermodularDenoiser(
+            field="shared",
+            noise_level=noise_level,
+            reg_field=1e-2,
+            reg_cut=1e-2,
+            max_iter=20,
+            random_state=0,
+        ).fit(noisy)
+        error = np.mean(model.predict(noisy) != clean)
+        assert error < 0.6 * np.mean(noisy != clean), noise_level
+
+
+def test_results_do_not_depend_on_n_jobs(rng):
+    clean = blobs(rng, 12, shape=(10, 10))
+    noisy = add_flip_noise(clean, 0.1, random_state=rng)
+    model = LogSupermodularDenoiser(max_iter=3, n_perturbations=5, random_state=0).fit(noisy, clean)
+    one = model.predict_marginals(noisy)
+    model.set_params(n_jobs=2)
+    assert np.array_equal(one, model.predict_marginals(noisy))
+    assert np.array_equal(model.predict(noisy), model.set_params(n_jobs=1).predict(noisy))
+
+
+def test_scikit_learn_contract(rng):
+    clean = blobs(rng, 18, shape=(8, 8))
+    noisy = add_flip_noise(clean, 0.1, random_state=rng)
+    model = LogSupermodularDenoiser(max_iter=3, random_state=0)
+    search = GridSearchCV(model, {"reg_cut": [1e-3, 1e-1]}, cv=3).fit(noisy, clean)
+    assert search.best_params_["reg_cut"] in (1e-3, 1e-1)
+    fitted = clone(model).fit(list(noisy), list(clean))
+    restored = pickle.loads(pickle.dumps(fitted))
+    assert isinstance(fitted.predict(list(noisy)), list)
+    assert np.array_equal(
+        np.stack(restored.predict(list(noisy))), model.fit(noisy, clean).predict(noisy)
+    )
+
+
+def test_bad_input_gets_clear_errors(rng):
+    clean = blobs(rng, 4, shape=(6, 6))
+    noisy = add_flip_noise(clean, 0.1, random_state=0)
+    model = LogSupermodularDenoiser(max_iter=1)
+    with pytest.raises(ValueError, match="binary"):
+        model.fit(noisy * 2, clean)
+    with pytest.raises(ValueError, match="binary"):
+        model.fit(noisy.astype(float) * np.nan, clean)
+    with pytest.raises(ValueError, match="same shape"):
+        model.fit([noisy[0], noisy[1][:5]], [clean[0], clean[1][:5]])
+    with pytest.raises(ValueError, match="shape"):
+        model.fit(noisy, clean[:, :5])
+    with pytest.raises(ValueError, match="images"):
+        model.fit(noisy, clean[:3])
+    with pytest.raises(ValueError, match="one image"):
+        model.fit(noisy[0], clean[0])
+    with pytest.raises(ValueError, match="noise_level"):
+        LogSupermodularDenoiser(noise_level=0.7).fit(noisy, clean)
+    with pytest.raises(Exception, match="not fitted"):
+        LogSupermodularDenoiser().predict(noisy)
+    fitted = model.fit(noisy, clean)
+    with pytest.raises(ValueError, match="learned on images of shape"):
+        fitted.predict(noisy[:, :5])
+    shared = LogSupermodularDenoiser(field="shared", max_iter=1).fit(
+        [noisy[0], noisy[1][:5]], [clean[0], clean[1][:5]]
+    )
+    assert shared.predict([noisy[2][:3]])[0].shape == (3, 6)
+    with pytest.raises(ValueError, match="decoding"):
+        fitted.predict(noisy, decoding="median")
+
+
+def test_flip_noise(rng):
+    clean = blobs(rng, 20, shape=(30, 30))
+    noisy = add_flip_noise(clean, 0.2, random_state=0)
+    assert isinstance(noisy, np.ndarray) and noisy.shape == clean.shape
+    assert np.mean(noisy != clean) == pytest.approx(0.2, abs=0.01)
+    assert np.array_equal(noisy, add_flip_noise(clean, 0.2, random_state=0))
+    assert isinstance(add_flip_noise(list(clean), 0.1), list)
+    assert np.array_equal(add_flip_noise(clean, 0.0), clean)
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        add_flip_noise(clean, 1.5)
+    with pytest.raises(ValueError, match="binary"):
+        add_flip_noise(clean + 1, 0.1)
+
+
+def test_horse_masks(tmp_path):
+    roots = [r / "weizmann_horse" for r in candidate_roots()]
+    with pytest.raises(FileNotFoundError, match="tried"):
+        load_weizmann_horse_masks(path=tmp_path)
+    if not any((r / "figure_ground").is_dir() for r in roots):
+        pytest.skip(f"Weizmann horses not found (tried {', '.join(map(str, roots))})")
+    pytest.importorskip("skimage")
+    masks = load_weizmann_horse_masks(indices=[0, 1, 2], size=(40, 30))
+    assert masks.images.shape == (3, 40, 30)
+    assert set(np.unique(masks.images)) == {0, 1}
+    assert 0.05 < masks.images.mean() < 0.8
