@@ -1,0 +1,216 @@
+"""Binary image denoising, thesis Tables 2.1-2.3 (SPEC §4).
+
+Horse masks downscaled to 50×50; train = perm[100:200], test = perm[:100] of the fixed split;
+every pixel flipped with probability π ∈ {1, 5, 10, 20} %; pixel error % on the 100 test images,
+mean ± std over 5 noise draws. Methods:
+
+- supervised ``LogSupermodularDenoiser`` (clean training images given, π known), decoded by the
+  posterior MAP ("max-marg.") and by thresholded mean-marginals of 100 perturbations; its two
+  penalties are chosen by 3-fold GridSearchCV on the training images of the first draw;
+- ``StructuredSVM`` (BCFW, Hamming loss) on the same grid with pixel features
+  ``(2z - 1, logit of the mean training mask)`` and a bias; α chosen the same way;
+- unsupervised ``LogSupermodularDenoiser`` (noisy training images only) with π known and with π
+  learned, fixed penalties 1e-2 as in the thesis.
+
+Run: ``python benchmarks/denoising_table.py [--quick]``; writes
+``docs/results/denoising_table.{md,json}`` and ``docs/results/denoising_examples.png``.
+"""
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+from joblib import Parallel, delayed
+from sklearn.model_selection import GridSearchCV, KFold
+
+from pmap_sklearn import GridStructure, LogSupermodularDenoiser, StructuredSVM
+from pmap_sklearn.datasets import add_flip_noise, horse_split, load_weizmann_horse_masks
+
+RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
+NOISE_LEVELS = [0.01, 0.05, 0.10, 0.20]
+THESIS = {  # Tables 2.1-2.3 of the thesis, pixel error %
+    "supervised, max-marg.": [0.4, 1.1, 2.1, 4.2],
+    "supervised, mean-marg.": [0.4, 1.1, 2.0, 4.1],
+    "S-SVM": [0.6, 1.5, 2.8, 6.0],
+    "unsup. π known, max-marg.": [0.5, 0.9, 1.9, 5.3],
+    "unsup. π known, mean-marg.": [0.5, 1.0, 2.1, 6.0],
+    "unsup. π learned, max-marg.": [1.0, 3.5, 6.8, 20.0],
+    "unsup. π learned, mean-marg.": [1.0, 3.6, 7.0, 20.0],
+}
+UNSUPERVISED_PENALTY = 1e-2
+
+
+def pixel_error(predicted, clean) -> float:
+    return 100.0 * float(np.mean(np.asarray(predicted) != clean))
+
+
+def svm_features(noisy, prior):
+    """Per pixel: the noisy value in ±1 and the shape prior (the bias is the structure's)."""
+    return [np.stack([2.0 * z - 1.0, prior], axis=-1) for z in noisy]
+
+
+def shape_prior(clean):
+    mean = np.clip(clean.mean(axis=0), 0.01, 0.99)
+    return np.log(mean / (1.0 - mean))
+
+
+def noisy_pair(train, test, level_index, draw):
+    level = NOISE_LEVELS[level_index]
+    return (
+        add_flip_noise(train, level, random_state=1000 * level_index + 2 * draw),
+        add_flip_noise(test, level, random_state=1000 * level_index + 2 * draw + 1),
+    )
+
+
+def select(train, test, level_index, max_iter, n_jobs):
+    """Penalties of the supervised denoiser and α of the S-SVM by CV on the training images."""
+    level = NOISE_LEVELS[level_index]
+    noisy, _ = noisy_pair(train, test, level_index, 0)
+    folds = KFold(3, shuffle=True, random_state=0)
+    denoiser = GridSearchCV(
+        LogSupermodularDenoiser(noise_level=level, max_iter=max_iter, random_state=0),
+        {"reg_field": [1e-4, 1e-3, 1e-2], "reg_cut": [1e-4, 1e-3, 1e-2]},
+        cv=folds,
+        n_jobs=n_jobs,
+    ).fit(noisy, train)
+    svm = GridSearchCV(
+        StructuredSVM(GridStructure(), max_iter=max_iter, random_state=0),
+        {"alpha": [1e3, 1e4, 1e5]},
+        cv=folds,
+        n_jobs=n_jobs,
+    ).fit(svm_features(noisy, shape_prior(train)), list(train))
+    return denoiser.best_params_, svm.best_params_
+
+
+def run_draw(train, test, level_index, draw, chosen, max_iter):
+    """Every method on one noise draw; returns {method: error %} and the example outputs."""
+    level = NOISE_LEVELS[level_index]
+    noisy_train, noisy_test = noisy_pair(train, test, level_index, draw)
+    errors, seconds, examples = {}, {}, {"noisy": noisy_test[0]}
+    started = time.perf_counter()
+    supervised = LogSupermodularDenoiser(
+        noise_level=level, max_iter=max_iter, random_state=draw, **chosen["denoiser"]
+    ).fit(noisy_train, train)
+    seconds["supervised fit"] = time.perf_counter() - started
+    for decoding, name in [("map", "max-marg."), ("mean", "mean-marg.")]:
+        predicted = supervised.predict(noisy_test, decoding=decoding)
+        errors[f"supervised, {name}"] = pixel_error(predicted, test)
+        examples[f"supervised, {name}"] = predicted[0]
+    started = time.perf_counter()
+    prior = shape_prior(train)
+    svm = StructuredSVM(GridStructure(), max_iter=max_iter, random_state=draw, **chosen["svm"])
+    svm.fit(svm_features(noisy_train, prior), list(train))
+    seconds["S-SVM fit"] = time.perf_counter() - started
+    predicted = np.stack(svm.predict(svm_features(noisy_test, prior)))
+    errors["S-SVM"] = pixel_error(predicted, test)
+    for known, noise_level in [("known", level), ("learned", "learn")]:
+        started = time.perf_counter()
+        unsupervised = LogSupermodularDenoiser(
+            noise_level=noise_level,
+            reg_field=UNSUPERVISED_PENALTY,
+            reg_cut=UNSUPERVISED_PENALTY,
+            max_iter=max_iter,
+            random_state=draw,
+        ).fit(noisy_train)
+        seconds[f"unsup. π {known} fit"] = time.perf_counter() - started
+        for decoding, name in [("map", "max-marg."), ("mean", "mean-marg.")]:
+            predicted = unsupervised.predict(noisy_test, decoding=decoding)
+            errors[f"unsup. π {known}, {name}"] = pixel_error(predicted, test)
+            examples[f"unsup. π {known}, {name}"] = predicted[0]
+        if known == "learned":
+            errors["learned π %"] = 100.0 * unsupervised.noise_level_
+    errors["noisy input"] = pixel_error(noisy_test, test)
+    return level_index, draw, errors, seconds, examples
+
+
+def table(results, n_draws):
+    methods = list(THESIS) + ["learned π %", "noisy input"]
+    lines = [
+        f"Pixel error % on the 100 test images, mean ± std over {n_draws} noise draws "
+        "(thesis value in brackets).",
+        "",
+        "| method | " + " | ".join(f"π = {100 * p:g} %" for p in NOISE_LEVELS) + " |",
+        "|---|" + "---|" * len(NOISE_LEVELS),
+    ]
+    for method in methods:
+        cells = []
+        for i in range(len(NOISE_LEVELS)):
+            values = np.array([r[2][method] for r in results if r[0] == i])
+            cell = f"{values.mean():.2f} ± {values.std():.2f}"
+            if method in THESIS:
+                cell += f" ({THESIS[method][i]})"
+            cells.append(cell)
+        lines.append(f"| {method} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def figure(test, results, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    columns = ["clean", "noisy", "supervised, mean-marg.", "unsup. π known, max-marg."]
+    fig, axes = plt.subplots(len(NOISE_LEVELS), len(columns), figsize=(8, 8))
+    for i, level in enumerate(NOISE_LEVELS):
+        examples = next(r[4] for r in results if r[0] == i and r[1] == 0)
+        examples = {"clean": test[0], **examples}
+        for j, column in enumerate(columns):
+            axes[i, j].imshow(examples[column], cmap="gray", vmin=0, vmax=1)
+            axes[i, j].set_xticks([])
+            axes[i, j].set_yticks([])
+            if i == 0:
+                axes[i, j].set_title(column, fontsize=8)
+        axes[i, 0].set_ylabel(f"π = {100 * level:g} %")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="one draw, 10 passes (smoke run)")
+    parser.add_argument("--n-jobs", type=int, default=2)
+    args = parser.parse_args()
+    n_draws, max_iter = (1, 10) if args.quick else (5, 30)
+    started = time.perf_counter()
+    split = horse_split()
+    masks = load_weizmann_horse_masks().images
+    train, test = masks[split.perm[100:200]], masks[split.perm[:100]]
+    chosen = []
+    for i in range(len(NOISE_LEVELS)):
+        denoiser, svm = select(train, test, i, max_iter, args.n_jobs)
+        chosen.append({"denoiser": denoiser, "svm": svm})
+        print(f"π = {NOISE_LEVELS[i]:.2f}: chosen {chosen[-1]}", flush=True)
+    selection_seconds = time.perf_counter() - started
+    results = Parallel(n_jobs=args.n_jobs)(
+        delayed(run_draw)(train, test, i, draw, chosen[i], max_iter)
+        for i in range(len(NOISE_LEVELS))
+        for draw in range(n_draws)
+    )
+    total = time.perf_counter() - started
+    text = table(results, n_draws)
+    timing = {name: float(np.mean([r[3][name] for r in results])) for name in results[0][3]}
+    summary = (
+        f"{text}\n\nChosen hyper-parameters (3-fold CV on the training images of draw 0): "
+        + "; ".join(f"π = {100 * p:g} %: {c}" for p, c in zip(NOISE_LEVELS, chosen, strict=True))
+        + "\n\nMean fit seconds per draw: "
+        + ", ".join(f"{k} {v:.1f}" for k, v in timing.items())
+        + f"\n\nWhole run: {total / 60:.1f} min on {args.n_jobs} processes "
+        f"(selection {selection_seconds:.0f} s); `python benchmarks/denoising_table.py"
+        f"{' --quick' if args.quick else ''}`."
+    )
+    print(summary)
+    if not args.quick:
+        RESULTS.mkdir(parents=True, exist_ok=True)
+        (RESULTS / "denoising_table.md").write_text(summary + "\n")
+        records = [{"noise": NOISE_LEVELS[r[0]], "draw": r[1], **r[2]} for r in results]
+        (RESULTS / "denoising_table.json").write_text(
+            json.dumps({"results": records, "chosen": chosen, "minutes": total / 60}, indent=1)
+        )
+        figure(test, results, RESULTS / "denoising_examples.png")
+
+
+if __name__ == "__main__":
+    main()
