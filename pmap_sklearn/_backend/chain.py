@@ -24,12 +24,29 @@ def _logsumexp(a: np.ndarray, axis: int) -> np.ndarray:
     return np.squeeze(out, axis=axis)
 
 
-def _max(a: np.ndarray, axis: int) -> np.ndarray:
-    return a.max(axis=axis)
+def _max_step(previous: np.ndarray, transition: np.ndarray) -> np.ndarray:
+    """``out[j, b] = max_i previous[i, b] + transition[i, j]`` (max-product message)."""
+    return (previous[:, None, :] + transition[:, :, None]).max(axis=0)
 
 
-def _messages(unary, lengths, transition, reduce, backward=True):
-    """Forward and backward messages in the (max, +) or (logsumexp, +) semiring.
+def _logsumexp_step(previous: np.ndarray, transition: np.ndarray) -> np.ndarray:
+    """``out[j, b] = log Σ_i exp(previous[i, b] + transition[i, j])`` (sum-product message).
+
+    Computed as one (K, K) @ (K, n) product in the exp domain, with each chain's message and
+    the transition shifted by their maxima (so no K × K × n array of exponentials).
+    """
+    shift = previous.max(axis=0)
+    shift = np.where(np.isfinite(shift), shift, 0.0)
+    top = transition.max()
+    with np.errstate(divide="ignore"):
+        return (
+            np.log(np.exp(transition - top).T @ np.exp(previous - shift)) + shift + top
+        )
+
+
+def _messages(unary, lengths, transition, step, backward=True):
+    """Forward and backward messages in the (max, +) or (logsumexp, +) semiring
+    (``step`` = :func:`_max_step` or :func:`_logsumexp_step`).
 
     ``alpha[b, d, k]`` is the best (or log-summed) score of the nodes ``0..d`` with ``y_d = k``;
     ``beta[b, d, k]`` that of the nodes after d given ``y_d = k`` (0 at and beyond the last
@@ -44,21 +61,19 @@ def _messages(unary, lengths, transition, reduce, backward=True):
     reaching = len(lengths) - np.searchsorted(np.sort(lengths), np.arange(unary.shape[1]), "right")
     alpha = np.zeros(unary_t.shape)
     alpha[0] = unary_t[0]
-    incoming = transition[:, :, None]  # (K_prev, K_next, 1)
     for pos in range(1, unary.shape[1]):
         n = reaching[pos]
-        alpha[pos, :, :n] = reduce(alpha[pos - 1, :, None, :n] + incoming, 0) + unary_t[pos, :, :n]
+        alpha[pos, :, :n] = step(alpha[pos - 1, :, :n], transition) + unary_t[pos, :, :n]
     inverse = np.empty_like(order)
     inverse[order] = np.arange(len(order))
     alpha = alpha.transpose(2, 0, 1)[inverse]
     if not backward:
         return alpha, None
     beta = np.zeros(unary_t.shape)
-    outgoing = np.ascontiguousarray(transition.T)[:, :, None]  # (K_next, K_d, 1)
+    outgoing = np.ascontiguousarray(transition.T)  # (K_next, K_d)
     for pos in range(unary.shape[1] - 2, -1, -1):
         n = reaching[pos + 1]
-        following = unary_t[pos + 1, :, None, :n] + beta[pos + 1, :, None, :n]
-        beta[pos, :, :n] = reduce(following + outgoing, 0)
+        beta[pos, :, :n] = step(unary_t[pos + 1, :, :n] + beta[pos + 1, :, :n], outgoing)
     return alpha, beta.transpose(2, 0, 1)[inverse]
 
 
@@ -100,7 +115,7 @@ def viterbi(unary: np.ndarray, lengths: np.ndarray, transition: np.ndarray) -> n
     labels : ndarray of shape (B, L)
         ``argmax_y f(y)`` for each chain (positions beyond a chain's length are unused).
     """
-    alpha, _ = _messages(unary, lengths, transition, _max, backward=False)
+    alpha, _ = _messages(unary, lengths, transition, _max_step, backward=False)
     return _map_labels(alpha, lengths, transition)
 
 
@@ -132,7 +147,7 @@ def viterbi_with_clamps(unary, lengths, transition, chains, nodes, labels, skip_
         ``argmax_{y: y_d = k} f(y)`` of each solved query's chain (columns beyond its length
         unused).
     """
-    alpha, beta = _messages(unary, lengths, transition, _max)
+    alpha, beta = _messages(unary, lengths, transition, _max_step)
     # With both messages the MAP needs no trace: y*_d = argmax_k max-marginal(d, k)
     # (the maximiser is unique almost surely under continuous perturbations).
     map_labels = (alpha + beta).argmax(axis=2)
@@ -166,20 +181,26 @@ def forward_backward(unary: np.ndarray, lengths: np.ndarray, transition: np.ndar
         ``sum_d P(y_d = i, y_{d+1} = j)``: the expected transition counts of each chain.
     """
     n_chains, n_pos, _ = unary.shape
-    alpha, beta = _messages(unary, lengths, transition, _logsumexp)
+    alpha, beta = _messages(unary, lengths, transition, _logsumexp_step)
     rows = np.arange(n_chains)
     log_z = _logsumexp(alpha[rows, lengths - 1], axis=1)
     mask = np.arange(n_pos)[None, :] < lengths[:, None]
     node = np.exp(alpha + beta - log_z[:, None, None]) * mask[:, :, None]
-    # P(y_d = i, y_{d+1} = j) ∝ alpha_d(i) T(i, j) u_{d+1}(j) beta_{d+1}(j), summed over d.
-    pair_log = (
-        alpha[:, :-1, :, None]
-        + transition
-        + (unary[:, 1:] + beta[:, 1:])[:, :, None, :]
-        - log_z[:, None, None, None]
+    # Σ_d P(y_d = i, y_{d+1} = j) = Σ_d exp(alpha_d(i) + T(i, j) + u_{d+1}(j) + beta_{d+1}(j) - A):
+    # shift each factor by its maximum and sum over d with one batched (K, L) @ (L, K) product.
+    before = alpha[:, :-1]
+    after = unary[:, 1:] + beta[:, 1:]
+    before_max = before.max(axis=2, keepdims=True)
+    after_max = np.where(mask[:, 1:, None], after.max(axis=2, keepdims=True), 0.0)
+    top = transition.max()
+    weight = np.where(
+        mask[:, 1:, None], np.exp(before_max + after_max + top - log_z[:, None, None]), 0.0
     )
-    pair = np.exp(pair_log) * mask[:, 1:, None, None]
-    return log_z, node, pair.sum(axis=1)
+    with np.errstate(invalid="ignore", over="ignore"):  # padded entries are masked out
+        left = np.exp(before - before_max) * weight
+        right = np.where(mask[:, 1:, None], np.exp(after - after_max), 0.0)
+    pair = np.matmul(left.transpose(0, 2, 1), right) * np.exp(transition - top)
+    return log_z, node, pair
 
 
 def max_marginals(unary: np.ndarray, lengths: np.ndarray, transition: np.ndarray) -> np.ndarray:
@@ -187,6 +208,6 @@ def max_marginals(unary: np.ndarray, lengths: np.ndarray, transition: np.ndarray
 
     Padded positions hold ``-inf``.
     """
-    alpha, beta = _messages(unary, lengths, transition, _max)
+    alpha, beta = _messages(unary, lengths, transition, _max_step)
     mask = np.arange(unary.shape[1])[None, :, None] < lengths[:, None, None]
     return np.where(mask, alpha + beta, -np.inf)

@@ -76,20 +76,24 @@ class ChainCRF(BaseStructuredEstimator):
         self.warm_start = warm_start
         self.verbose = verbose
 
-    def log_likelihood(self, batch, labels, w):
+    def log_likelihood(self, batch, labels, w, observed_feature=None):
         """Mean log-likelihood of the labelled batch and its gradient (unregularised).
 
         Nodes labelled -1 are summed over (exact marginal likelihood of the known labels):
         ``log P(y_known | x) = A(x | y_known) − A(x)``, with gradient
-        ``E[Ψ | y_known] − E[Ψ]``.
+        ``E[Ψ | y_known] − E[Ψ]``. When every label is known the clamped terms are simply
+        ``f(y)`` and ``Ψ(y)``; pass ``observed_feature = Σ_n Ψ(x_n, y_n)`` to skip the second
+        forward-backward pass.
         """
         structure = self.structure_
         node, pair, log_z = structure.marginals(batch, w)
-        node_y, pair_y, log_z_y = structure.marginals(batch, w, clamp=labels)
-        gradient = structure.expected_joint_feature(
-            batch, node_y, pair_y
-        ) - structure.expected_joint_feature(batch, node, pair)
-        return float((log_z_y - log_z).mean()), gradient / batch.n_samples
+        expected = structure.expected_joint_feature(batch, node, pair)
+        if observed_feature is not None:
+            log_z_y, clamped = structure.score(batch, w, labels), observed_feature
+        else:
+            node_y, pair_y, log_z_y = structure.marginals(batch, w, clamp=labels)
+            clamped = structure.expected_joint_feature(batch, node_y, pair_y)
+        return float((log_z_y - log_z).mean()), (clamped - expected) / batch.n_samples
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
@@ -111,9 +115,12 @@ class ChainCRF(BaseStructuredEstimator):
         batch = self.structure_.prepare(X)
         labels = self.structure_.prepare_labels(batch, y, allow_unknown=True)
         start = self.coef_ if warm else np.zeros(self.structure_.size_)
+        observed = None
+        if (labels >= 0).all():  # Ψ(x_n, y_n) does not depend on w: compute it once
+            observed = self.structure_.joint_feature(batch, labels)
 
         def negative_objective(w):
-            value, gradient = self.log_likelihood(batch, labels, w)
+            value, gradient = self.log_likelihood(batch, labels, w, observed)
             return -(value - 0.5 * self.alpha * w @ w), -(gradient - self.alpha * w)
 
         result = minimize(
