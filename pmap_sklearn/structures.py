@@ -344,18 +344,20 @@ class _BaseStructure(BaseEstimator):
     def joint_feature_difference(self, batch, labels, other_labels, sample_weight=None):
         """``Σ_n c_n [Ψ(x_n, y_n) − Ψ(x_n, y'_n)]`` in one pass (``y'`` = ``other_labels``, or
         nothing when None): the shape of every SGD gradient."""
-        onehot = self._onehot(labels)
+        # Only the nodes whose labels differ contribute to the unary part of a difference.
+        rows = slice(None) if other_labels is None else np.flatnonzero(labels != other_labels)
+        onehot = self._onehot(labels[rows])
         if other_labels is not None:
-            onehot -= self._onehot(other_labels)
+            onehot -= self._onehot(other_labels[rows])
         edge_weight = None
         if sample_weight is not None:
             sample_weight = np.asarray(sample_weight, dtype=float)
-            onehot *= sample_weight[batch.node_sample][:, None]
+            onehot *= sample_weight[batch.node_sample[rows]][:, None]
             edge_weight = sample_weight[batch.edge_sample]
         pairwise = self._pairwise_feature(batch, labels, edge_weight)
         if other_labels is not None:
             pairwise -= self._pairwise_feature(batch, other_labels, edge_weight)
-        return np.concatenate([(batch.features.T @ onehot).ravel(), pairwise])
+        return np.concatenate([(batch.features[rows].T @ onehot).ravel(), pairwise])
 
     def joint_feature_per_sample(self, batch: SampleBatch, labels: np.ndarray) -> np.ndarray:
         """``Ψ(x_n, y_n)`` of every sample, shape (n_samples, size_)."""
