@@ -1,0 +1,174 @@
+"""OCR speed: our chain learners against sklearn-crfsuite on the same folds, in one process.
+
+For each requested fold and protocol, fits sklearn-crfsuite (L-BFGS, its defaults), ChainCRF,
+PerturbMAPCRF and MarginalPerturbMAPCRF, and prints Hamming error, fit seconds and the ratio
+crfsuite time / our time. Then profiles one PerturbMAPCRF and one MarginalPerturbMAPCRF fit
+(large protocol) with cProfile and reports the share of the fit spent inside the MAP oracles
+(Viterbi / max-marginal passes of ``pmap_sklearn._backend.chain``).
+
+Run: ``python benchmarks/ocr_speed.py [--folds 0] [--protocols small large]``
+(needs ``pip install ".[benchmarks]"`` for sklearn-crfsuite); writes
+``docs/results/ocr_speed.{md,json}``.
+"""
+
+import argparse
+import cProfile
+import json
+import pstats
+import time
+from pathlib import Path
+
+import numpy as np
+
+from pmap_sklearn import ChainCRF, MarginalPerturbMAPCRF, PerturbMAPCRF, hamming_loss
+from pmap_sklearn.datasets import load_ocr
+
+RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
+LETTERS = "abcdefghijklmnopqrstuvwxyz"
+
+
+def protocol_split(folds, protocol, fold):
+    test = folds == fold if protocol == "large" else folds != fold
+    return np.flatnonzero(~test), np.flatnonzero(test)
+
+
+def crfsuite_features(word):
+    """Active pixels of each letter as crfsuite attributes (plus crfsuite's own bias)."""
+    return [{"bias": 1.0, **{f"p{k}": 1.0 for k in np.flatnonzero(letter)}} for letter in word]
+
+
+def fit_crfsuite(X, y, X_test, y_test):
+    import sklearn_crfsuite
+
+    features = [crfsuite_features(word) for word in X]
+    labels = [[LETTERS[k] for k in word] for word in y]
+    model = sklearn_crfsuite.CRF(algorithm="lbfgs")
+    start = time.perf_counter()
+    model.fit(features, labels)
+    seconds = time.perf_counter() - start
+    predicted = model.predict([crfsuite_features(word) for word in X_test])
+    predicted = [np.array([LETTERS.index(c) for c in word]) for word in predicted]
+    return 100 * hamming_loss(y_test, predicted), seconds
+
+
+def fit_ours(estimator, X, y, X_test, y_test):
+    start = time.perf_counter()
+    estimator.fit(X, y)
+    seconds = time.perf_counter() - start
+    return 100 * hamming_loss(y_test, estimator.predict(X_test)), seconds
+
+
+def ours():
+    return {
+        "ChainCRF": ChainCRF(alpha=1e-3, tol=1e-4),
+        "perturb&MAP": PerturbMAPCRF(random_state=0),
+        "marg. perturb&MAP": MarginalPerturbMAPCRF(random_state=0),
+    }
+
+
+ORACLES = ("_backend/chain.py",)
+
+
+def oracle_share(estimator, X, y):
+    """Fraction of the fit's time spent inside the chain oracles (cumulative, no double count)."""
+    profiler = cProfile.Profile()
+    start = time.perf_counter()
+    profiler.runcall(estimator.fit, X, y)
+    total = time.perf_counter() - start
+    stats = pstats.Stats(profiler).stats
+    # Entry points into the oracle module called from outside it: their cumulative times.
+    inside = 0.0
+    for (file, _, _), (_, _, _, _, callers) in stats.items():
+        if not file.endswith(ORACLES):
+            continue
+        external = {k: v for k, v in callers.items() if not k[0].endswith(ORACLES)}
+        if external:
+            inside += sum(v[3] for v in external.values())
+    top = sorted(stats.items(), key=lambda kv: kv[1][2], reverse=True)[:8]
+    hot = [(f"{Path(k[0]).name}:{k[2]}", round(v[2], 2)) for k, v in top]
+    return inside / total, total, hot
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--folds", type=int, nargs="+", default=[0])
+    parser.add_argument("--protocols", nargs="+", default=["small", "large"])
+    parser.add_argument("--data", default=None)
+    args = parser.parse_args()
+    ocr = load_ocr(args.data)
+    rows = []
+    for fold in args.folds:
+        for protocol in args.protocols:
+            train, test = protocol_split(ocr.folds, protocol, fold)
+            X, y = [ocr.data[i] for i in train], [ocr.target[i] for i in train]
+            X_test, y_test = [ocr.data[i] for i in test], [ocr.target[i] for i in test]
+            error, seconds = fit_crfsuite(X, y, X_test, y_test)
+            rows.append(
+                dict(
+                    fold=fold,
+                    protocol=protocol,
+                    method="sklearn-crfsuite",
+                    error=error,
+                    seconds=seconds,
+                    ratio=1.0,
+                )
+            )
+            print(
+                f"fold {fold} {protocol:<5} sklearn-crfsuite  {error:6.2f} %  {seconds:7.2f} s",
+                flush=True,
+            )
+            reference = seconds
+            for name, estimator in ours().items():
+                error, seconds = fit_ours(estimator, X, y, X_test, y_test)
+                rows.append(
+                    dict(
+                        fold=fold,
+                        protocol=protocol,
+                        method=name,
+                        error=error,
+                        seconds=seconds,
+                        ratio=reference / seconds,
+                    )
+                )
+                print(
+                    f"fold {fold} {protocol:<5} {name:<17} {error:6.2f} %  {seconds:7.2f} s  "
+                    f"crfsuite/ours = {reference / seconds:5.2f}",
+                    flush=True,
+                )
+    train, _ = protocol_split(ocr.folds, "large", args.folds[0])
+    X, y = [ocr.data[i] for i in train], [ocr.target[i] for i in train]
+    profiles = {}
+    for name in ("perturb&MAP", "marg. perturb&MAP"):
+        share, total, hot = oracle_share(ours()[name], X, y)
+        profiles[name] = dict(oracle_share=share, profiled_seconds=total, hottest=hot)
+        print(
+            f"profile {name}: {100 * share:.0f} % of {total:.1f} s inside the oracles; "
+            f"hottest (own time): {hot}",
+            flush=True,
+        )
+    lines = [
+        "| fold | protocol | method | Hamming error % | fit s | crfsuite s / ours s |",
+        "|---|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {r['fold']} | {r['protocol']} | {r['method']} | {r['error']:.2f} | "
+        f"{r['seconds']:.1f} | {r['ratio']:.2f} |"
+        for r in rows
+    ]
+    lines += ["", f"Oracle share of the fit (cProfile, large protocol, fold {args.folds[0]}):", ""]
+    lines += [
+        f"- {k}: {100 * v['oracle_share']:.0f} % of {v['profiled_seconds']:.1f} s "
+        f"(profiled); hottest functions by own time: {v['hottest']}"
+        for k, v in profiles.items()
+    ]
+    text = "\n".join(lines)
+    print(text)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "ocr_speed.md").write_text(text + "\n")
+    (RESULTS / "ocr_speed.json").write_text(
+        json.dumps(dict(rows=rows, profiles=profiles), indent=1)
+    )
+
+
+if __name__ == "__main__":
+    main()
