@@ -3,8 +3,10 @@
 For each requested fold and protocol, fits sklearn-crfsuite (L-BFGS, its defaults), ChainCRF,
 PerturbMAPCRF and MarginalPerturbMAPCRF, and prints Hamming error, fit seconds and the ratio
 crfsuite time / our time. Then profiles one PerturbMAPCRF and one MarginalPerturbMAPCRF fit
-(large protocol) with cProfile and reports the share of the fit spent inside the MAP oracles
-(Viterbi / max-marginal passes of ``pmap_sklearn._backend.chain``).
+(large protocol) with cProfile and reports the shares of the fit spent in the MAP solver
+(Viterbi / max-marginal passes of ``pmap_sklearn._backend.chain``) and in the whole
+perturb-and-MAP oracle (drawing the Gumbel perturbation, computing the perturbed potentials and
+solving; ``structure.map`` / ``structure.clamped_maps``).
 
 Run: ``python benchmarks/ocr_speed.py [--folds 0] [--protocols small large]``
 (needs ``pip install ".[benchmarks]"`` for sklearn-crfsuite); writes
@@ -66,27 +68,40 @@ def ours():
     }
 
 
-ORACLES = ("_backend/chain.py",)
+def _in_solver(key):
+    """Viterbi / max-marginal code: the MAP solver itself."""
+    return key[0].endswith("_backend/chain.py")
+
+
+def _in_oracle(key):
+    """The whole perturb-and-MAP oracle: drawing z, the perturbed potentials and the solver."""
+    file, _, name = key
+    return (
+        _in_solver(key)
+        or (file.endswith("perturbation.py") and name == "gumbel")
+        or (file.endswith("structures.py") and name in ("map", "clamped_maps"))
+    )
+
+
+def _share(stats, inside, total):
+    """Time attributed to calls into ``inside`` code from outside it (no double counting)."""
+    seconds = 0.0
+    for key, (_, _, _, _, callers) in stats.items():
+        if inside(key):
+            seconds += sum(v[3] for caller, v in callers.items() if not inside(caller))
+    return seconds / total
 
 
 def oracle_share(estimator, X, y):
-    """Fraction of the fit's time spent inside the chain oracles (cumulative, no double count)."""
+    """Shares of a profiled fit spent in the MAP solver and in the perturb-and-MAP oracle."""
     profiler = cProfile.Profile()
     start = time.perf_counter()
     profiler.runcall(estimator.fit, X, y)
     total = time.perf_counter() - start
     stats = pstats.Stats(profiler).stats
-    # Entry points into the oracle module called from outside it: their cumulative times.
-    inside = 0.0
-    for (file, _, _), (_, _, _, _, callers) in stats.items():
-        if not file.endswith(ORACLES):
-            continue
-        external = {k: v for k, v in callers.items() if not k[0].endswith(ORACLES)}
-        if external:
-            inside += sum(v[3] for v in external.values())
     top = sorted(stats.items(), key=lambda kv: kv[1][2], reverse=True)[:8]
     hot = [(f"{Path(k[0]).name}:{k[2]}", round(v[2], 2)) for k, v in top]
-    return inside / total, total, hot
+    return _share(stats, _in_solver, total), _share(stats, _in_oracle, total), total, hot
 
 
 def main():

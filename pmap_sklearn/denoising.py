@@ -317,8 +317,10 @@ class LogSupermodularDenoiser(BaseEstimator):
         + D log(1 + e^u)``; so ``∂t = y*_prior - y*_post``, ``∂α = cuts(y*_post) -
         cuts(y*_prior)``, ``∂u = -s·y*_post - Σz + D π``.
 
-        Returns the gradient (a :class:`_Parameters` holding derivatives, already summed over
-        pixels) averaged over the batch, and the batch's mean objective estimate per pixel.
+        Returns the gradient of the per-pixel objective with its penalty (a
+        :class:`_Parameters`; the per-pixel field block multiplied by ``D``, see
+        :meth:`_Parameters.per_pixel`), and the batch's mean objective estimate per pixel
+        (without the penalty).
         """
         gradient = params.zeros_like()
         loss = 0.0
