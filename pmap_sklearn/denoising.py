@@ -331,25 +331,24 @@ class LogSupermodularDenoiser(BaseEstimator):
             gain = field + params.log_odds * sign
             eps = logistic(rng, z.shape)
             y_post = binary_grid_map(gain + eps, params.cut_weights)
-            value_post = float(np.sum((gain + eps) * y_post)) - params.cut_weights @ cut_counts(
-                y_post
-            )
+            cuts_post = cut_counts(y_post)
+            value_post = float(np.sum((gain + eps) * y_post)) - params.cut_weights @ cuts_post
             if clean is not None:
                 x = clean[n]
-                gradient.add(
-                    y_post - x, cut_counts(x) - cut_counts(y_post), np.sum(sign * (y_post - x))
-                )
-                nll = params.cut_weights @ cut_counts(x) - float(np.sum(gain * x)) + value_post
+                cuts_clean = cut_counts(x)
+                gradient.add(y_post - x, cuts_clean - cuts_post, np.sum(sign * (y_post - x)))
+                nll = params.cut_weights @ cuts_clean - float(np.sum(gain * x)) + value_post
             else:
                 eps = logistic(rng, z.shape)
                 y_prior = binary_grid_map(field + eps, params.cut_weights)
+                cuts_prior = cut_counts(y_prior)
                 value_prior = float(np.sum((field + eps) * y_prior)) - (
-                    params.cut_weights @ cut_counts(y_prior)
+                    params.cut_weights @ cuts_prior
                 )
                 noise = 1.0 / (1.0 + np.exp(-params.log_odds))
                 gradient.add(
                     y_prior - y_post,
-                    cut_counts(y_post) - cut_counts(y_prior),
+                    cuts_post - cuts_prior,
                     -float(np.sum(sign * y_post)) - float(z.sum()) + z.size * noise,
                 )
                 nll = (
