@@ -39,9 +39,7 @@ def _logsumexp_step(previous: np.ndarray, transition: np.ndarray) -> np.ndarray:
     shift = np.where(np.isfinite(shift), shift, 0.0)
     top = transition.max()
     with np.errstate(divide="ignore"):
-        return (
-            np.log(np.exp(transition - top).T @ np.exp(previous - shift)) + shift + top
-        )
+        return np.log(np.exp(transition - top).T @ np.exp(previous - shift)) + shift + top
 
 
 def _messages(unary, lengths, transition, step, backward=True):
