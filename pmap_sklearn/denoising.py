@@ -319,7 +319,7 @@ class LogSupermodularDenoiser(BaseEstimator):
 
         Returns the gradient of the per-pixel objective with its penalty (a
         :class:`_Parameters`; the per-pixel field block multiplied by ``D``, see
-        :meth:`_Parameters.per_pixel`), and the batch's mean objective estimate per pixel
+        :meth:`_Parameters.add`), and the batch's mean objective estimate per pixel
         (without the penalty).
         """
         gradient = params.zeros_like()
@@ -358,7 +358,7 @@ class LogSupermodularDenoiser(BaseEstimator):
                     + z.size * np.logaddexp(0.0, params.log_odds)
                 )
             loss += nll / z.size
-        gradient.per_pixel(len(batch), float(np.mean([noisy[n].size for n in batch])))
+        gradient.scale(1.0 / len(batch))
         # (reg_field/2) mean(t²) has derivative reg_field t_d / D: times D, as the field block.
         gradient.field = gradient.field + self.reg_field * params.field
         gradient.cut_weights = gradient.cut_weights + self.reg_cut * params.cut_weights
@@ -454,20 +454,21 @@ class _Parameters:
         return _Parameters(np.zeros_like(self.field), np.zeros(2), 0.0)
 
     def add(self, field_gradient, cut_gradient, log_odds_gradient) -> None:
-        """Accumulate one image's derivatives (a shared field sums its pixels')."""
-        self.field = self.field + (
-            field_gradient if self.field.ndim else float(np.sum(field_gradient))
-        )
-        self.cut_weights = self.cut_weights + cut_gradient
-        self.log_odds += float(log_odds_gradient)
-
-    def per_pixel(self, n_images: int, n_pixels: float) -> None:
-        """Turn summed per-image derivatives into those of the per-pixel objective, with the
+        """Accumulate one image's derivatives of ``NLL / D`` (its ``D`` pixels), with the
         per-pixel field block multiplied by ``D`` (each ``t_d`` is informed by one pixel per
-        image): every block is then O(1) and one step size ``C`` suits all."""
-        self.field = self.field / (n_images * (1.0 if self.field.ndim else n_pixels))
-        self.cut_weights = self.cut_weights / (n_images * n_pixels)
-        self.log_odds /= n_images * n_pixels
+        image): every block is then O(1) and one step size ``C`` suits all. A shared field
+        averages its pixels' derivatives."""
+        n_pixels = field_gradient.size
+        self.field = self.field + (
+            field_gradient if self.field.ndim else float(np.sum(field_gradient)) / n_pixels
+        )
+        self.cut_weights = self.cut_weights + cut_gradient / n_pixels
+        self.log_odds += float(log_odds_gradient) / n_pixels
+
+    def scale(self, factor: float) -> None:
+        self.field = self.field * factor
+        self.cut_weights = self.cut_weights * factor
+        self.log_odds *= factor
 
     def move(self, direction: _Parameters, rate: float) -> None:
         """``self ← self + rate direction``."""

@@ -77,6 +77,9 @@ def test_stochastic_gradient_matches_finite_differences(rng, supervised, field):
     params.field = params.field + rng.normal(scale=0.5, size=params.field.shape)
     params.cut_weights = np.array([0.7, 0.4])
     images, truth = list(noisy), list(clean) if supervised else None
+    if field == "shared":  # a shared field allows images of several shapes
+        images[2:] = [z[:4] for z in images[2:]]
+        truth = None if truth is None else truth[:2] + [x[:4] for x in truth[2:]]
     batch = np.arange(4)
 
     def estimate(p):
