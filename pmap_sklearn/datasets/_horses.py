@@ -52,12 +52,16 @@ def _horse_folder(path) -> Path:
     )
 
 
-def _pairs(folder: Path) -> list[tuple[Path, Path]]:
+def _mask_files(folder: Path) -> list[Path]:
     masks = sorted((folder / "figure_ground").glob("*.jpg"))
     if not masks:
         raise FileNotFoundError(f"no masks (*.jpg) in {folder / 'figure_ground'}")
+    return masks
+
+
+def _pairs(folder: Path) -> list[tuple[Path, Path]]:
     pairs = []
-    for mask in masks:
+    for mask in _mask_files(folder):
         photo = folder / "rgb" / mask.name
         if not photo.is_file():
             raise FileNotFoundError(f"mask {mask} has no photo (expected {photo})")
@@ -74,14 +78,18 @@ def _read(file: Path) -> np.ndarray:
         raise ValueError(f"cannot read image {file}: {exc}") from None
 
 
+def _read_mask_levels(file: Path) -> np.ndarray:
+    """Grey levels (0-255) of a figure/ground mask (JPEG: threshold at 128)."""
+    mask = _read(file)
+    return mask[..., 0] if mask.ndim == 3 else mask
+
+
 def _read_pair(photo: Path, mask_file: Path):
     """Photo resized to the mask's shape (float RGB in [0, 1]) and the binary mask."""
     from skimage.color import gray2rgb
     from skimage.transform import resize
 
-    mask = _read(mask_file)
-    if mask.ndim == 3:
-        mask = mask[..., 0]
+    mask = _read_mask_levels(mask_file)
     image = _read(photo)
     if image.ndim == 2:
         image = gray2rgb(image)
@@ -276,10 +284,7 @@ def paint(segments: np.ndarray, node_values: np.ndarray) -> np.ndarray:
 def _read_mask(file: Path, size) -> np.ndarray:
     from skimage.transform import resize
 
-    mask = _read(file)
-    if mask.ndim == 3:
-        mask = mask[..., 0]
-    small = resize(mask.astype(float) / 255.0, size, anti_aliasing=True)
+    small = resize(_read_mask_levels(file).astype(float) / 255.0, size, anti_aliasing=True)
     return (small >= 0.5).astype(np.int8)
 
 
@@ -304,9 +309,7 @@ def load_weizmann_horse_masks(path=None, size=(50, 50), indices=None) -> Bunch:
     size = tuple(int(s) for s in size)
     if len(size) != 2 or min(size) < 1:
         raise ValueError(f"size must be two positive ints, got {size}")
-    masks = sorted((_horse_folder(path) / "figure_ground").glob("*.jpg"))
-    if not masks:
-        raise FileNotFoundError(f"no masks (*.jpg) in {_horse_folder(path) / 'figure_ground'}")
+    masks = _mask_files(_horse_folder(path))
     if indices is not None:
         masks = [masks[i] for i in indices]
     return Bunch(
