@@ -258,18 +258,21 @@ class BaseStructuredSGD(BaseStructuredEstimator):
         self.validation_scores_ = list(state.validation_scores)
 
     def _make_oracle(self, batch: SampleBatch, targets):
-        """Return ``oracle(indices, w, rng) -> (Σ gradient of ℓ, Σ estimate of ℓ)``, drawing
-        the perturbations from ``rng``."""
+        """Return ``oracle(part, w, rng) -> (Σ gradient of ℓ, Σ estimate of ℓ)`` over the samples
+        ``part`` of ``batch`` (a slice or indices), drawing the perturbations from ``rng``."""
         raise NotImplementedError
 
     def _optimise(self, batch, targets, state, rng, validation_score):
-        oracle = self._make_oracle(batch, targets)
+        def make_oracle(order):
+            # One gather per epoch; the mini-batches are then contiguous views of it.
+            return self._make_oracle(batch.subset(order), targets[batch.node_index(order)])
+
         batch_size = min(self.batch_size, batch.n_samples)
         if state.eta0 is None:
             state.eta0 = self.eta0
             if self.eta0 == "auto":
                 state.eta0 = _sgd.calibrate_eta0(
-                    oracle,
+                    make_oracle,
                     state.coef,
                     batch.n_samples,
                     rng=rng,
@@ -279,7 +282,7 @@ class BaseStructuredSGD(BaseStructuredEstimator):
                     average=bool(self.average),
                 )
         _sgd.run_sgd(
-            oracle,
+            make_oracle,
             state,
             batch.n_samples,
             rng=rng,

@@ -1,10 +1,12 @@
 """The double-SGD engine shared by the perturb-and-MAP learners (SPEC §2).
 
 It maximises ``(1/N) Σ_n ℓ(w, x_n, y_n) − (α/2)‖w‖²`` given a stochastic oracle that, for a
-mini-batch of sample indices, returns ``Σ_batch ∇ℓ`` (one fresh perturbation per sample, drawn
-from the generator it is handed) and a stochastic estimate of ``Σ_batch ℓ``. The engine owns
-what does not depend on the model: the schedule and its calibration, mini-batches, projection,
-iterate averaging, early stopping and progress messages.
+mini-batch of samples, returns ``Σ_batch ∇ℓ`` (one fresh perturbation per sample, drawn from the
+generator it is handed) and a stochastic estimate of ``Σ_batch ℓ``. The model hands the engine
+an oracle *factory*: ``make_oracle(order)`` gathers the samples in ``order`` once (once per
+epoch), and its oracle takes the mini-batches as contiguous slices of that ordering, so no step
+copies samples. The engine owns what does not depend on the model: the schedule and its
+calibration, mini-batches, projection, iterate averaging, early stopping and progress messages.
 """
 
 from __future__ import annotations
@@ -37,20 +39,25 @@ class SGDState:
         return self.average if self.n_averaged else self.coef
 
 
-Oracle = Callable[[np.ndarray, np.ndarray, np.random.Generator], tuple[np.ndarray, float]]
+#: ``oracle(part, w, rng) -> (Σ gradient of ℓ, Σ estimate of ℓ)`` over the samples ``part`` (a
+#: slice, or indices) of the ordering the oracle was made for.
+Oracle = Callable[[slice | np.ndarray, np.ndarray, np.random.Generator], tuple[np.ndarray, float]]
+#: ``make_oracle(order) -> Oracle`` over the samples ``order``, in that order.
+OracleFactory = Callable[[np.ndarray], Oracle]
 
 
-def _step(oracle: Oracle, index, w, rng, eta: float, alpha: float, project) -> float:
-    """One projected ascent step on ``(1/T) Σ_batch ℓ − (α/2)‖w‖²``, in place; returns Σ ℓ."""
-    gradient, value = oracle(index, w, rng)
+def _step(oracle: Oracle, part: slice, w, rng, eta: float, alpha: float, project) -> float:
+    """One projected ascent step on ``(1/T) Σ_batch ℓ − (α/2)‖w‖²`` over the samples ``part``,
+    in place; returns Σ ℓ."""
+    gradient, value = oracle(part, w, rng)
     w *= 1.0 - eta * alpha
-    w += (eta / len(index)) * gradient
+    w += (eta / (part.stop - part.start)) * gradient
     project(w)
     return value
 
 
 def calibrate_eta0(
-    oracle: Oracle,
+    make_oracle: OracleFactory,
     w: np.ndarray,
     n_samples: int,
     *,
@@ -73,17 +80,19 @@ def calibrate_eta0(
     """
     index = rng.choice(n_samples, size=min(n_samples, n_calibration), replace=False)
     pass_seed, eval_seed = rng.integers(2**63, size=2)
+    oracle = make_oracle(index)
 
     def objective_after_pass(eta: float) -> float:
         trial, mean = w.copy(), np.zeros_like(w)
         pass_rng = np.random.default_rng(pass_seed)
         for n_steps, begin in enumerate(range(0, len(index), batch_size), start=1):
-            _step(oracle, index[begin : begin + batch_size], trial, pass_rng, eta, alpha, project)
+            part = slice(begin, min(begin + batch_size, len(index)))
+            _step(oracle, part, trial, pass_rng, eta, alpha, project)
             if not np.all(np.isfinite(trial)):
                 return -np.inf
             mean += (trial - mean) / n_steps
         trial = mean if average else trial  # judge what the run would return
-        value = oracle(index, trial, np.random.default_rng(eval_seed))[1]
+        value = oracle(slice(None), trial, np.random.default_rng(eval_seed))[1]
         return value / len(index) - 0.5 * alpha * float(trial @ trial)
 
     best_eta, best = start, objective_after_pass(start)
@@ -112,7 +121,7 @@ def learning_rate(schedule: str, t: int, alpha: float, eta0: float, power_t: flo
 
 
 def run_sgd(
-    oracle: Oracle,
+    make_oracle: OracleFactory,
     state: SGDState,
     n_samples: int,
     *,
@@ -134,9 +143,11 @@ def run_sgd(
 
     Parameters
     ----------
-    oracle : callable ``(indices, w, rng) -> (gradient_sum, objective_sum)``
-        Sum over the mini-batch of the stochastic gradient of ℓ (without the regulariser) and of
-        the stochastic estimate of ℓ.
+    make_oracle : callable ``order -> oracle``
+        Oracle factory, called once per epoch with the epoch's permutation of the samples; the
+        oracle ``(part, w, rng) -> (gradient_sum, objective_sum)`` returns the sums over the
+        mini-batch ``part`` (a slice of that permutation) of the stochastic gradient of ℓ
+        (without the regulariser) and of the stochastic estimate of ℓ.
     state : SGDState
         Starting point (and schedule position, for warm starts).
     average : bool or int
@@ -153,14 +164,14 @@ def run_sgd(
     state.n_iter = 0
     started = time.perf_counter()
     for epoch in range(max_iter):
-        order = rng.permutation(n_samples)
+        oracle = make_oracle(rng.permutation(n_samples))
         objective = 0.0
         for begin in range(0, n_samples, batch_size):
-            index = order[begin : begin + batch_size]
+            part = slice(begin, min(begin + batch_size, n_samples))
             eta = learning_rate(schedule, state.t, alpha, eta0, power_t)
-            objective += _step(oracle, index, w, rng, eta, alpha, project)
+            objective += _step(oracle, part, w, rng, eta, alpha, project)
             state.t += 1
-            state.n_seen += len(index)
+            state.n_seen += part.stop - part.start
             if start_average is not None and state.n_seen > start_average:
                 if state.average is None or state.n_averaged == 0:
                     state.average = w.copy()

@@ -170,9 +170,9 @@ validation_fraction, warm_start, n_perturbations, random_state, n_jobs, verbose
     def _make_oracle(self, batch, coefficients):
         structure = self.structure_
 
-        def oracle(index, w, rng):
-            sub = batch.subset(index)
-            coef = coefficients[batch.node_index(index)]
+        def oracle(part, w, rng):
+            sub = batch.subset(part)
+            coef = coefficients[batch.node_index(part)]
             noise = gumbel(rng, (sub.n_nodes, structure.n_states_))
             nodes, labels = np.nonzero(coef > 0)  # row-major: nodes in increasing order
             map_labels, solved, copies, clamped = structure.clamped_maps(

@@ -114,9 +114,9 @@ class PerturbMAPCRF(BaseStructuredSGD):
     def _make_oracle(self, batch, labels):
         structure = self.structure_
 
-        def oracle(index, w, rng):
-            sub = batch.subset(index)
-            truth = labels[batch.node_index(index)]
+        def oracle(part, w, rng):
+            sub = batch.subset(part)
+            truth = labels[batch.node_index(part)]
             noise = gumbel(rng, (sub.n_nodes, structure.n_states_))
             perturbed = structure.map(sub, w, noise, n_jobs=self.n_jobs)
             gradient = structure.joint_feature_difference(sub, truth, perturbed)

@@ -127,12 +127,23 @@ class SampleBatch:
     def edges_of(self, i: int) -> slice:
         return slice(self.edge_offsets[i], self.edge_offsets[i + 1])
 
-    def node_index(self, index) -> np.ndarray:
-        """Indices of the nodes of the samples ``index`` (in that order)."""
+    def node_index(self, index) -> np.ndarray | slice:
+        """Indices of the nodes of the samples ``index`` (in that order); a slice of samples
+        gives the slice of their nodes, so that indexing with it makes no copy."""
+        if isinstance(index, slice):
+            start, stop, _ = index.indices(self.n_samples)
+            return slice(self.node_offsets[start], self.node_offsets[max(start, stop)])
         return _ranges(self.node_offsets, np.asarray(index, dtype=np.intp))
 
     def subset(self, index) -> SampleBatch:
-        """The batch of the samples ``index`` (in that order), vectorised."""
+        """The batch of the samples ``index`` (in that order), vectorised.
+
+        A slice of samples (step 1) is cut without gathering: features, sizes and edge features
+        are views, which is how the SGD learners take contiguous mini-batches of a batch
+        permuted once per epoch.
+        """
+        if isinstance(index, slice):
+            return self._contiguous(index)
         index = np.asarray(index, dtype=np.intp)
         nodes = self.node_index(index)
         edges = _ranges(self.edge_offsets, index)
@@ -148,6 +159,24 @@ class SampleBatch:
             edge_offsets=edge_offsets,
             edge_features=self.edge_features[edges],
             label_shapes=[self.label_shapes[i] for i in index],
+            edge_directions=None if self.edge_directions is None else self.edge_directions[edges],
+        )
+
+    def _contiguous(self, index: slice) -> SampleBatch:
+        start, stop, step = index.indices(self.n_samples)
+        if step != 1:
+            raise ValueError(f"a slice of samples must have step 1, got {step}")
+        stop = max(start, stop)
+        first, last = self.node_offsets[start], self.node_offsets[stop]
+        edges = slice(self.edge_offsets[start], self.edge_offsets[stop])
+        return SampleBatch(
+            features=self.features[first:last],
+            node_offsets=self.node_offsets[start : stop + 1] - first,
+            node_sizes=self.node_sizes[first:last],
+            edges=self.edges[edges] - first,
+            edge_offsets=self.edge_offsets[start : stop + 1] - edges.start,
+            edge_features=self.edge_features[edges],
+            label_shapes=self.label_shapes[start:stop],
             edge_directions=None if self.edge_directions is None else self.edge_directions[edges],
         )
 
