@@ -355,6 +355,8 @@ def perturbed_marginals(
         )
         replicated = batch.subset(copies)
         noise = gumbel(rng, (replicated.n_nodes, n_states))
-        labels = structure.map(replicated, w, noise, n_jobs=n_jobs)
-        counts += np.bincount(batch.node_index(copies) * n_states + labels, minlength=counts.size)
+        nodes = batch.node_index(copies)
+        fixed = None if clamp is None else clamp[nodes]
+        labels = structure.map(replicated, w, noise, clamp=fixed, n_jobs=n_jobs)
+        counts += np.bincount(nodes * n_states + labels, minlength=counts.size)
     return counts.reshape(batch.n_nodes, n_states) / n_perturbations

@@ -16,7 +16,9 @@ from pmap_sklearn import (
     hamming_loss,
     weighted_hamming_loss,
 )
+from pmap_sklearn._base import perturbed_marginals
 from pmap_sklearn.datasets import make_chain_data, make_grid_data
+from pmap_sklearn.perturbation import gumbel
 
 from .helpers import (
     exact_conditional_joint_feature,
@@ -179,6 +181,36 @@ def test_semi_supervised_uses_conditional_marginals_of_unknown_nodes():
     assert not np.allclose(crf.supervised_coef_, crf.coef_)  # the unlabelled data were used
     with pytest.raises(ValueError, match="at least one fully labelled sample"):
         MarginalPerturbMAPCRF("grid").fit(X[4:], y[4:])
+
+
+@pytest.mark.parametrize("kind", ["chain", "grid"])
+def test_perturbed_marginals_condition_on_the_clamped_labels(kind):
+    """Conditional marginals q(y_d | y_given): clamped nodes keep their label and, under a
+    strong attractive coupling with no unary information, the free nodes follow them."""
+    if kind == "chain":
+        structure = ChainStructure(n_states=2).fit([np.zeros((6, 1))])
+        X = [np.zeros((6, 1)) for _ in range(3)]
+    else:
+        structure = GridStructure().fit([np.zeros((4, 5))])
+        X = [np.zeros((4, 5)) for _ in range(3)]
+    batch = structure.prepare(X)
+    w = np.zeros(structure.size_)
+    n_unary = structure.n_unary_weights_
+    w[n_unary:] = [8.0, 0.0, 0.0, 8.0] if kind == "chain" else -8.0  # agreeing neighbours
+    clamp = np.full(batch.n_nodes, -1)
+    clamp[batch.node_offsets[:-1]] = [1, 0, 1]  # the first node of each sample
+    q = perturbed_marginals(structure, batch, w, 200, np.random.default_rng(0), clamp=clamp)
+    fixed = clamp >= 0
+    np.testing.assert_array_equal(q[fixed, clamp[fixed]], 1.0)
+    follows = q[np.arange(batch.n_nodes), np.repeat([1, 0, 1], batch.lengths)]
+    assert follows[~fixed].min() > 0.9
+    free = perturbed_marginals(structure, batch, w, 200, np.random.default_rng(0))
+    assert abs(free[:, 1].mean() - 0.5) < 0.15  # without the clamps: no preferred label
+    # One perturbation: exactly the clamped perturbed MAP with the same draw.
+    one = perturbed_marginals(structure, batch, w, 1, np.random.default_rng(1), clamp=clamp)
+    noise = gumbel(np.random.default_rng(1), (batch.n_nodes, 2))
+    expected = structure.map(batch, w, noise, clamp=clamp)
+    np.testing.assert_array_equal(one.argmax(1), expected)
 
 
 def test_perturb_map_self_training_fills_unknown_labels_with_conditional_map():
