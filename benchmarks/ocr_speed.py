@@ -2,11 +2,14 @@
 
 For each requested fold and protocol, fits sklearn-crfsuite (L-BFGS, its defaults), ChainCRF,
 PerturbMAPCRF and MarginalPerturbMAPCRF, and prints Hamming error, fit seconds and the ratio
-crfsuite time / our time. Then profiles one PerturbMAPCRF and one MarginalPerturbMAPCRF fit
-(large protocol) with cProfile and reports the shares of the fit spent in the MAP solver
-(Viterbi / max-marginal passes of ``pmap_sklearn._backend.chain``) and in the whole
-perturb-and-MAP oracle (drawing the Gumbel perturbation, computing the perturbed potentials and
-solving; ``structure.map`` / ``structure.clamped_maps``).
+crfsuite time / our time. On the large protocol it also records the test-error curve of each
+perturb-and-MAP learner along one run (its default epoch budget, read between warm-started
+rounds) and reports the time at which it first reaches crfsuite's error and the time from which
+it stays there — the fit time "at matched error". Then profiles one PerturbMAPCRF and one
+MarginalPerturbMAPCRF fit (large protocol) with cProfile and reports the shares of the fit
+spent in the MAP solver (Viterbi / max-marginal passes of ``pmap_sklearn._backend.chain``) and in
+the whole perturb-and-MAP oracle (drawing the Gumbel perturbation, computing the perturbed
+potentials and solving; ``structure.map`` / ``structure.clamped_maps``).
 
 Run: ``python benchmarks/ocr_speed.py [--folds 0] [--protocols small large]``
 (needs ``pip install ".[benchmarks]"`` for sklearn-crfsuite); writes
@@ -68,6 +71,34 @@ def ours():
     }
 
 
+def error_curve(estimator, X, y, X_test, y_test, max_epochs, epochs_per_round):
+    """Test error and cumulative fit seconds along one SGD run, read off between warm-started
+    rounds of ``epochs_per_round`` epochs (the run is the same as one fit of ``max_epochs``
+    epochs without the stopping rule: warm starts continue the schedule, the average and the
+    random stream). Prediction time is not counted."""
+    estimator.set_params(warm_start=True, max_iter=epochs_per_round, tol=None)
+    curve, seconds = [], 0.0
+    for epochs in range(epochs_per_round, max_epochs + 1, epochs_per_round):
+        start = time.perf_counter()
+        estimator.fit(X, y)
+        seconds += time.perf_counter() - start
+        error = 100 * hamming_loss(y_test, estimator.predict(X_test))
+        curve.append(dict(epochs=epochs, seconds=seconds, error=error))
+    return curve
+
+
+def time_to_match(curve, target):
+    """First point of ``curve`` with error <= ``target``, and the first point after which the
+    error stays <= ``target`` (None when never)."""
+    first = next((point for point in curve if point["error"] <= target), None)
+    stays = None
+    for point in reversed(curve):
+        if point["error"] > target:
+            break
+        stays = point
+    return first, stays
+
+
 def _in_solver(key):
     """Viterbi / max-marginal code: the MAP solver itself."""
     return key[0].endswith("_backend/chain.py")
@@ -104,6 +135,28 @@ def oracle_share(estimator, X, y):
     return _share(stats, _in_solver, total), _share(stats, _in_oracle, total), total, hot
 
 
+#: (max epochs, epochs per round) of the error curves: the estimators' default epoch budgets.
+CURVES = {"perturb&MAP": (50, 2), "marg. perturb&MAP": (100, 5)}
+
+
+def match_crfsuite(X, y, X_test, y_test, fold, reference, target):
+    """Time each perturb-and-MAP learner needs to reach crfsuite's error, from its error curve."""
+    matches = []
+    for name, (max_epochs, per_round) in CURVES.items():
+        curve = error_curve(ours()[name], X, y, X_test, y_test, max_epochs, per_round)
+        first, stays = time_to_match(curve, target)
+        matches.append(dict(fold=fold, method=name, first=first, stays=stays, curve=curve))
+        for label, point in (("first reaches", first), ("stays from", stays)):
+            text = "never within the run"
+            if point is not None:
+                text = (
+                    f"{point['seconds']:6.2f} s ({point['epochs']} epochs, {point['error']:.2f} %)"
+                    f"  crfsuite/ours = {reference / point['seconds']:5.2f}"
+                )
+            print(f"fold {fold} large {name:<17} {label} {target:.2f} %: {text}", flush=True)
+    return matches
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--folds", type=int, nargs="+", default=[0])
@@ -111,7 +164,7 @@ def main():
     parser.add_argument("--data", default=None)
     args = parser.parse_args()
     ocr = load_ocr(args.data)
-    rows = []
+    rows, matches = [], []
     for fold in args.folds:
         for protocol in args.protocols:
             train, test = protocol_split(ocr.folds, protocol, fold)
@@ -132,7 +185,7 @@ def main():
                 f"fold {fold} {protocol:<5} sklearn-crfsuite  {error:6.2f} %  {seconds:7.2f} s",
                 flush=True,
             )
-            reference = seconds
+            reference, crfsuite_error = seconds, error
             for name, estimator in ours().items():
                 error, seconds = fit_ours(estimator, X, y, X_test, y_test)
                 rows.append(
@@ -150,6 +203,8 @@ def main():
                     f"crfsuite/ours = {reference / seconds:5.2f}",
                     flush=True,
                 )
+            if protocol == "large":
+                matches += match_crfsuite(X, y, X_test, y_test, fold, reference, crfsuite_error)
     train, _ = protocol_split(ocr.folds, "large", args.folds[0])
     X, y = [ocr.data[i] for i in train], [ocr.target[i] for i in train]
     profiles = {}
@@ -172,6 +227,31 @@ def main():
         f"{r['seconds']:.1f} | {r['ratio']:.2f} |"
         for r in rows
     ]
+    lines += [
+        "",
+        "Time to reach sklearn-crfsuite's error (large protocol; error curve of one run read "
+        "between warm-started rounds):",
+        "",
+        "| fold | method | first reaches: s (epochs, error %) | stays from: s (epochs, error %) "
+        "| crfsuite s / ours s (stays) |",
+        "|---|---|---|---|---|",
+    ]
+    reference = {
+        r["fold"]: r["seconds"]
+        for r in rows
+        if r["method"] == "sklearn-crfsuite" and r["protocol"] == "large"
+    }
+    for match in matches:
+        cells = [
+            "never" if p is None else f"{p['seconds']:.1f} ({p['epochs']}, {p['error']:.2f})"
+            for p in (match["first"], match["stays"])
+        ]
+        ratio = (
+            "—"
+            if match["stays"] is None
+            else f"{reference[match['fold']] / match['stays']['seconds']:.2f}"
+        )
+        lines.append(f"| {match['fold']} | {match['method']} | {cells[0]} | {cells[1]} | {ratio} |")
     lines += ["", f"Oracle share of the fit (cProfile, large protocol, fold {args.folds[0]}):", ""]
     lines += [
         f"- {k}: MAP solver {100 * v['solver_share']:.0f} %, perturb-and-MAP oracle (draw z, "
@@ -184,7 +264,7 @@ def main():
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "ocr_speed.md").write_text(text + "\n")
     (RESULTS / "ocr_speed.json").write_text(
-        json.dumps(dict(rows=rows, profiles=profiles), indent=1)
+        json.dumps(dict(rows=rows, matches=matches, profiles=profiles), indent=1)
     )
 
 
