@@ -1,15 +1,16 @@
 """OCR speed: our chain learners against sklearn-crfsuite on the same folds, in one process.
 
 For each requested fold and protocol, fits sklearn-crfsuite (L-BFGS, its defaults), ChainCRF,
-PerturbMAPCRF and MarginalPerturbMAPCRF, and prints Hamming error, fit seconds and the ratio
-crfsuite time / our time. On the large protocol it also records the test-error curve of each
-perturb-and-MAP learner along one run (its default epoch budget, read between warm-started
-rounds) and reports the time at which it first reaches crfsuite's error and the time from which
-it stays there — the fit time "at matched error". Then profiles one PerturbMAPCRF and one
-MarginalPerturbMAPCRF fit (large protocol) with cProfile and reports the shares of the fit
-spent in the MAP solver (Viterbi / max-marginal passes of ``pmap_sklearn._backend.chain``) and in
-the whole perturb-and-MAP oracle (drawing the Gumbel perturbation, computing the perturbed
-potentials and solving; ``structure.map`` / ``structure.clamped_maps``).
+PerturbMAPCRF and MarginalPerturbMAPCRF (each with the α that ``ocr_table.py``'s cross-validation
+picks most often for the protocol, see ``ALPHA``), and prints Hamming error, fit seconds and the
+ratio crfsuite time / our time. On the large protocol it also records the test-error curve of each
+perturb-and-MAP learner along one run (its default epoch budget, read between warm-started rounds)
+and reports the time at which it first reaches crfsuite's error and the time from which it stays
+there — the fit time "at matched error". Then profiles one PerturbMAPCRF and one
+MarginalPerturbMAPCRF fit (large protocol) with cProfile and reports the shares of the fit spent in
+the MAP solver (Viterbi / max-marginal passes of ``pmap_sklearn._backend.chain``) and in the whole
+perturb-and-MAP oracle (drawing the Gumbel perturbation, computing the perturbed potentials and
+solving; ``structure.map`` / ``structure.clamped_maps``).
 
 Run: ``python benchmarks/ocr_speed.py [--folds 0] [--protocols small large]``
 (needs ``pip install ".[benchmarks]"`` for sklearn-crfsuite); writes
@@ -63,11 +64,24 @@ def fit_ours(estimator, X, y, X_test, y_test):
     return 100 * hamming_loss(y_test, estimator.predict(X_test)), seconds
 
 
-def ours():
+#: α of each learner per protocol: the value the inner cross-validation of ``ocr_table.py``
+#: picked most often over the ten outer folds (``docs/results/ocr_table.json``), i.e. the α a
+#: user would get by tuning on the training words.
+ALPHA = {
+    "small": {"ChainCRF": 3e-3, "perturb&MAP": 1e-3, "marg. perturb&MAP": 1e-4},
+    "large": {"ChainCRF": 1e-4, "perturb&MAP": 3e-5, "marg. perturb&MAP": 3e-5},
+}
+
+
+def ours(protocol):
+    """Our learners with their tuned α and otherwise default settings."""
+    alpha = ALPHA[protocol]
     return {
-        "ChainCRF": ChainCRF(alpha=1e-3, tol=1e-4),
-        "perturb&MAP": PerturbMAPCRF(random_state=0),
-        "marg. perturb&MAP": MarginalPerturbMAPCRF(random_state=0),
+        "ChainCRF": ChainCRF(alpha=alpha["ChainCRF"], tol=1e-4),
+        "perturb&MAP": PerturbMAPCRF(alpha=alpha["perturb&MAP"], random_state=0),
+        "marg. perturb&MAP": MarginalPerturbMAPCRF(
+            alpha=alpha["marg. perturb&MAP"], random_state=0
+        ),
     }
 
 
@@ -143,7 +157,7 @@ def match_crfsuite(X, y, X_test, y_test, fold, reference, target):
     """Time each perturb-and-MAP learner needs to reach crfsuite's error, from its error curve."""
     matches = []
     for name, (max_epochs, per_round) in CURVES.items():
-        curve = error_curve(ours()[name], X, y, X_test, y_test, max_epochs, per_round)
+        curve = error_curve(ours("large")[name], X, y, X_test, y_test, max_epochs, per_round)
         first, stays = time_to_match(curve, target)
         matches.append(dict(fold=fold, method=name, first=first, stays=stays, curve=curve))
         for label, point in (("first reaches", first), ("stays from", stays)):
@@ -186,7 +200,7 @@ def main():
                 flush=True,
             )
             reference, crfsuite_error = seconds, error
-            for name, estimator in ours().items():
+            for name, estimator in ours(protocol).items():
                 error, seconds = fit_ours(estimator, X, y, X_test, y_test)
                 rows.append(
                     dict(
@@ -209,7 +223,7 @@ def main():
     X, y = [ocr.data[i] for i in train], [ocr.target[i] for i in train]
     profiles = {}
     for name in ("perturb&MAP", "marg. perturb&MAP"):
-        solver, oracle, total, hot = oracle_share(ours()[name], X, y)
+        solver, oracle, total, hot = oracle_share(ours("large")[name], X, y)
         profiles[name] = dict(
             solver_share=solver, oracle_share=oracle, profiled_seconds=total, hottest=hot
         )
