@@ -615,14 +615,12 @@ class ChainStructure(_BaseStructure):
         return np.broadcast_to(self.transition(w), (n_edges,) + (self.n_states_,) * 2)
 
     def padded(self, batch: SampleBatch, node_values: np.ndarray, fill: float = 0.0):
-        """Scatter node-aligned values (n_nodes, K) into a padded (B, L, K) array."""
-        lengths = batch.lengths
-        position = np.arange(batch.n_nodes) - np.repeat(batch.node_offsets[:-1], lengths)
-        out = np.full((batch.n_samples, lengths.max()) + node_values.shape[1:], fill)
-        out[batch.node_sample, position] = node_values
-        return out, position
+        """Scatter node-aligned values (n_nodes, K) into a padded (B, L, K) array; also returns
+        each node's position in its chain."""
+        return _pad(node_values, batch.lengths, fill)
 
-    def _padded_unary(self, batch, w, noise, clamp):
+    def _unary(self, batch, w, noise, clamp):
+        """Node scores (n_nodes, K), ``-inf`` for the labels a clamped node may not take."""
         unary = self.node_scores(batch, w, noise)
         if clamp is not None:
             fixed = clamp >= 0
@@ -630,7 +628,10 @@ class ChainStructure(_BaseStructure):
             forbidden[fixed] = True
             forbidden[np.flatnonzero(fixed), clamp[fixed]] = False
             unary = np.where(forbidden, -np.inf, unary)
-        return self.padded(batch, unary)
+        return unary
+
+    def _padded_unary(self, batch, w, noise, clamp):
+        return self.padded(batch, self._unary(batch, w, noise, clamp))
 
     def map(self, batch, w, noise=None, clamp=None, n_jobs=None):
         padded, position = self._padded_unary(batch, w, noise, clamp)
@@ -658,24 +659,36 @@ class ChainStructure(_BaseStructure):
         """Exact node marginals (n_nodes, K), expected transition counts (B, K, K) and log Z.
 
         With ``clamp`` (flat labels, ``-1`` = free) the sums run over the labellings that agree
-        with the clamped nodes (conditional marginals and the clamped log-partition). Chains
-        are processed ``chunk`` at a time to bound the (chunk, L, K, K) pairwise array.
+        with the clamped nodes (conditional marginals and the clamped log-partition). The node
+        scores are computed once; forward-backward runs on ``chunk`` chains at a time (small
+        padded arrays stay in cache).
         """
-        node = np.empty((batch.n_nodes, self.n_states_))
+        unary = self._unary(batch, w, None, clamp)
+        node = np.empty_like(unary)
         pair = np.empty((batch.n_samples, self.n_states_, self.n_states_))
         log_z = np.empty(batch.n_samples)
         transition = self.transition(w)
         for begin in range(0, batch.n_samples, chunk):
-            index = np.arange(begin, min(begin + chunk, batch.n_samples))
-            sub, nodes = batch.subset(index), batch.node_index(index)
-            padded, position = self._padded_unary(
-                sub, w, None, None if clamp is None else clamp[nodes]
+            end = min(begin + chunk, batch.n_samples)
+            nodes = slice(batch.node_offsets[begin], batch.node_offsets[end])
+            lengths = batch.lengths[begin:end]
+            padded, position = _pad(unary[nodes], lengths)
+            log_z[begin:end], node_padded, pair[begin:end] = chain_oracle.forward_backward(
+                padded, lengths, transition
             )
-            log_z[index], node_padded, pair[index] = chain_oracle.forward_backward(
-                padded, sub.lengths, transition
-            )
-            node[nodes] = node_padded[sub.node_sample, position]
+            node[nodes] = node_padded[np.repeat(np.arange(end - begin), lengths), position]
         return node, pair, log_z
+
+
+def _pad(node_values: np.ndarray, lengths: np.ndarray, fill: float = 0.0):
+    """Values of consecutive chains (n_nodes, ...) as a padded (B, L, ...) array, and the
+    position of each node in its chain."""
+    starts = np.cumsum(lengths) - lengths
+    chain = np.repeat(np.arange(len(lengths)), lengths)
+    position = np.arange(len(node_values)) - starts[chain]
+    out = np.full((len(lengths), lengths.max()) + node_values.shape[1:], fill)
+    out[chain, position] = node_values
+    return out, position
 
 
 class _CutStructure(_BaseStructure):

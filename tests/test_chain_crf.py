@@ -41,6 +41,11 @@ def test_log_likelihood_and_gradient_are_exact(tiny, rng, unknown):
     np.testing.assert_allclose(value, _brute_log_likelihood(crf, batch, labels, w))
     numeric = approx_fprime(w, lambda v: crf.log_likelihood(batch, labels, v)[0], 1e-6)
     np.testing.assert_allclose(gradient, numeric, atol=1e-5)
+    if not unknown:  # the fit's shortcut: Ψ(x, y) computed once instead of a clamped pass
+        observed = crf.structure_.joint_feature(batch, labels)
+        shortcut = crf.log_likelihood(batch, labels, w, observed)
+        np.testing.assert_allclose(shortcut[0], value)
+        np.testing.assert_allclose(shortcut[1], gradient, atol=1e-12)
 
 
 def test_marginals_match_brute_force(tiny):

@@ -166,8 +166,17 @@ def viterbi_with_clamps(unary, lengths, transition, chains, nodes, labels, skip_
     return map_labels, solved, clamped
 
 
+#: Largest score range (nats) within one step for which the scaled forward-backward is used.
+_SCALED_MAX_SPREAD = 600.0
+
+
 def forward_backward(unary: np.ndarray, lengths: np.ndarray, transition: np.ndarray):
     """Log-partition, node marginals and summed edge marginals of every chain.
+
+    The recursion runs in the exp domain with one normaliser per position (the scaled
+    forward-backward of HMMs: one exponential per score instead of one per message entry and
+    step). Where the scores of one step spread over more than ~600 nats, so that a scaled
+    message could underflow, it falls back to the log-domain recursion, exact at any range.
 
     Returns
     -------
@@ -178,6 +187,66 @@ def forward_backward(unary: np.ndarray, lengths: np.ndarray, transition: np.ndar
     transition_marginals : ndarray of shape (B, K, K)
         ``sum_d P(y_d = i, y_{d+1} = j)``: the expected transition counts of each chain.
     """
+    result = _scaled_forward_backward(unary, lengths, transition)
+    return result if result is not None else _log_forward_backward(unary, lengths, transition)
+
+
+def _scaled_forward_backward(unary, lengths, transition):
+    """:func:`forward_backward` with normalised exp-domain messages; None where the
+    score range risks underflow.
+
+    With ``U_d = exp(u_d − max u_d)`` and ``E = exp(T − max T)``: ``a_d ∝ (E^T a_{d-1}) ∘ U_d``
+    normalised by ``c_d`` (so ``a_d = P(y_d | nodes 0..d)``), ``b_d = E (U_{d+1} ∘ b_{d+1}) /
+    c_{d+1}``, node marginals ``a_d ∘ b_d``, ``log Z = Σ_d (log c_d + max u_d) + (D − 1) max T``.
+    """
+    n_chains, n_pos, _ = unary.shape
+    order = np.argsort(-lengths, kind="stable")
+    sorted_lengths = lengths[order]
+    # Label-major (L, K, B) layout, chains longest first: a position touches a prefix.
+    scores = unary[order].transpose(1, 2, 0)
+    valid = np.arange(n_pos)[:, None] < sorted_lengths[None, :]
+    shift = np.where(valid, scores.max(axis=1), 0.0)  # (L, B)
+    lowest = np.where(np.isfinite(scores), scores, np.inf).min(axis=1)
+    # Every forward (backward) entry is at least exp(−spread) / K² of the largest one, where
+    # spread = range of the finite scores of the node + range of T: below ~600 nats no entry
+    # underflows. (-inf scores of clamped labels are exact zeros.)
+    spread = np.where(valid, shift - lowest, 0.0) + (transition.max() - transition.min())
+    if not spread.max() < _SCALED_MAX_SPREAD:  # also catches a node with no allowed label
+        return None
+    with np.errstate(invalid="ignore"):  # -inf - finite is fine; padding is never read
+        potentials = np.exp(scores - shift[:, None, :])
+    top = transition.max()
+    forward_matrix = np.exp(transition - top).T.copy()  # row j: exp T(i -> j) over i
+    backward_matrix = forward_matrix.T.copy()
+    reaching = n_chains - np.searchsorted(np.sort(lengths), np.arange(n_pos), "right")
+    alpha = np.zeros(scores.shape)
+    norm = np.ones((n_pos, n_chains))
+    message = potentials[0]
+    for pos in range(n_pos):
+        n = reaching[pos]
+        if pos:
+            message = (forward_matrix @ alpha[pos - 1, :, :n]) * potentials[pos, :, :n]
+        norm[pos, :n] = message.sum(axis=0)
+        alpha[pos, :, :n] = message / norm[pos, :n]
+    beta = np.ones(scores.shape)
+    # after[d] = U_d ∘ b_d / c_d: the evidence from node d on, seen from node d − 1
+    after = np.zeros(scores.shape)
+    for pos in range(n_pos - 1, 0, -1):
+        n = reaching[pos]
+        after[pos, :, :n] = potentials[pos, :, :n] * beta[pos, :, :n] / norm[pos, :n]
+        beta[pos - 1, :, :n] = backward_matrix @ after[pos, :, :n]
+    log_z = (np.log(norm).sum(axis=0) + shift.sum(axis=0)) + (sorted_lengths - 1) * top
+    node = alpha * beta  # alpha is 0 on padded positions
+    # Σ_d P(y_d = i, y_{d+1} = j) = E(i, j) Σ_d a_d(i) after_{d+1}(j): one batched product.
+    pair = np.matmul(alpha[:-1].transpose(2, 1, 0), after[1:].transpose(2, 0, 1))
+    pair *= np.exp(transition - top)
+    inverse = np.empty_like(order)
+    inverse[order] = np.arange(n_chains)
+    return log_z[inverse], node.transpose(2, 0, 1)[inverse], pair[inverse]
+
+
+def _log_forward_backward(unary, lengths, transition):
+    """:func:`forward_backward` with log-domain messages (robust to any score range)."""
     n_chains, n_pos, _ = unary.shape
     alpha, beta = _messages(unary, lengths, transition, _logsumexp_step)
     rows = np.arange(n_chains)

@@ -88,12 +88,14 @@ class ChainCRF(BaseStructuredEstimator):
         structure = self.structure_
         node, pair, log_z = structure.marginals(batch, w)
         expected = structure.expected_joint_feature(batch, node, pair)
-        if observed_feature is not None:
-            log_z_y, clamped = structure.score(batch, w, labels), observed_feature
+        if observed_feature is not None:  # Σ_n f(y_n | x_n) = w · Σ_n Ψ(x_n, y_n)
+            clamped, clamped_log_z = observed_feature, w @ observed_feature
         else:
             node_y, pair_y, log_z_y = structure.marginals(batch, w, clamp=labels)
             clamped = structure.expected_joint_feature(batch, node_y, pair_y)
-        return float((log_z_y - log_z).mean()), (clamped - expected) / batch.n_samples
+            clamped_log_z = log_z_y.sum()
+        n = batch.n_samples
+        return float(clamped_log_z - log_z.sum()) / n, (clamped - expected) / n
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
