@@ -17,6 +17,7 @@ from functools import cached_property
 from typing import NamedTuple
 
 import numpy as np
+from scipy import sparse
 from sklearn.base import BaseEstimator
 
 from ._backend import chain as chain_oracle
@@ -388,14 +389,36 @@ class _BaseStructure(BaseEstimator):
             pairwise -= self._pairwise_feature(batch, other_labels, edge_weight)
         return np.concatenate([(batch.features[rows].T @ onehot).ravel(), pairwise])
 
-    def joint_feature_per_sample(self, batch: SampleBatch, labels: np.ndarray) -> np.ndarray:
-        """``Ψ(x_n, y_n)`` of every sample, shape (n_samples, size_)."""
-        return np.stack(
-            [
-                self.joint_feature(batch.subset([i]), labels[batch.nodes_of(i)])
-                for i in range(batch.n_samples)
-            ]
+    def joint_feature_per_sample(self, batch: SampleBatch, labels, other_labels=None):
+        """``Ψ(x_n, y_n)`` of every sample — or, with ``other_labels``, the differences
+        ``Ψ(x_n, y_n) − Ψ(x_n, y'_n)`` — shape (n_samples, size_), in one vectorised pass."""
+        n, k = batch.n_samples, self.n_states_
+        rows = (
+            np.arange(batch.n_nodes)
+            if other_labels is None
+            else np.flatnonzero(labels != other_labels)
         )
+        onehot = self._onehot(labels[rows])
+        if other_labels is not None:
+            onehot -= self._onehot(other_labels[rows])
+        # Row n·K + k of the selector sums the features of sample n's nodes weighted by their
+        # onehot[:, k]: the unary block (F, K) of every sample in one sparse product.
+        selector = sparse.csr_matrix(
+            (
+                onehot.ravel(),
+                (
+                    (batch.node_sample[rows, None] * k + np.arange(k)).ravel(),
+                    np.repeat(np.arange(len(rows)), k),
+                ),
+            ),
+            shape=(n * k, len(rows)),
+        )
+        unary = (selector @ batch.features[rows]).reshape(n, k, -1).transpose(0, 2, 1)
+        groups = (batch.edge_sample, n)
+        pairwise = self._pairwise_feature(batch, labels, groups=groups)
+        if other_labels is not None:
+            pairwise -= self._pairwise_feature(batch, other_labels, groups=groups)
+        return np.hstack([unary.reshape(n, -1), pairwise])
 
     def expected_joint_feature(self, batch, node_marginals, pairwise_marginals) -> np.ndarray:
         """``Σ_n E[Ψ(x_n, y)]`` under node marginals (n_nodes, K) and the structure's pairwise
@@ -403,9 +426,9 @@ class _BaseStructure(BaseEstimator):
         unary = (batch.features.T @ node_marginals).ravel()
         return np.concatenate([unary, self._expected_pairwise_feature(batch, pairwise_marginals)])
 
-    def _pairwise_feature(self, batch, labels, edge_weight=None):
+    def _pairwise_feature(self, batch, labels, edge_weight=None, groups=None):
         first, second = labels[batch.edges[:, 0]], labels[batch.edges[:, 1]]
-        return self._pairwise_from_ends(batch, first, second, slice(None), edge_weight)
+        return self._pairwise_from_ends(batch, first, second, slice(None), edge_weight, groups)
 
     def clamped_joint_feature_difference(self, batch, map_labels, copies, clamped, weight):
         """``Σ_q c_q [Ψ(x_{s_q}, y*_{B,q}) − Ψ(x_{s_q}, y*_A)]`` for the output of
@@ -597,12 +620,19 @@ class ChainStructure(_BaseStructure):
     def transition(self, w: np.ndarray) -> np.ndarray:
         return self.unpack(w)[1].reshape(self.n_states_, self.n_states_)
 
-    def _pairwise_from_ends(self, batch, first, second, edge_rows, edge_weight):
-        """Transition counts of the edges whose end labels are ``first``/``second``."""
+    def _pairwise_from_ends(self, batch, first, second, edge_rows, edge_weight, groups=None):
+        """Transition counts of the edges whose end labels are ``first``/``second``; with
+        ``groups = (group of each edge, n_groups)`` one row of counts per group."""
         known = (first >= 0) & (second >= 0)
+        size = self.n_states_**2
         code = first[known] * self.n_states_ + second[known]
         weight = None if edge_weight is None else edge_weight[known]
-        return np.bincount(code, weight, minlength=self.n_states_**2).astype(float)
+        if groups is None:
+            return np.bincount(code, weight, minlength=size).astype(float)
+        group, n_groups = groups
+        code += group[known] * size
+        counts = np.bincount(code, weight, minlength=n_groups * size)
+        return counts.reshape(n_groups, size).astype(float)
 
     def _expected_pairwise_feature(self, batch, pairwise_marginals):
         return np.asarray(pairwise_marginals).reshape(-1, self.n_states_**2).sum(axis=0)
@@ -709,12 +739,19 @@ class _CutStructure(_BaseStructure):
     def _disagree(self, batch, labels):
         return (labels[batch.edges[:, 0]] != labels[batch.edges[:, 1]]).astype(float)
 
-    def _pairwise_from_ends(self, batch, first, second, edge_rows, edge_weight):
-        """``Σ_e ψ_e [first_e != second_e]`` over the edges ``edge_rows`` of the batch."""
+    def _pairwise_from_ends(self, batch, first, second, edge_rows, edge_weight, groups=None):
+        """``Σ_e ψ_e [first_e != second_e]`` over the edges ``edge_rows`` of the batch; with
+        ``groups = (group of each edge, n_groups)`` one row per group."""
         cut = ((first != second) & (first >= 0) & (second >= 0)).astype(float)
         if edge_weight is not None:
             cut *= edge_weight
-        return batch.edge_features[edge_rows].T @ cut
+        if groups is None:
+            return batch.edge_features[edge_rows].T @ cut
+        group, n_groups = groups
+        selector = sparse.csr_matrix(
+            (cut, (group, np.arange(len(cut)))), shape=(n_groups, len(cut))
+        )
+        return selector @ batch.edge_features[edge_rows]
 
     def _expected_pairwise_feature(self, batch, pairwise_marginals):
         return batch.edge_features.T @ np.asarray(pairwise_marginals, dtype=float)

@@ -47,6 +47,20 @@ def test_score_is_w_dot_joint_feature_and_matches_dense_model(kind, rng):
         np.testing.assert_allclose(all_scores[index], scores[i])
 
 
+@pytest.mark.parametrize("kind", ["chain", "grid", "graph"])
+def test_per_sample_joint_feature_differences_match_one_sample_at_a_time(kind, rng):
+    structure, X = _samples(kind, rng)
+    structure.fit(X)
+    batch = structure.prepare(X)
+    labels = rng.integers(-1, structure.n_states_, size=batch.n_nodes)  # -1: unknown
+    other = np.where(rng.random(batch.n_nodes) < 0.5, labels, rng.integers(0, 2, batch.n_nodes))
+    differences = structure.joint_feature_per_sample(batch, labels, other)
+    for i in range(batch.n_samples):
+        one, nodes = batch.subset([i]), batch.nodes_of(i)
+        expected = structure.joint_feature_difference(one, labels[nodes], other[nodes])
+        np.testing.assert_allclose(differences[i], expected, atol=1e-12)
+
+
 @pytest.mark.parametrize("kind", ["chain", "graph"])
 def test_expected_joint_feature_is_the_mean_under_the_distribution(kind, rng):
     structure, X = _samples(kind, rng)

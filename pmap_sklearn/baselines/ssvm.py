@@ -189,12 +189,9 @@ class StructuredSVM(BaseStructuredEstimator):
                 predicted = self.loss_augmented_map(sub, state.current, labels[nodes], theta[nodes])
                 wrong = theta[nodes] * (predicted != labels[nodes])
                 losses = np.bincount(sub.node_sample, wrong, minlength=len(index))
+                corners = scale * structure.joint_feature_per_sample(sub, labels[nodes], predicted)
                 for j, i in enumerate(index):
-                    one = sub.nodes_of(j)
-                    psi = structure.joint_feature_difference(
-                        sub.subset([j]), labels[nodes][one], predicted[one]
-                    )
-                    gap += self._block_step(state, i, scale * psi, losses[j] / n)
+                    gap += self._block_step(state, i, corners[j], losses[j] / n)
             state.n_iter = epoch + 1
             state.gaps.append(gap)
             if self.verbose:
@@ -208,19 +205,21 @@ class StructuredSVM(BaseStructuredEstimator):
 
     def _block_step(self, state, i, corner, corner_loss) -> float:
         """Frank-Wolfe step on block i towards ``(corner, corner_loss)``; returns its gap."""
-        w = state.current
         direction = state.blocks[i] - corner
-        gap = self.alpha * direction @ w - state.block_losses[i] + corner_loss
+        gap = self.alpha * (direction @ state.current) - state.block_losses[i] + corner_loss
         norm = direction @ direction
         if norm <= 0:
             return max(gap, 0.0)
         step = min(max(gap / (self.alpha * norm), 0.0), 1.0)
-        state.blocks[i] -= step * direction
-        state.coef -= step * direction
+        direction *= step
+        state.blocks[i] -= direction
+        state.coef -= direction
         state.block_losses[i] += step * (corner_loss - state.block_losses[i])
         state.n_steps += 1
         if state.average is not None:  # w̄_k = (k-1)/(k+1) w̄_{k-1} + 2/(k+1) w_k
-            state.average += 2.0 / (state.n_steps + 1) * (state.current - state.average)
+            rate = 2.0 / (state.n_steps + 1)
+            state.average *= 1.0 - rate
+            state.average += rate * state.current
         return gap
 
     def dual_objective(self) -> float:
