@@ -115,24 +115,50 @@ def test_grid_fast_path_agrees_with_general_graph_cut(seed):
 
 
 @SETTINGS
-@given(seed=st.integers(0, 2**32 - 1), n_states=st.integers(2, 4))
-def test_forward_backward_matches_brute_force(seed, n_states):
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n_states=st.integers(2, 4),
+    clamped=st.booleans(),
+    scale=st.sampled_from([1.0, 400.0]),
+)
+def test_forward_backward_matches_brute_force(seed, n_states, clamped, scale):
+    """Both recursions — scaled exp-domain and log-domain — and the dispatcher between them
+    are exact; at scale 400 the scores spread over more than 600 nats, where only the
+    log-domain one may run."""
     rng = np.random.default_rng(seed)
     structure, batch, w = _random_chains(rng, n_states)
-    node, pair, log_z = structure.marginals(batch, w)
-    for i in range(batch.n_samples):
-        unary, edges, pairwise = structure.dense_model(batch, w, i)
-        np.testing.assert_allclose(log_z[i], brute.brute_log_partition(unary, edges, pairwise))
-        np.testing.assert_allclose(
-            node[batch.nodes_of(i)], brute.brute_marginals(unary, edges, pairwise), atol=1e-12
-        )
-        # Expected transition counts by enumeration.
-        labellings, scores = brute.enumerate_scores(unary, edges, pairwise)
-        prob = np.exp(scores - brute.brute_log_partition(unary, edges, pairwise))
-        expected = np.zeros((n_states, n_states))
-        for a, b in edges:
-            np.add.at(expected, (labellings[:, a], labellings[:, b]), prob)
-        np.testing.assert_allclose(pair[i], expected, atol=1e-12)
+    w = scale * w
+    clamp = _free_or_clamped(rng, batch.n_nodes, n_states) if clamped else None
+    padded, position = structure._padded_unary(batch, w, None, clamp)
+    transition = structure.transition(w)
+    scaled = chain._scaled_forward_backward(padded, batch.lengths, transition)
+    spread = np.ptp(transition) + max(
+        np.ptp(padded[i, d][np.isfinite(padded[i, d])])
+        for i, length in enumerate(batch.lengths)
+        for d in range(length)
+    )
+    assert (scaled is None) == (spread >= chain._SCALED_MAX_SPREAD)
+    results = [chain._log_forward_backward(padded, batch.lengths, transition)]
+    results += [chain.forward_backward(padded, batch.lengths, transition)]
+    results += [scaled] if scaled is not None else []
+    for log_z, node_padded, pair in results:
+        node = node_padded[batch.node_sample, position]
+        for i in range(batch.n_samples):
+            unary, edges, pairwise = structure.dense_model(batch, w, i)
+            if clamp is not None:
+                unary = structure._unary(batch, w, None, clamp)[batch.nodes_of(i)]
+            log_partition = brute.brute_log_partition(unary, edges, pairwise)
+            np.testing.assert_allclose(log_z[i], log_partition, rtol=1e-12)
+            np.testing.assert_allclose(
+                node[batch.nodes_of(i)], brute.brute_marginals(unary, edges, pairwise), atol=1e-12
+            )
+            # Expected transition counts by enumeration.
+            labellings, scores = brute.enumerate_scores(unary, edges, pairwise)
+            prob = np.exp(scores - log_partition)
+            expected = np.zeros((n_states, n_states))
+            for a, b in edges:
+                np.add.at(expected, (labellings[:, a], labellings[:, b]), prob)
+            np.testing.assert_allclose(pair[i], expected, atol=1e-12)
 
 
 @SETTINGS

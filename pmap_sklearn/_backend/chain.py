@@ -30,16 +30,9 @@ def _max_step(previous: np.ndarray, transition: np.ndarray) -> np.ndarray:
 
 
 def _logsumexp_step(previous: np.ndarray, transition: np.ndarray) -> np.ndarray:
-    """``out[j, b] = log Σ_i exp(previous[i, b] + transition[i, j])`` (sum-product message).
-
-    Computed as one (K, K) @ (K, n) product in the exp domain, with each chain's message and
-    the transition shifted by their maxima (so no K × K × n array of exponentials).
-    """
-    shift = previous.max(axis=0)
-    shift = np.where(np.isfinite(shift), shift, 0.0)
-    top = transition.max()
-    with np.errstate(divide="ignore"):
-        return np.log(np.exp(transition - top).T @ np.exp(previous - shift)) + shift + top
+    """``out[j, b] = log Σ_i exp(previous[i, b] + transition[i, j])`` (sum-product message),
+    shifted by the largest term of each sum: exact at any score range."""
+    return _logsumexp(previous[:, None, :] + transition[:, :, None], axis=0)
 
 
 def _messages(unary, lengths, transition, step, backward=True):
@@ -246,27 +239,25 @@ def _scaled_forward_backward(unary, lengths, transition):
 
 
 def _log_forward_backward(unary, lengths, transition):
-    """:func:`forward_backward` with log-domain messages (robust to any score range)."""
+    """:func:`forward_backward` with log-domain messages (exact at any score range; the
+    fallback of the scaled recursion, so written for robustness rather than speed)."""
     n_chains, n_pos, _ = unary.shape
     alpha, beta = _messages(unary, lengths, transition, _logsumexp_step)
     rows = np.arange(n_chains)
     log_z = _logsumexp(alpha[rows, lengths - 1], axis=1)
     mask = np.arange(n_pos)[None, :] < lengths[:, None]
-    node = np.exp(alpha + beta - log_z[:, None, None]) * mask[:, :, None]
-    # Σ_d P(y_d = i, y_{d+1} = j) = Σ_d exp(alpha_d(i) + T(i, j) + u_{d+1}(j) + beta_{d+1}(j) - A):
-    # shift each factor by its maximum and sum over d with one batched (K, L) @ (L, K) product.
-    before = alpha[:, :-1]
-    after = unary[:, 1:] + beta[:, 1:]
-    before_max = before.max(axis=2, keepdims=True)
-    after_max = np.where(mask[:, 1:, None], after.max(axis=2, keepdims=True), 0.0)
-    top = transition.max()
-    weight = np.where(
-        mask[:, 1:, None], np.exp(before_max + after_max + top - log_z[:, None, None]), 0.0
-    )
-    with np.errstate(invalid="ignore", over="ignore"):  # padded entries are masked out
-        left = np.exp(before - before_max) * weight
-        right = np.where(mask[:, 1:, None], np.exp(after - after_max), 0.0)
-    pair = np.matmul(left.transpose(0, 2, 1), right) * np.exp(transition - top)
+    # Every exponent below is a log-probability (<= 0) on the chains' positions; padded
+    # positions are masked out.
+    with np.errstate(over="ignore", invalid="ignore"):
+        node = np.where(mask[:, :, None], np.exp(alpha + beta - log_z[:, None, None]), 0.0)
+        # log P(y_d = i, y_{d+1} = j) = alpha_d(i) + T(i, j) + u_{d+1}(j) + beta_{d+1}(j) − A
+        log_pair = (
+            alpha[:, :-1, :, None]
+            + transition
+            + (unary[:, 1:] + beta[:, 1:])[:, :, None, :]
+            - log_z[:, None, None, None]
+        )
+        pair = np.where(mask[:, 1:, None, None], np.exp(log_pair), 0.0).sum(axis=1)
     return log_z, node, pair
 
 
