@@ -14,17 +14,13 @@ import time
 from pathlib import Path
 
 import numpy as np
+from ocr_table import split
 
 from pmap_sklearn import MarginalPerturbMAPCRF, PerturbMAPCRF, hamming_loss
 from pmap_sklearn.datasets import load_ocr
 
 RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
 METHODS = {"perturb&MAP": PerturbMAPCRF, "marg. perturb&MAP": MarginalPerturbMAPCRF}
-
-
-def protocol_split(folds, protocol, fold=0):
-    test = folds == fold if protocol == "large" else folds != fold
-    return np.flatnonzero(~test), np.flatnonzero(test)
 
 
 def main():
@@ -35,7 +31,7 @@ def main():
     ocr = load_ocr(args.data)
     rows = []
     for protocol in ("small", "large"):
-        train, test = protocol_split(ocr.folds, protocol)
+        train, test = split(ocr.folds, protocol, 0)
         X_train, y_train = [ocr.data[i] for i in train], [ocr.target[i] for i in train]
         X_test, y_test = [ocr.data[i] for i in test], [ocr.target[i] for i in test]
         for method, estimator in METHODS.items():

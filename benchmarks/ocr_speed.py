@@ -1,16 +1,17 @@
 """OCR speed: our chain learners against sklearn-crfsuite on the same folds, in one process.
 
-For each requested fold and protocol, fits sklearn-crfsuite (L-BFGS, its defaults), ChainCRF,
-PerturbMAPCRF and MarginalPerturbMAPCRF (each with the α that ``ocr_table.py``'s cross-validation
-picks most often for the protocol, see ``ALPHA``), and prints Hamming error, fit seconds and the
-ratio crfsuite time / our time. On the large protocol it also records the test-error curve of each
-perturb-and-MAP learner along one run (its default epoch budget, read between warm-started rounds)
-and reports the time at which it first reaches crfsuite's error and the time from which it stays
-there — the fit time "at matched error". Then profiles one PerturbMAPCRF and one
-MarginalPerturbMAPCRF fit (large protocol) with cProfile and reports the shares of the fit spent in
-the MAP solver (Viterbi / max-marginal passes of ``pmap_sklearn._backend.chain``) and in the whole
-perturb-and-MAP oracle (drawing the Gumbel perturbation, computing the perturbed potentials and
-solving; ``structure.map`` / ``structure.clamped_maps``).
+For each requested fold and protocol, fits sklearn-crfsuite (L-BFGS, its defaults) and our four
+learners exactly as ``ocr_table.py`` runs them (ChainCRF, StructuredSVM, PerturbMAPCRF,
+MarginalPerturbMAPCRF; each with the α that the table's cross-validation picked most often for the
+protocol), and prints Hamming error, fit seconds and the ratio crfsuite time / our time. On the
+large protocol it also records the test-error curve of each perturb-and-MAP learner along one run
+(its epoch budget in the table, read between warm-started rounds) and reports the time at which it
+first reaches crfsuite's error and the time from which it stays there — the fit time "at matched
+error". Then profiles one PerturbMAPCRF and one MarginalPerturbMAPCRF fit (large protocol) with
+cProfile and reports the shares of the fit spent in the MAP solver (Viterbi / max-marginal passes
+of ``pmap_sklearn._backend.chain``) and in the whole perturb-and-MAP oracle (drawing the Gumbel
+perturbation, computing the perturbed potentials and solving; ``structure.map`` /
+``structure.clamped_maps``).
 
 Run: ``python benchmarks/ocr_speed.py [--folds 0] [--protocols small large]``
 (needs ``pip install ".[benchmarks]"`` for sklearn-crfsuite); writes
@@ -22,20 +23,18 @@ import cProfile
 import json
 import pstats
 import time
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
+from ocr_table import methods, split
+from sklearn.base import clone
 
-from pmap_sklearn import ChainCRF, MarginalPerturbMAPCRF, PerturbMAPCRF, hamming_loss
+from pmap_sklearn import hamming_loss
 from pmap_sklearn.datasets import load_ocr
 
 RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
 LETTERS = "abcdefghijklmnopqrstuvwxyz"
-
-
-def protocol_split(folds, protocol, fold):
-    test = folds == fold if protocol == "large" else folds != fold
-    return np.flatnonzero(~test), np.flatnonzero(test)
 
 
 def crfsuite_features(word):
@@ -64,24 +63,27 @@ def fit_ours(estimator, X, y, X_test, y_test):
     return 100 * hamming_loss(y_test, estimator.predict(X_test)), seconds
 
 
-#: α of each learner per protocol: the value the inner cross-validation of ``ocr_table.py``
-#: picked most often over the ten outer folds (``docs/results/ocr_table.json``), i.e. the α a
-#: user would get by tuning on the training words.
-ALPHA = {
-    "small": {"ChainCRF": 3e-3, "perturb&MAP": 1e-3, "marg. perturb&MAP": 1e-4},
-    "large": {"ChainCRF": 1e-4, "perturb&MAP": 3e-5, "marg. perturb&MAP": 3e-5},
-}
+def tuned_alpha(protocol):
+    """The α the inner cross-validation of ``ocr_table.py`` picked most often over the ten outer
+    folds for each method (``docs/results/ocr_table.json``): the α a user gets by tuning on the
+    training words."""
+    path = RESULTS / "ocr_table.json"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} not found: run benchmarks/ocr_table.py first")
+    picks = {}
+    for row in json.loads(path.read_text())["rows"]:
+        if row["protocol"] == protocol:
+            picks.setdefault(row["method"], Counter())[row["alpha"]] += 1
+    return {method: counts.most_common(1)[0][0] for method, counts in picks.items()}
 
 
 def ours(protocol):
-    """Our learners with their tuned α and otherwise default settings."""
-    alpha = ALPHA[protocol]
+    """Our learners exactly as ``ocr_table.py`` runs them (epochs, passes, tolerances), with
+    their most often tuned α."""
+    alpha = tuned_alpha(protocol)
     return {
-        "ChainCRF": ChainCRF(alpha=alpha["ChainCRF"], tol=1e-4),
-        "perturb&MAP": PerturbMAPCRF(alpha=alpha["perturb&MAP"], random_state=0),
-        "marg. perturb&MAP": MarginalPerturbMAPCRF(
-            alpha=alpha["marg. perturb&MAP"], random_state=0
-        ),
+        name: clone(estimator).set_params(alpha=alpha[name])
+        for name, (estimator, _) in methods(protocol).items()
     }
 
 
@@ -149,15 +151,17 @@ def oracle_share(estimator, X, y):
     return _share(stats, _in_solver, total), _share(stats, _in_oracle, total), total, hot
 
 
-#: (max epochs, epochs per round) of the error curves: the estimators' default epoch budgets.
-CURVES = {"perturb&MAP": (50, 2), "marg. perturb&MAP": (100, 5)}
+#: Epochs per round of the error curves (each runs the learner's epoch budget in the table).
+CURVE_ROUNDS = {"perturb&MAP": 2, "marg. perturb&MAP": 5}
 
 
 def match_crfsuite(X, y, X_test, y_test, fold, reference, target):
     """Time each perturb-and-MAP learner needs to reach crfsuite's error, from its error curve."""
     matches = []
-    for name, (max_epochs, per_round) in CURVES.items():
-        curve = error_curve(ours("large")[name], X, y, X_test, y_test, max_epochs, per_round)
+    for name, per_round in CURVE_ROUNDS.items():
+        estimator = ours("large")[name]
+        max_epochs = estimator.max_iter
+        curve = error_curve(estimator, X, y, X_test, y_test, max_epochs, per_round)
         first, stays = time_to_match(curve, target)
         matches.append(dict(fold=fold, method=name, first=first, stays=stays, curve=curve))
         for label, point in (("first reaches", first), ("stays from", stays)):
@@ -181,7 +185,7 @@ def main():
     rows, matches = [], []
     for fold in args.folds:
         for protocol in args.protocols:
-            train, test = protocol_split(ocr.folds, protocol, fold)
+            train, test = split(ocr.folds, protocol, fold)
             X, y = [ocr.data[i] for i in train], [ocr.target[i] for i in train]
             X_test, y_test = [ocr.data[i] for i in test], [ocr.target[i] for i in test]
             error, seconds = fit_crfsuite(X, y, X_test, y_test)
@@ -219,7 +223,7 @@ def main():
                 )
             if protocol == "large":
                 matches += match_crfsuite(X, y, X_test, y_test, fold, reference, crfsuite_error)
-    train, _ = protocol_split(ocr.folds, "large", args.folds[0])
+    train, _ = split(ocr.folds, "large", args.folds[0])
     X, y = [ocr.data[i] for i in train], [ocr.target[i] for i in train]
     profiles = {}
     for name in ("perturb&MAP", "marg. perturb&MAP"):
