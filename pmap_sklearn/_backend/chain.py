@@ -204,8 +204,8 @@ def _scaled_forward_backward(unary, lengths, transition):
     # spread = range of the finite scores of the node + range of T: below ~600 nats no entry
     # underflows. (-inf scores of clamped labels are exact zeros.)
     spread = np.where(valid, shift - lowest, 0.0) + (transition.max() - transition.min())
-    if not spread.max() < _SCALED_MAX_SPREAD:  # also catches a node with no allowed label
-        return None
+    if not (np.isfinite(shift).all() and spread.max() < _SCALED_MAX_SPREAD):
+        return None  # (a node with no allowed label has shift −inf)
     with np.errstate(invalid="ignore"):  # -inf - finite is fine; padding is never read
         potentials = np.exp(scores - shift[:, None, :])
     top = transition.max()
