@@ -157,11 +157,10 @@ CURVE_ROUNDS = {"perturb&MAP": 2, "marg. perturb&MAP": 5}
 
 def match_crfsuite(X, y, X_test, y_test, fold, reference, target):
     """Time each perturb-and-MAP learner needs to reach crfsuite's error, from its error curve."""
-    matches = []
+    matches, learners = [], ours("large")
     for name, per_round in CURVE_ROUNDS.items():
-        estimator = ours("large")[name]
-        max_epochs = estimator.max_iter
-        curve = error_curve(estimator, X, y, X_test, y_test, max_epochs, per_round)
+        estimator = learners[name]
+        curve = error_curve(estimator, X, y, X_test, y_test, estimator.max_iter, per_round)
         first, stays = time_to_match(curve, target)
         matches.append(dict(fold=fold, method=name, first=first, stays=stays, curve=curve))
         for label, point in (("first reaches", first), ("stays from", stays)):
@@ -225,9 +224,9 @@ def main():
                 matches += match_crfsuite(X, y, X_test, y_test, fold, reference, crfsuite_error)
     train, _ = split(ocr.folds, "large", args.folds[0])
     X, y = [ocr.data[i] for i in train], [ocr.target[i] for i in train]
-    profiles = {}
+    profiles, learners = {}, ours("large")
     for name in ("perturb&MAP", "marg. perturb&MAP"):
-        solver, oracle, total, hot = oracle_share(ours("large")[name], X, y)
+        solver, oracle, total, hot = oracle_share(learners[name], X, y)
         profiles[name] = dict(
             solver_share=solver, oracle_share=oracle, profiled_seconds=total, hottest=hot
         )

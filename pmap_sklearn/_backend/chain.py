@@ -35,6 +35,17 @@ def _logsumexp_step(previous: np.ndarray, transition: np.ndarray) -> np.ndarray:
     return _logsumexp(previous[:, None, :] + transition[:, :, None], axis=0)
 
 
+def _longest_first(lengths: np.ndarray, n_pos: int):
+    """Chains sorted longest first: the ``order``, its ``inverse`` and ``reaching[d]``, the
+    number of chains longer than d — a prefix of the sorted chains, so each position of a
+    label-major (L, K, B) layout touches only the chains that reach it."""
+    order = np.argsort(-lengths, kind="stable")
+    inverse = np.empty_like(order)
+    inverse[order] = np.arange(len(order))
+    reaching = len(lengths) - np.searchsorted(np.sort(lengths), np.arange(n_pos), "right")
+    return order, inverse, reaching
+
+
 def _messages(unary, lengths, transition, step, backward=True):
     """Forward and backward messages in the (max, +) or (logsumexp, +) semiring
     (``step`` = :func:`_max_step` or :func:`_logsumexp_step`).
@@ -45,18 +56,14 @@ def _messages(unary, lengths, transition, step, backward=True):
     position only touches the chains that reach it (no work on padding), in a label-major
     (L, K, B) layout whose per-position slices are contiguous.
     """
-    order = np.argsort(-lengths, kind="stable")
+    order, inverse, reaching = _longest_first(lengths, unary.shape[1])
     # Label-major (L, K, B) layout: the slice of a position is contiguous.
     unary_t = np.ascontiguousarray(unary[order].transpose(1, 2, 0))
-    # reaching[d]: number of chains longer than d, a prefix of the sorted chains
-    reaching = len(lengths) - np.searchsorted(np.sort(lengths), np.arange(unary.shape[1]), "right")
     alpha = np.zeros(unary_t.shape)
     alpha[0] = unary_t[0]
     for pos in range(1, unary.shape[1]):
         n = reaching[pos]
         alpha[pos, :, :n] = step(alpha[pos - 1, :, :n], transition) + unary_t[pos, :, :n]
-    inverse = np.empty_like(order)
-    inverse[order] = np.arange(len(order))
     alpha = alpha.transpose(2, 0, 1)[inverse]
     if not backward:
         return alpha, None
@@ -193,7 +200,7 @@ def _scaled_forward_backward(unary, lengths, transition):
     c_{d+1}``, node marginals ``a_d ∘ b_d``, ``log Z = Σ_d (log c_d + max u_d) + (D − 1) max T``.
     """
     n_chains, n_pos, _ = unary.shape
-    order = np.argsort(-lengths, kind="stable")
+    order, inverse, reaching = _longest_first(lengths, n_pos)
     sorted_lengths = lengths[order]
     # Label-major (L, K, B) layout, chains longest first: a position touches a prefix.
     scores = unary[order].transpose(1, 2, 0)
@@ -210,8 +217,7 @@ def _scaled_forward_backward(unary, lengths, transition):
         potentials = np.exp(scores - shift[:, None, :])
     top = transition.max()
     forward_matrix = np.exp(transition - top).T.copy()  # row j: exp T(i -> j) over i
-    backward_matrix = forward_matrix.T.copy()
-    reaching = n_chains - np.searchsorted(np.sort(lengths), np.arange(n_pos), "right")
+    backward_matrix = forward_matrix.T.copy()  # E itself
     alpha = np.zeros(scores.shape)
     norm = np.ones((n_pos, n_chains))
     message = potentials[0]
@@ -232,9 +238,7 @@ def _scaled_forward_backward(unary, lengths, transition):
     node = alpha * beta  # alpha is 0 on padded positions
     # Σ_d P(y_d = i, y_{d+1} = j) = E(i, j) Σ_d a_d(i) after_{d+1}(j): one batched product.
     pair = np.matmul(alpha[:-1].transpose(2, 1, 0), after[1:].transpose(2, 0, 1))
-    pair *= np.exp(transition - top)
-    inverse = np.empty_like(order)
-    inverse[order] = np.arange(n_chains)
+    pair *= backward_matrix
     return log_z[inverse], node.transpose(2, 0, 1)[inverse], pair[inverse]
 
 
