@@ -94,7 +94,7 @@ def run_draw(train, test, level_index, draw, chosen, max_iter):
         noise_level=level, max_iter=max_iter, random_state=draw, **chosen["denoiser"]
     ).fit(noisy_train, train)
     seconds["supervised fit"] = time.perf_counter() - started
-    for decoding, name in [("map", "max-marg."), ("mean", "mean-marg.")]:
+    for decoding, name in [("map", "max-marg."), ("marginal", "mean-marg.")]:
         predicted = supervised.predict(noisy_test, decoding=decoding)
         errors[f"supervised, {name}"] = pixel_error(predicted, test)
         examples[f"supervised, {name}"] = predicted[0]
@@ -115,7 +115,7 @@ def run_draw(train, test, level_index, draw, chosen, max_iter):
             random_state=draw,
         ).fit(noisy_train)
         seconds[f"unsup. π {known} fit"] = time.perf_counter() - started
-        for decoding, name in [("map", "max-marg."), ("mean", "mean-marg.")]:
+        for decoding, name in [("map", "max-marg."), ("marginal", "mean-marg.")]:
             predicted = unsupervised.predict(noisy_test, decoding=decoding)
             errors[f"unsup. π {known}, {name}"] = pixel_error(predicted, test)
             examples[f"unsup. π {known}, {name}"] = predicted[0]

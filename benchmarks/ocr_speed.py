@@ -10,8 +10,8 @@ first reaches crfsuite's error and the time from which it stays there — the fi
 error". Then profiles one PerturbMAPCRF and one MarginalPerturbMAPCRF fit (large protocol) with
 cProfile and reports the shares of the fit spent in the MAP solver (Viterbi / max-marginal passes
 of ``pmap_sklearn._backend.chain``) and in the whole perturb-and-MAP oracle (drawing the Gumbel
-perturbation, computing the perturbed potentials and solving; ``structure.map`` /
-``structure.clamped_maps``).
+perturbation, computing the perturbed potentials and solving: ``structure.potentials`` and the
+solver's ``map`` / ``clamped_maps``).
 
 Run: ``python benchmarks/ocr_speed.py [--folds 0] [--protocols small large]``
 (needs ``pip install ".[benchmarks]"`` for sklearn-crfsuite); writes
@@ -121,12 +121,13 @@ def _in_solver(key):
 
 
 def _in_oracle(key):
-    """Entry points of the whole perturb-and-MAP oracle: drawing z, and ``structure.map`` /
-    ``structure.clamped_maps`` (perturbed potentials and the solver, which is only reached
-    through them)."""
+    """Entry points of the whole perturb-and-MAP oracle: drawing z, the perturbed potentials
+    (``structure.potentials``) and the solver (its ``map`` / ``clamped_maps``)."""
     file, _, name = key
-    return (file.endswith("perturbation.py") and name == "gumbel") or (
-        file.endswith("structures.py") and name in ("map", "clamped_maps")
+    return (
+        (file.endswith("perturbation.py") and name in ("gumbel", "draw"))
+        or (file.endswith("structures.py") and name == "potentials")
+        or (file.endswith("_backend/chain.py") and name in ("map", "clamped_maps"))
     )
 
 

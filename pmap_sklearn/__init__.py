@@ -1,12 +1,14 @@
 """pmap_sklearn: perturb-and-MAP structured prediction with a scikit-learn API."""
 
+from ._backend import Potentials
 from .baselines import ChainCRF, StructuredSVM
 from .denoising import LogSupermodularDenoiser
 from .marginal import MarginalPerturbMAPCRF
 from .metrics import hamming_loss, hamming_scorer, weighted_hamming_loss, weighted_hamming_scorer
 from .perturb_map import PerturbMAPCRF
 from .preprocessing import NodeTransformer
-from .structures import ChainStructure, GraphSample, GraphStructure, GridStructure
+from .samples import GraphSample
+from .structures import ChainStructure, GraphStructure, GridStructure
 
 __version__ = "0.1.0"
 
@@ -20,6 +22,7 @@ __all__ = [
     "GridStructure",
     "GraphStructure",
     "GraphSample",
+    "Potentials",
     "NodeTransformer",
     "hamming_loss",
     "weighted_hamming_loss",

@@ -1,11 +1,26 @@
-"""Base class of the SGD-trained structured estimators: the scikit-learn contract in one place.
+"""The scikit-learn contract of the structured estimators, in one place.
 
-A subclass only says what its stochastic gradient is (:meth:`_make_oracle`); fitting, warm
-starts, early stopping, prediction, marginals and scoring are shared.
+:class:`BaseStructuredEstimator` owns ``fit``: it validates the parameters, fits a fresh
+structure (or reuses the fitted one on a warm start), validates samples and labels, and hands
+the stacked batch to the estimator's optimiser through these hooks:
+
+- ``_new_state(rng)``: the optimiser's initial state (with ``estimate`` and ``n_iter``);
+- ``_fit_batch(batch, labels, state, rng)``: run the optimiser. The default trains in two
+  stages when some labels are unknown (Shpakova et al. 2018, Alg. 3): first on the fully
+  labelled samples, then on all samples with targets filled in by that first model, through
+  ``_optimise(batch, targets, state, rng, validation_score)`` and
+  ``_targets(batch, labels, w_supervised, rng)``;
+- ``_set_fitted_attributes(state)``: optimiser-specific fitted attributes.
+
+A fit that raises leaves a fitted estimator exactly as it was. Prediction (MAP or marginal
+decoding), marginals, potentials and scoring are shared. :class:`BaseStructuredSGD` adds the
+double-SGD engine: a perturb-and-MAP learner only says what its stochastic gradient is
+(``_make_oracle``).
 """
 
 from __future__ import annotations
 
+import copy
 from numbers import Integral, Real
 
 import numpy as np
@@ -14,30 +29,28 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from . import _sgd
+from ._backend import Potentials
+from ._utils import check_generator
 from .metrics import hamming_loss
-from .perturbation import gumbel
-from .structures import SampleBatch, _BaseStructure, check_structure
-
-#: Largest number of (sample copy) nodes solved in one vectorised marginals call.
-_MARGINALS_CHUNK_NODES = 200_000
-
-
-def check_generator(random_state) -> np.random.Generator:
-    """A numpy Generator from None, an int, a Generator or a legacy RandomState."""
-    if isinstance(random_state, np.random.RandomState):
-        return np.random.default_rng(random_state.randint(np.iinfo(np.int32).max))
-    return np.random.default_rng(random_state)
+from .perturbation import perturb_and_map
+from .samples import SampleBatch
+from .structures import BaseStructure, check_structure
 
 
 class BaseStructuredEstimator(BaseEstimator):
-    """The scikit-learn contract shared by the structured learners: validation of samples and
-    labels, the semi-supervised stages (SPEC §2, Alg. 3), warm starts, MAP prediction, scoring.
+    """The scikit-learn contract shared by the structured learners (see the module docstring).
 
-    A subclass provides its optimiser through ``_new_state``, ``_optimise`` and ``_targets``.
+    Class attributes a subclass sets
+    --------------------------------
+    _marginal_methods : tuple of str
+        The ``method`` values :meth:`predict_marginals` accepts, the default first:
+        ``"perturb"`` (perturb-and-MAP estimate) and / or ``"exact"`` (the solver's marginals).
+    _perturbation : {"gumbel", "logistic"}
+        The perturbation of the perturb-and-MAP estimates.
     """
 
     _parameter_constraints: dict = {
-        "structure": [StrOptions({"chain", "grid", "graph"}), _BaseStructure],
+        "structure": [StrOptions({"chain", "grid", "graph"}), BaseStructure],
         "alpha": [Interval(Real, 0, None, closed="left")],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "batch_size": [Interval(Integral, 1, None, closed="left")],
@@ -46,6 +59,14 @@ class BaseStructuredEstimator(BaseEstimator):
         "n_jobs": [Integral, None],
         "verbose": ["verbose"],
     }
+    _marginal_methods: tuple = ()
+    _perturbation = "gumbel"
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True
+        tags.input_tags.two_d_array = False  # X is a sequence of structured samples
+        return tags
 
     # ---- fitting ---------------------------------------------------------------------------
     @_fit_context(prefer_skip_nested_validation=True)
@@ -56,30 +77,61 @@ class BaseStructuredEstimator(BaseEstimator):
         ----------
         X : sequence of samples
             Samples in the structure's format (chain: (D, F) arrays; grid: (H, W[, F]) images;
-            graph: :class:`~pmap_sklearn.structures.GraphSample`).
+            graph: :class:`~pmap_sklearn.GraphSample`).
         y : sequence of int arrays
-            One label per node; ``-1`` marks an unknown label. Samples with unknown labels are
-            used semi-supervised (SPEC §2, Alg. 3): the model is first fitted on the fully
-            labelled samples (``w_1``), the unknown labels are then filled in from ``w_1``
-            conditionally on the known ones (see the estimator), and fitting continues from
-            ``w_1`` on all samples.
+            One label per node; ``-1`` marks an unknown label (see the estimator for how it is
+            used).
 
         Returns
         -------
-        self
+        self : object
+            The fitted estimator.
         """
+        previous = dict(self.__dict__)
+        try:
+            return self._fit(X, y)
+        except BaseException:
+            self.__dict__.clear()
+            self.__dict__.update(previous)
+            raise
+
+    def _fit(self, X, y):
         self._check_fit_parameters()
         warm = self.warm_start and hasattr(self, "_state")
-        if not warm:
-            self.structure_ = check_structure(self.structure).fit(X, y)
-        batch = self.structure_.prepare(X)
-        labels = self.structure_.prepare_labels(batch, y, allow_unknown=True)
-        if warm:  # continue the random stream: a warm start must not replay its perturbations
-            state = self._state
-            rng = state.rng
+        if warm:
+            state = copy.deepcopy(self._state)  # the fit continues it; a failure must not
+            structure, rng = self.structure_, state.rng
         else:
-            rng = check_generator(self.random_state)
+            structure = check_structure(self.structure).fit(X, y)
+            rng = check_generator(getattr(self, "random_state", None))
+        self._check_structure(structure)
+        batch = structure.prepare(X)
+        labels = structure.prepare_labels(batch, y, allow_unknown=True)
+        self.structure_ = structure
+        if not warm:
             state = self._new_state(rng)
+        state = self._fit_batch(batch, labels, state, rng)
+        self._state = state
+        self.coef_ = state.estimate.copy()
+        self.n_iter_ = state.n_iter
+        self._set_fitted_attributes(state)
+        self.classes_ = np.arange(structure.n_states_)
+        self.n_features_in_ = structure.n_features_in_
+        return self
+
+    def _check_fit_parameters(self) -> None:
+        """Checks between parameters that ``_parameter_constraints`` cannot express."""
+
+    def _check_structure(self, structure: BaseStructure) -> None:
+        """Checks of the fitted structure (e.g. that its solver offers what the optimiser
+        needs)."""
+
+    def _new_state(self, rng):
+        """The optimiser's initial state (with ``estimate``, ``n_iter`` and ``rng``)."""
+        raise NotImplementedError
+
+    def _fit_batch(self, batch: SampleBatch, labels: np.ndarray, state, rng):
+        """Fit on the batch, self-training in two stages when labels are unknown."""
         unknown = np.bincount(batch.node_sample, labels < 0, minlength=batch.n_samples) > 0
         complete = np.flatnonzero(~unknown)
         if len(complete) == 0:
@@ -99,25 +151,12 @@ class BaseStructuredEstimator(BaseEstimator):
         sub = batch.subset(supervised)
         sub_labels = labels[batch.node_index(supervised)]
         self._optimise(sub, self._targets(sub, sub_labels, None, rng), state, rng, validation_score)
-        self.supervised_coef_ = state.best.copy()
+        self.supervised_coef_ = state.estimate.copy()
         if len(supervised) < len(train):  # Alg. 3: continue from w_1 on all samples
             sub = batch.subset(train)
-            targets = self._targets(sub, labels[batch.node_index(train)], state.best, rng)
+            targets = self._targets(sub, labels[batch.node_index(train)], state.estimate, rng)
             self._optimise(sub, targets, state, rng, validation_score)
-        self._state = state
-        self.coef_ = state.best.copy()
-        self.n_iter_ = state.n_iter
-        self._set_fitted_attributes(state)
-        self.classes_ = np.arange(self.structure_.n_states_)
-        self.n_features_in_ = self.structure_.n_features_in_
-        return self
-
-    def _check_fit_parameters(self) -> None:
-        """Checks between parameters that ``_parameter_constraints`` cannot express."""
-
-    def _new_state(self, rng):
-        """The optimiser's initial state (with ``coef``, ``best``, ``n_iter`` and ``rng``)."""
-        raise NotImplementedError
+        return state
 
     def _optimise(self, batch, targets, state, rng, validation_score):
         """Run the optimiser on ``batch`` from ``state`` (updated in place)."""
@@ -127,7 +166,7 @@ class BaseStructuredEstimator(BaseEstimator):
         """Optimiser-specific fitted attributes."""
 
     def _targets(self, batch: SampleBatch, labels: np.ndarray, w_supervised, rng):
-        """What the oracle learns from: built from the labels (``-1`` = unknown), with the
+        """What the optimiser learns from: built from the labels (``-1`` = unknown), with the
         unknown ones filled in from the supervised weights ``w_supervised`` (None while every
         label is known)."""
         raise NotImplementedError
@@ -145,15 +184,36 @@ class BaseStructuredEstimator(BaseEstimator):
 
     def _validation_scorer(self, batch: SampleBatch, labels: np.ndarray):
         def score(w):
-            predicted = self.structure_.map(batch, w, n_jobs=self.n_jobs)
+            predicted = self._map(batch, w)
             return 1.0 - hamming_loss(batch.split(labels), batch.split(predicted))
 
         return score
+
+    def _map(self, batch: SampleBatch, w: np.ndarray, clamp=None) -> np.ndarray:
+        """MAP labels (flat) of the batch under weights ``w``."""
+        structure = self.structure_
+        potentials = structure.potentials(batch, w)
+        return structure.solver_.map(potentials, clamp, n_jobs=getattr(self, "n_jobs", None))
 
     # ---- prediction ------------------------------------------------------------------------
     def _prepare_fitted(self, X) -> SampleBatch:
         check_is_fitted(self, "coef_")
         return self.structure_.prepare(X)
+
+    def potentials(self, X) -> Potentials:
+        """The potentials the fitted model assigns to samples.
+
+        Parameters
+        ----------
+        X : sequence of samples
+
+        Returns
+        -------
+        Potentials
+            All samples stacked; ``.split()`` gives one :class:`~pmap_sklearn.Potentials` per
+            sample (e.g. for the log-partition bounds of :mod:`pmap_sklearn.bounds`).
+        """
+        return self.structure_.potentials(self._prepare_fitted(X), self.coef_)
 
     def predict(self, X, decoding: str = "map") -> list[np.ndarray]:
         """Labelling of each sample.
@@ -162,8 +222,8 @@ class BaseStructuredEstimator(BaseEstimator):
         ----------
         X : sequence of samples
         decoding : {"map", "marginal"}, default="map"
-            ``"map"``: the MAP labelling; ``"marginal"``: the per-node argmax of the estimated
-            marginals (:meth:`predict_marginals`), which minimises the expected Hamming loss.
+            ``"map"``: the MAP labelling; ``"marginal"``: the per-node argmax of the marginals
+            (:meth:`predict_marginals`), which minimises the expected Hamming loss.
 
         Returns
         -------
@@ -171,25 +231,85 @@ class BaseStructuredEstimator(BaseEstimator):
             One array per sample, shaped like its labels ((D,) or (H, W)).
         """
         if decoding == "marginal":
-            if not hasattr(self, "predict_marginals"):
+            if not self._marginal_methods:
                 raise ValueError(f"{type(self).__name__} has no marginals: use decoding='map'")
             return [m.argmax(axis=-1) for m in self.predict_marginals(X)]
         if decoding != "map":
             raise ValueError(f"decoding must be 'map' or 'marginal', got {decoding!r}")
         batch = self._prepare_fitted(X)
-        return batch.split(self.structure_.map(batch, self.coef_, n_jobs=self.n_jobs))
+        return batch.split(self._map(batch, self.coef_))
+
+    def predict_marginals(self, X, method: str | None = None, n_perturbations=None):
+        """Node marginals ``P(y_d = k | x)`` of each sample.
+
+        Parameters
+        ----------
+        X : sequence of samples
+        method : {"perturb", "exact"}, optional
+            ``"perturb"``: frequency of each label over ``n_perturbations`` perturbed MAP
+            labellings (any structure); ``"exact"``: the solver's exact marginals
+            (forward-backward on chains, enumeration with ``solver="brute_force"``). Defaults to
+            the estimator's model: ``"perturb"`` for the perturb-and-MAP learners, ``"exact"``
+            for :class:`~pmap_sklearn.ChainCRF`.
+        n_perturbations : int, optional
+            Defaults to the estimator's ``n_perturbations``.
+
+        Returns
+        -------
+        marginals : list of float arrays
+            One array of shape (D, K) (or (H, W, K)) per sample; rows sum to 1.
+        """
+        name = type(self).__name__
+        if not self._marginal_methods:
+            raise ValueError(f"{name} has no marginals: it is not a probabilistic model")
+        method = self._marginal_methods[0] if method is None else method
+        if method not in self._marginal_methods:
+            raise ValueError(
+                f"method must be one of {list(self._marginal_methods)}, got {method!r}"
+            )
+        batch = self._prepare_fitted(X)
+        structure = self.structure_
+        potentials = structure.potentials(batch, self.coef_)
+        if method == "exact":
+            if not structure.solver_.has_marginals:
+                raise ValueError(
+                    f"exact marginals need a solver that computes them (chains; "
+                    f"solver='brute_force' on tiny models); {type(structure).__name__} uses "
+                    f"{structure.solver_.name!r}: use method='perturb'"
+                )
+            return batch.split(structure.solver_.marginals(potentials).node)
+        n_perturbations = n_perturbations or self.n_perturbations
+        average = perturb_and_map(
+            structure.solver_,
+            potentials,
+            n_perturbations,
+            self.random_state,
+            self._perturbation,
+            n_jobs=getattr(self, "n_jobs", None),
+        )
+        return batch.split(average.marginals)
 
     def score(self, X, y) -> float:
-        """``1 − Hamming loss`` of the MAP labelling (mean over samples)."""
+        """``1 − Hamming loss`` of the MAP labelling (mean over samples).
+
+        Parameters
+        ----------
+        X : sequence of samples
+        y : sequence of int arrays
+
+        Returns
+        -------
+        float
+        """
         return 1.0 - hamming_loss(y, self.predict(X))
 
 
 class BaseStructuredSGD(BaseStructuredEstimator):
     """Shared fit / predict / predict_marginals / score of the perturb-and-MAP learners.
 
-    Its ``__init__`` holds the SGD parameters with :class:`~pmap_sklearn.PerturbMAPCRF`'s
-    defaults (documented there); estimators with other parameters or defaults define their own
-    signature and pass these on.
+    Its ``__init__`` holds the SGD parameters (documented in
+    :class:`~pmap_sklearn.PerturbMAPCRF`); each concrete learner has its own explicit
+    signature with its defaults and passes these on.
     """
 
     _parameter_constraints: dict = {
@@ -204,27 +324,28 @@ class BaseStructuredSGD(BaseStructuredEstimator):
         "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
         "n_perturbations": [Interval(Integral, 1, None, closed="left")],
     }
+    _marginal_methods = ("perturb", "exact")
 
     def __init__(
         self,
-        structure="chain",
+        structure,
         *,
-        alpha=1e-4,
-        max_iter=50,
-        batch_size=16,
-        learning_rate="optimal",
-        eta0="auto",
-        power_t=0.5,
-        average=True,
-        tol=1e-3,
-        n_iter_no_change=5,
-        early_stopping=False,
-        validation_fraction=0.1,
-        warm_start=False,
-        n_perturbations=100,
-        random_state=None,
-        n_jobs=None,
-        verbose=0,
+        alpha,
+        max_iter,
+        batch_size,
+        learning_rate,
+        eta0,
+        power_t,
+        average,
+        tol,
+        n_iter_no_change,
+        early_stopping,
+        validation_fraction,
+        warm_start,
+        n_perturbations,
+        random_state,
+        n_jobs,
+        verbose,
     ):
         self.structure = structure
         self.alpha = alpha
@@ -300,63 +421,17 @@ class BaseStructuredSGD(BaseStructuredEstimator):
             verbose=self.verbose,
         )
 
-    def predict_marginals(self, X, method: str = "perturb", n_perturbations: int | None = None):
-        """Node marginals ``P(y_d = k | x)`` of each sample.
-
-        Parameters
-        ----------
-        X : sequence of samples
-        method : {"perturb", "exact"}, default="perturb"
-            ``"perturb"``: frequency of each label over ``n_perturbations`` Gumbel-perturbed MAP
-            labellings (SPEC §1, any structure); ``"exact"``: forward-backward (chains only).
-        n_perturbations : int, optional
-            Defaults to the estimator's ``n_perturbations``.
-
-        Returns
-        -------
-        marginals : list of float arrays
-            One array of shape (D, K) (or (H, W, K)) per sample; rows sum to 1.
-        """
-        batch = self._prepare_fitted(X)
-        if method == "exact":
-            if not hasattr(self.structure_, "marginals"):
-                raise ValueError(
-                    f"exact marginals need a chain; {type(self.structure_).__name__} is loopy "
-                    "(use method='perturb')"
-                )
-            node, _, _ = self.structure_.marginals(batch, self.coef_)
-            return batch.split(node)
-        if method != "perturb":
-            raise ValueError(f"method must be 'perturb' or 'exact', got {method!r}")
-        n_perturbations = n_perturbations or self.n_perturbations
-        rng = check_generator(self.random_state)
-        return batch.split(
-            perturbed_marginals(
-                self.structure_, batch, self.coef_, n_perturbations, rng, self.n_jobs
-            )
-        )
-
-
-def perturbed_marginals(
-    structure, batch, w, n_perturbations, rng, n_jobs=None, clamp=None
-) -> np.ndarray:
-    """Node marginals (n_nodes, K) estimated from ``n_perturbations`` perturbed MAPs per sample.
-
-    With ``clamp`` (flat labels, ``-1`` = free) they are the conditional marginals
-    ``q(y_d | y_given)`` of the free nodes given the clamped ones. The copies of a sample are
-    solved together in vectorised chunks.
-    """
-    n_states = structure.n_states_
-    counts = np.zeros(batch.n_nodes * n_states)
-    per_chunk = max(1, _MARGINALS_CHUNK_NODES // (n_perturbations * max(batch.lengths.max(), 1)))
-    for begin in range(0, batch.n_samples, per_chunk):
-        copies = np.repeat(
-            np.arange(begin, min(begin + per_chunk, batch.n_samples)), n_perturbations
-        )
-        replicated = batch.subset(copies)
-        noise = gumbel(rng, (replicated.n_nodes, n_states))
-        nodes = batch.node_index(copies)
-        fixed = None if clamp is None else clamp[nodes]
-        labels = structure.map(replicated, w, noise, clamp=fixed, n_jobs=n_jobs)
-        counts += np.bincount(nodes * n_states + labels, minlength=counts.size)
-    return counts.reshape(batch.n_nodes, n_states) / n_perturbations
+    def _perturbed_marginals(self, batch, w, rng, clamp=None) -> np.ndarray:
+        """Marginals (n_nodes, K) from ``n_perturbations`` perturbed MAPs per sample under
+        ``w``; with ``clamp`` (flat labels, ``-1`` = free) the conditional marginals
+        ``q(y_d | y_given)`` of the free nodes."""
+        structure = self.structure_
+        return perturb_and_map(
+            structure.solver_,
+            structure.potentials(batch, w),
+            self.n_perturbations,
+            rng,
+            self._perturbation,
+            clamp=clamp,
+            n_jobs=self.n_jobs,
+        ).marginals

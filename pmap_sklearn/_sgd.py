@@ -1,6 +1,7 @@
-"""The double-SGD engine shared by the perturb-and-MAP learners (SPEC §2).
+"""The double-SGD engine shared by the perturb-and-MAP learners (Shpakova et al. 2018, Alg. 1-4;
+Shpakova 2019, §2.5 for the denoiser).
 
-It maximises ``(1/N) Σ_n ℓ(w, x_n, y_n) − (α/2)‖w‖²`` given a stochastic oracle that, for a
+It maximises ``(1/N) Σ_n ℓ(w, x_n, y_n) − (1/2) Σ_i α_i w_i²`` given a stochastic oracle that, for a
 mini-batch of samples, returns ``Σ_batch ∇ℓ`` (one fresh perturbation per sample, drawn from the
 generator it is handed) and a stochastic estimate of ``Σ_batch ℓ``. The model hands the engine
 an oracle *factory*: ``make_oracle(order)`` gathers the samples in ``order`` once (once per
@@ -34,8 +35,9 @@ class SGDState:
     validation_scores: list = field(default_factory=list)
 
     @property
-    def best(self) -> np.ndarray:
-        """Averaged weights once averaging has started, the last iterate otherwise."""
+    def estimate(self) -> np.ndarray:
+        """What the run returns: the averaged weights once averaging has started, the last
+        iterate otherwise."""
         return self.average if self.n_averaged else self.coef
 
 
@@ -46,14 +48,22 @@ Oracle = Callable[[slice | np.ndarray, np.ndarray, np.random.Generator], tuple[n
 OracleFactory = Callable[[np.ndarray], Oracle]
 
 
-def _step(oracle: Oracle, part: slice, w, rng, eta: float, alpha: float, project) -> float:
-    """One projected ascent step on ``(1/T) Σ_batch ℓ − (α/2)‖w‖²`` over the samples ``part``,
-    in place; returns Σ ℓ."""
+def _step(oracle: Oracle, part: slice, w, rng, eta, alpha, project, scale=None) -> float:
+    """One projected ascent step on ``(1/T) Σ_batch ℓ − (1/2) Σ α_i w_i²`` over the samples
+    ``part``, in place; ``scale`` (per coordinate) multiplies the step. Returns Σ ℓ."""
     gradient, value = oracle(part, w, rng)
-    w *= 1.0 - eta * alpha
-    w += (eta / (part.stop - part.start)) * gradient
+    rate = eta if scale is None else eta * scale
+    w *= 1.0 - rate * alpha
+    w += (rate / (part.stop - part.start)) * gradient
     project(w)
     return value
+
+
+def _penalty(alpha, w: np.ndarray) -> float:
+    """``(1/2) Σ α_i w_i²`` for a scalar or per-coordinate α."""
+    if np.ndim(alpha) == 0:
+        return 0.5 * alpha * float(w @ w)
+    return 0.5 * float(alpha @ (w * w))
 
 
 def calibrate_eta0(
@@ -93,7 +103,7 @@ def calibrate_eta0(
             mean += (trial - mean) / n_steps
         trial = mean if average else trial  # judge what the run would return
         value = oracle(slice(None), trial, np.random.default_rng(eval_seed))[1]
-        return value / len(index) - 0.5 * alpha * float(trial @ trial)
+        return value / len(index) - _penalty(alpha, trial)
 
     best_eta, best = start, objective_after_pass(start)
     for direction in (factor, 1.0 / factor):
@@ -126,7 +136,7 @@ def run_sgd(
     n_samples: int,
     *,
     rng: np.random.Generator,
-    alpha: float,
+    alpha: float | np.ndarray,
     batch_size: int,
     schedule: str,
     eta0: float,
@@ -138,6 +148,8 @@ def run_sgd(
     project: Callable[[np.ndarray], np.ndarray],
     validation_score: Callable[[np.ndarray], float] | None = None,
     verbose: int = 0,
+    scale: np.ndarray | None = None,
+    average_weights: str = "uniform",
 ) -> SGDState:
     """Run epochs of projected mini-batch SGD ascent, updating ``state`` in place.
 
@@ -150,8 +162,16 @@ def run_sgd(
         (without the regulariser) and of the stochastic estimate of ℓ.
     state : SGDState
         Starting point (and schedule position, for warm starts).
+    alpha : float or ndarray
+        L2 strength, one for all coordinates or one per coordinate.
     average : bool or int
         Polyak–Ruppert averaging of the iterates; an int starts it after that many samples.
+    scale : ndarray, optional
+        Per-coordinate multiplier of the step (a diagonal preconditioner; 0 freezes a
+        coordinate).
+    average_weights : {"uniform", "linear"}, default="uniform"
+        Weights of the averaged iterates: equal, or proportional to the step number h (the
+        average the ``1/√h`` rate of projected SGD is proved for).
     tol, n_iter_no_change :
         Stop when the epoch objective (or the validation score, if ``validation_score`` is given)
         has not improved by ``tol`` for ``n_iter_no_change`` epochs. ``tol=None`` disables it.
@@ -169,7 +189,7 @@ def run_sgd(
         for begin in range(0, n_samples, batch_size):
             part = slice(begin, min(begin + batch_size, n_samples))
             eta = learning_rate(schedule, state.t, alpha, eta0, power_t)
-            objective += _step(oracle, part, w, rng, eta, alpha, project)
+            objective += _step(oracle, part, w, rng, eta, alpha, project, scale)
             state.t += 1
             state.n_seen += part.stop - part.start
             if start_average is not None and state.n_seen > start_average:
@@ -178,13 +198,16 @@ def run_sgd(
                     state.n_averaged = 1
                 else:
                     state.n_averaged += 1
-                    state.average += (w - state.average) / state.n_averaged
+                    if average_weights == "linear":  # weights ∝ h
+                        state.average += (w - state.average) * (2.0 / (state.n_averaged + 1))
+                    else:
+                        state.average += (w - state.average) / state.n_averaged
         state.n_iter = epoch + 1
-        regularised = objective / n_samples - 0.5 * alpha * float(w @ w)
+        regularised = objective / n_samples - _penalty(alpha, w)
         state.loss_curve.append(-regularised)
         current = regularised
         if validation_score is not None:
-            current = validation_score(state.best)
+            current = validation_score(state.estimate)
             state.validation_scores.append(current)
         if verbose:
             message = f"-- Epoch {epoch + 1}: objective {regularised:.5g}"

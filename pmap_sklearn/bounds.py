@@ -1,112 +1,121 @@
-"""Log-partition function of binary supermodular models: exact value and upper bounds.
+"""Log-partition function of pairwise models: exact value and upper bounds.
 
-A model is the score ``f(y) = Σ_d unary[d, y_d] + Σ_(i,j) w_ij [y_i != y_j]`` with ``w_ij <= 0``
-(SPEC §1), i.e. ``p(y) ∝ exp f(y)`` is log-supermodular. Thesis Prop. 2.1::
+For a binary model with attractive Potts terms — ``f(y) = Σ_d u_d(y_d) + Σ_(i,j) w_ij
+[y_i != y_j]`` with ``w_ij <= 0``, so that ``p(y) ∝ exp f(y)`` is log-supermodular — the
+thesis (Shpakova 2019, Prop. 2.1) orders the bounds::
 
     A = log Σ_y exp f(y)  <=  A_logistic = E_ε max_y f(y) + ε·y  <=  A_L-field,
 
-with equality for separable models (no edges). :func:`binary_potentials` turns a fitted
-estimator on a grid or superpixel graph into these arrays, one model per sample.
+with equality for separable models (no edges). Every function takes the
+:class:`~pmap_sklearn.Potentials` of one sample: build them directly, or take them from a fitted
+estimator with ``estimator.potentials(X).split()``.
 """
 
 from __future__ import annotations
 
+from numbers import Integral
+
 import numpy as np
-from scipy.special import logsumexp
 
-from ._backend.cut import graph_cut_map
-from ._base import check_generator
-from .perturbation import gumbel, logistic
+from ._backend import BruteForceSolver, GraphCutSolver, Potentials, check_solver
+from .perturbation import PERTURBATIONS, perturb_and_map
 
-#: Largest number of nodes :func:`log_partition_exact` enumerates (2^D labellings).
-MAX_EXACT_NODES = 24
+#: Largest number of labellings :func:`log_partition_exact` enumerates (24 binary nodes).
+MAX_EXACT_LABELLINGS = 1 << 24
 
 __all__ = [
     "log_partition_exact",
     "log_partition_perturb",
     "log_partition_lfield",
     "lfield_point",
-    "binary_potentials",
 ]
 
 
-def _check_model(unary, edges, weights, supermodular: bool = True):
-    unary = np.asarray(unary, dtype=float)
-    if unary.ndim != 2 or unary.shape[1] != 2:
-        raise ValueError(
-            f"unary must have shape (n_nodes, 2) (binary models only), got {unary.shape}"
+def _one_sample(potentials) -> Potentials:
+    if not isinstance(potentials, Potentials):
+        raise TypeError(
+            f"expected the Potentials of one sample, got {type(potentials).__name__}: build "
+            "Potentials(unary, edges, pairwise), or use estimator.potentials(X).split()"
         )
-    if not np.isfinite(unary).all():
-        raise ValueError("unary contains non-finite values")
-    edges = np.zeros((0, 2), dtype=np.intp) if edges is None else np.asarray(edges)
-    weights = np.zeros(0) if weights is None else np.asarray(weights, dtype=float)
-    if edges.size == 0:
-        edges = edges.reshape(0, 2)
-    if edges.ndim != 2 or edges.shape[1] != 2 or not np.issubdtype(edges.dtype, np.integer):
-        raise ValueError(f"edges must be an int array of shape (n_edges, 2), got {edges.shape}")
-    if weights.shape != (len(edges),):
-        raise ValueError(f"weights must have shape ({len(edges)},), got {weights.shape}")
-    if len(edges) and (edges.min() < 0 or edges.max() >= len(unary)):
-        raise ValueError(f"edges refer to nodes outside 0..{len(unary) - 1}")
-    if np.any(edges[:, 0] == edges[:, 1]):
-        raise ValueError("edges contain a self-loop")
-    if not np.isfinite(weights).all():
-        raise ValueError("weights contain non-finite values")
-    if supermodular and weights.size and weights.max() > 0:
+    if potentials.n_samples != 1:
         raise ValueError(
-            f"pairwise weights must be <= 0 (a log-supermodular model); got {weights.max():.3g}"
+            f"expected the Potentials of one sample, got {potentials.n_samples}: use "
+            "potentials.split() and call the bound on each"
         )
-    return unary, edges.astype(np.intp), weights
+    return potentials.check()
 
 
-def log_partition_exact(unary, edges=None, weights=None) -> float:
-    """``A = log Σ_y exp f(y)`` by enumerating the ``2^D`` labellings (``D <= 24``).
+def _attractive_binary(potentials) -> tuple[Potentials, float]:
+    """The Potts form of a binary attractive model, and its constant."""
+    potentials = _one_sample(potentials)
+    if potentials.n_states != 2:
+        raise ValueError(
+            f"this bound is for binary models (K = 2), got K = {potentials.n_states} labels"
+        )
+    potts, constant = potentials.as_potts()
+    if potts.pairwise.size and potts.pairwise.max() > 0:
+        raise ValueError(
+            "this bound needs attractive pairwise terms (Potts weights <= 0, a "
+            f"log-supermodular model); got a weight of {potts.pairwise.max():.3g}"
+        )
+    return potts, float(constant[0])
+
+
+def log_partition_exact(potentials: Potentials) -> float:
+    """``A = log Σ_y exp f(y)`` by enumerating every labelling (at most 2^24 of them).
 
     Parameters
     ----------
-    unary : array of shape (D, 2)
-        Node scores of labels 0 and 1.
-    edges : int array of shape (E, 2), optional
-    weights : array of shape (E,), optional
-        Score added when the two ends of an edge disagree (any sign here).
+    potentials : Potentials
+        One sample, any number of labels and any pairwise terms.
 
     Returns
     -------
     float
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from pmap_sklearn import Potentials
+    >>> from pmap_sklearn.bounds import log_partition_exact
+    >>> unary = np.array([[0.0, 1.0], [0.0, -1.0]])
+    >>> round(log_partition_exact(Potentials(unary)), 6)  # separable: Σ_d log Σ_k e^u
+    1.64112
     """
-    unary, edges, weights = _check_model(unary, edges, weights, supermodular=False)
-    n_nodes = len(unary)
-    if n_nodes > MAX_EXACT_NODES:
+    potentials = _one_sample(potentials)
+    size = potentials.n_states**potentials.n_nodes
+    if size > MAX_EXACT_LABELLINGS:
         raise ValueError(
-            f"exact enumeration of 2^{n_nodes} labellings refused (at most "
-            f"{MAX_EXACT_NODES} nodes); use log_partition_perturb or log_partition_lfield"
+            f"exact enumeration of {potentials.n_states}^{potentials.n_nodes} labellings "
+            f"refused (at most 2^24: 24 binary nodes); use log_partition_perturb or "
+            "log_partition_lfield"
         )
-    gain = unary[:, 1] - unary[:, 0]
-    parts = []
-    chunk = 1 << 16
-    for start in range(0, 1 << n_nodes, chunk):
-        codes = np.arange(start, min(start + chunk, 1 << n_nodes))
-        labels = (codes[:, None] >> np.arange(n_nodes)) & 1
-        disagree = labels[:, edges[:, 0]] != labels[:, edges[:, 1]]
-        parts.append(logsumexp(labels @ gain + disagree @ weights))
-    return float(unary[:, 0].sum() + logsumexp(parts))
+    return float(BruteForceSolver(MAX_EXACT_LABELLINGS).log_partition(potentials)[0])
 
 
 def log_partition_perturb(
-    unary, edges=None, weights=None, n_samples=100, perturbation="logistic", random_state=None
-):
-    """Perturb-and-MAP estimate of the upper bound ``A_G = A_logistic`` (SPEC §1-2).
+    potentials: Potentials,
+    n_samples: int = 100,
+    perturbation: str = "logistic",
+    random_state=None,
+    solver="graph_cut",
+) -> tuple[float, float]:
+    """Perturb-and-MAP estimate of the upper bound ``A_G = E_z max_y f(y) + z(y)``.
 
-    ``A_G = E_z max_y f(y) + Σ_d z_d(y_d)`` with zero-mean Gumbel ``z_d(k)``; for binary models
-    the same expectation is ``E_ε max_y f(y) + ε·y`` with one logistic ``ε_d`` per node (thesis
-    Eq. 2.4.2), whose estimate has a smaller variance. Each sample is one graph cut.
+    With zero-mean Gumbel ``z_d(k)`` (Hazan & Jaakkola 2012); for binary models the same
+    expectation is ``E_ε max_y f(y) + ε·y`` with one logistic ``ε_d`` per node (thesis Eq.
+    2.4.2), whose estimate has a smaller variance. Each sample is one MAP call.
 
     Parameters
     ----------
-    unary, edges, weights : see :func:`log_partition_exact` (weights ``<= 0``).
+    potentials : Potentials
+        One sample.
     n_samples : int, default=100
+        Number of perturbations (at least 2, for the standard error).
     perturbation : {"logistic", "gumbel"}, default="logistic"
     random_state : int, Generator, RandomState or None
+    solver : str or Solver, default="graph_cut"
+        The MAP solver (graph cuts need a binary attractive model).
 
     Returns
     -------
@@ -115,27 +124,18 @@ def log_partition_perturb(
     standard_error : float
         Their standard deviation divided by ``√n_samples``.
     """
-    unary, edges, weights = _check_model(unary, edges, weights)
-    if perturbation not in ("logistic", "gumbel"):
-        raise ValueError(f"perturbation must be 'logistic' or 'gumbel', got {perturbation!r}")
-    if int(n_samples) < 2:
-        raise ValueError(f"n_samples must be at least 2 to give a standard error, got {n_samples}")
-    rng = check_generator(random_state)
-    values = np.empty(int(n_samples))
-    rows = np.arange(len(unary))
-    for m in range(len(values)):
-        if perturbation == "gumbel":
-            perturbed = unary + gumbel(rng, unary.shape)
-        else:
-            perturbed = unary.copy()
-            perturbed[:, 1] += logistic(rng, len(unary))
-        labels = graph_cut_map(perturbed, edges, weights)
-        disagree = labels[edges[:, 0]] != labels[edges[:, 1]]
-        values[m] = perturbed[rows, labels].sum() + weights @ disagree
-    return float(values.mean()), float(values.std(ddof=1) / np.sqrt(len(values)))
+    potentials = _one_sample(potentials)
+    if perturbation not in PERTURBATIONS:
+        raise ValueError(f"perturbation must be one of {PERTURBATIONS}, got {perturbation!r}")
+    if isinstance(n_samples, bool) or not isinstance(n_samples, Integral) or n_samples < 2:
+        raise ValueError(f"n_samples must be an int >= 2 (for a standard error), got {n_samples!r}")
+    average = perturb_and_map(
+        check_solver(solver), potentials, int(n_samples), random_state, perturbation
+    )
+    return float(average.max_mean[0]), float(average.max_sem[0])
 
 
-def lfield_point(unary, edges=None, weights=None) -> np.ndarray:
+def lfield_point(potentials: Potentials) -> np.ndarray:
     """Minimum-norm point ``s*`` of the base polytope ``B(F)`` of ``F(S) = f(0) - f(1_S)``.
 
     ``F`` is a cut function minus a modular term, so ``s*`` is computed exactly by the
@@ -144,12 +144,18 @@ def lfield_point(unary, edges=None, weights=None) -> np.ndarray:
     ``s* = λ`` on ``V``, otherwise the minimiser ``A`` splits the problem into ``F`` restricted to
     ``A`` and ``F`` contracted by ``A`` on the rest. At most ``D`` cuts.
 
+    Parameters
+    ----------
+    potentials : Potentials
+        One binary sample with attractive pairwise terms.
+
     Returns
     -------
     s : ndarray of shape (D,)
     """
-    unary, edges, weights = _check_model(unary, edges, weights)
-    capacity = -weights
+    potts, _ = _attractive_binary(potentials)
+    unary, edges, capacity = potts.unary, potts.edges, -potts.pairwise
+    solver = GraphCutSolver()
     point = np.empty(len(unary))
     scale = 1.0 + np.abs(unary).sum() + capacity.sum()
     # Each pending problem: its nodes (global ids) and their gains g' (F'(S) = cut'(S) - g'(S)).
@@ -164,9 +170,10 @@ def lfield_point(unary, edges=None, weights=None) -> np.ndarray:
         keep = inside[edges[:, 0]] & inside[edges[:, 1]]
         sub_edges, sub_capacity = local[edges[keep]], capacity[keep]
         shifted = gain + level
-        labels = graph_cut_map(
+        sub_model = Potentials(
             np.column_stack([np.zeros(len(nodes)), shifted]), sub_edges, -sub_capacity
         )
+        labels = solver.map(sub_model)
         cut = sub_capacity @ (labels[sub_edges[:, 0]] != labels[sub_edges[:, 1]])
         minimum = cut - shifted @ labels
         if minimum > -1e-12 * scale:
@@ -183,7 +190,7 @@ def lfield_point(unary, edges=None, weights=None) -> np.ndarray:
     return point
 
 
-def log_partition_lfield(unary, edges=None, weights=None) -> float:
+def log_partition_lfield(potentials: Potentials) -> float:
     """L-field upper bound ``A_L-field = f(0) + min_{s ∈ B(F)} Σ_d log(1 + e^{-s_d})``.
 
     The minimiser of this separable function over ``B(F)`` is the minimum-norm point
@@ -191,43 +198,13 @@ def log_partition_lfield(unary, edges=None, weights=None) -> float:
 
     Parameters
     ----------
-    unary, edges, weights : see :func:`log_partition_exact` (weights ``<= 0``).
+    potentials : Potentials
+        One binary sample with attractive pairwise terms.
 
     Returns
     -------
     float
     """
-    unary, edges, weights = _check_model(unary, edges, weights)
-    point = lfield_point(unary, edges, weights)
-    return float(unary[:, 0].sum() + np.logaddexp(0.0, -point).sum())
-
-
-def binary_potentials(estimator, X) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """The models a fitted estimator on a grid or graph assigns to samples.
-
-    Parameters
-    ----------
-    estimator : fitted estimator with ``structure_`` (a grid or graph structure) and ``coef_``
-    X : samples in the structure's format
-
-    Returns
-    -------
-    list of (unary, edges, weights)
-        One binary model per sample, in the format of the functions of this module.
-    """
-    structure = getattr(estimator, "structure_", None)
-    if structure is None or not hasattr(estimator, "coef_"):
-        raise ValueError("binary_potentials needs a fitted estimator with structure_ and coef_")
-    if not hasattr(structure, "edge_weights"):
-        raise ValueError(
-            f"binary_potentials needs a grid or graph structure (a [y_i != y_j] pairwise "
-            f"term), got {type(structure).__name__}"
-        )
-    batch = structure.prepare(X)
-    unary = structure.node_scores(batch, estimator.coef_)
-    weights = structure.edge_weights(batch, estimator.coef_)
-    models = []
-    for i in range(batch.n_samples):
-        edges = batch.edges[batch.edges_of(i)] - batch.node_offsets[i]
-        models.append((unary[batch.nodes_of(i)], edges, weights[batch.edges_of(i)]))
-    return models
+    potts, constant = _attractive_binary(potentials)
+    point = lfield_point(potts)
+    return float(constant + potts.unary[:, 0].sum() + np.logaddexp(0.0, -point).sum())

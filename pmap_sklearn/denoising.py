@@ -1,4 +1,4 @@
-"""Log-supermodular binary image denoising (thesis Ch. 2; SPEC §2 "Log-supermodular denoising").
+"""Log-supermodular binary image denoising (Shpakova & Bach 2016; Shpakova 2019, Ch. 2).
 
 Prior on clean binary images ``x`` (4-connected grid)::
 
@@ -6,14 +6,17 @@ Prior on clean binary images ``x`` (4-connected grid)::
 
 and a channel that flips each pixel with probability π, ``u = log(π / (1 - π))``. The
 posterior ``p(x | z) ∝ exp(-α·cuts(x) + (t + u (1 - 2z))·x)`` is again log-supermodular, so its
-MAP is one graph cut. Every log-partition function ``A`` is replaced by its logistic
-perturb-and-MAP bound ``A_logistic(θ, α) = E_ε max_y (θ + ε)·y - α·cuts(y)`` (thesis Eq. 2.4.2)
-and the parameters are learned by projected stochastic gradient on the perturbations ε, one
-graph cut per image and step (two in the unsupervised case).
+MAP is one graph cut. The model is a :class:`~pmap_sklearn.GridStructure` whose node feature is
+the sign ``s = 1 - 2z`` of the noisy pixel (0 for the prior) and whose weights are
+``w = [t, u, -α_h, -α_v]``; every log-partition function ``A`` is replaced by its logistic
+perturb-and-MAP bound ``A_logistic = E_ε max_y f(y) + ε·y`` (thesis Eq. 2.4.2) and ``w`` is
+learned by the shared projected SGD engine, one graph cut per image and step (two in the
+unsupervised case).
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from numbers import Integral, Real
 
 import numpy as np
@@ -21,94 +24,68 @@ from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from ._backend.cut import grid_cut_map
-from ._base import check_generator
-from ._parallel import map_jobs
-from .perturbation import logistic
-
-#: Neighbour directions of the 4-connected grid: horizontal, vertical.
-OFFSETS = [(0, 1), (1, 0)]
-
-
-def cut_counts(image: np.ndarray) -> np.ndarray:
-    """Numbers of horizontal and vertical neighbour pairs with different labels.
-
-    Parameters
-    ----------
-    image : ndarray of shape (H, W)
-
-    Returns
-    -------
-    cuts : ndarray of shape (2,)
-    """
-    return np.array(
-        [
-            np.count_nonzero(image[:, 1:] != image[:, :-1]),
-            np.count_nonzero(image[1:, :] != image[:-1, :]),
-        ],
-        dtype=float,
-    )
+from . import _sgd
+from ._backend import Potentials
+from ._utils import check_binary_images, check_generator, like_input
+from .perturb_map import perturb_and_map_oracle
+from .perturbation import draw, perturb_and_map
+from .structures import GridStructure
 
 
-def binary_grid_map(gain: np.ndarray, cut_weights: np.ndarray) -> np.ndarray:
-    """``argmax_y gain·y - α_h cut_h(y) - α_v cut_v(y)`` over binary images (one graph cut).
+class FlipChannelGrid(GridStructure):
+    """The denoiser's model as a grid structure (binary labels, 4-connectivity, graph cuts).
+
+    Node feature: the sign ``s_d = 1 - 2 z_d`` of the noisy pixel (0 gives the prior). Unary
+    scores: 0 for label 0, ``t_d + u s_d`` for label 1, with one field value ``t_d`` per pixel
+    (``pixel_shape`` given) or one shared by all pixels. Pairwise: the Potts term of
+    :class:`~pmap_sklearn.GridStructure`, one weight ``v = -α`` per direction. Weight layout
+    ``w = [t (H·W values or 1), u, v_h, v_v]``.
 
     Parameters
     ----------
-    gain : ndarray of shape (H, W)
-        Score of label 1 relative to label 0, per pixel.
-    cut_weights : ndarray of shape (2,)
-        Penalties ``α >= 0`` of a horizontal and of a vertical disagreement.
+    pixel_shape : tuple of int, optional
+        Image shape of a per-pixel field; None for a shared field.
     """
-    unary = np.stack([np.zeros_like(gain), gain], axis=-1)
-    weights = np.broadcast_to(-np.asarray(cut_weights, float)[:, None, None], (2, *gain.shape))
-    return grid_cut_map(unary, OFFSETS, weights)
 
+    def __init__(self, pixel_shape=None):
+        super().__init__(connectivity=4, contrast=False, bias=False, n_states=2)
+        self.pixel_shape = pixel_shape
 
-def _perturbed_mean(gain, cut_weights, n_perturbations, seed):
-    """Mean of ``n_perturbations`` logistic-perturbed MAPs of one image."""
-    rng = np.random.default_rng(seed)
-    total = np.zeros(gain.shape)
-    for _ in range(n_perturbations):
-        total += binary_grid_map(gain + logistic(rng, gain.shape), cut_weights)
-    return total / n_perturbations
+    @property
+    def n_field(self) -> int:
+        return 1 if self.pixel_shape is None else int(np.prod(self.pixel_shape))
 
+    @property
+    def n_unary_weights_(self) -> int:
+        return self.n_field + 1
 
-def _check_binary_images(images, what: str) -> list[np.ndarray]:
-    """A list of 2-D {0, 1} integer arrays, or a clear error naming the bad image."""
-    if isinstance(images, np.ndarray) and images.ndim == 2:
-        raise ValueError(f"{what} must be a sequence of images (n_images, H, W), got one image")
-    try:
-        n_images = len(images)
-    except TypeError:
-        raise TypeError(f"{what} must be a sequence of 2-D binary images") from None
-    if n_images == 0:
-        raise ValueError(f"{what} is empty")
-    checked = []
-    for i, image in enumerate(images):
-        array = np.asarray(image)
-        if array.ndim != 2 or 0 in array.shape:
-            raise ValueError(f"{what}[{i}]: expected a 2-D image (H, W), got shape {array.shape}")
-        if array.dtype == bool:
-            array = array.astype(np.int8)
-        elif not np.issubdtype(array.dtype, np.number):
-            raise ValueError(f"{what}[{i}]: expected numbers, got dtype {array.dtype}")
+    def unpack(self, w):
+        return w[: self.n_unary_weights_], w[self.n_unary_weights_ :]
+
+    def _field(self, batch, field):
+        return field[batch.positions] if self.pixel_shape is not None else field[0]
+
+    def _unary_potentials(self, batch, unary_weights):
+        field, log_odds = unary_weights[:-1], unary_weights[-1]
+        unary = np.zeros((batch.n_nodes, 2))
+        unary[:, 1] = self._field(batch, field) + log_odds * batch.features[:, 0]
+        return unary
+
+    def _unary_joint_feature(self, batch, values, rows, per_sample):
+        if per_sample:
+            raise NotImplementedError("the denoiser needs no per-sample joint feature")
+        index = np.arange(batch.n_nodes)[slice(None) if rows is None else rows]
+        ones = values[:, 1]  # label 1 carries every unary weight
+        if self.pixel_shape is None:
+            field = np.array([ones.sum()])
         else:
-            bad = (array != 0) & (array != 1)
-            if bad.any():
-                raise ValueError(
-                    f"{what}[{i}] must be binary (0/1); found the value {array[bad][0]!r}"
-                )
-            array = array.astype(np.int8)
-        checked.append(array)
-    return checked
+            field = np.bincount(batch.positions[index], ones, minlength=self.n_field)
+        return np.concatenate([field, [batch.features[index, 0] @ ones]])
 
 
-def _like_input(images: list[np.ndarray], original):
-    """Stack the outputs into an array when the input was an array, else return a list."""
-    if isinstance(original, np.ndarray):
-        return np.stack(images)
-    return images
+def _signs(noisy: list[np.ndarray]) -> list[np.ndarray]:
+    """The node feature ``s = 1 - 2z`` of every pixel, as (H, W, 1) images."""
+    return [(1.0 - 2.0 * z)[:, :, None] for z in noisy]
 
 
 class LogSupermodularDenoiser(BaseEstimator):
@@ -118,12 +95,13 @@ class LogSupermodularDenoiser(BaseEstimator):
     §2.5.3); ``fit(X_noisy)`` maximises the marginal likelihood of the noisy images ``p(z)``
     (thesis §2.5.4, a difference of two log-partition functions). Both replace ``A`` by its
     logistic perturb-and-MAP bound and run projected SGD with steps ``C/√h`` on the
-    perturbations (SPEC §2): per step and image one graph cut of the posterior (and, without
-    clean images, one of the prior). The estimate is the weighted average of the iterates
-    (weights ∝ h), which is what the ``1/√h`` rate is proved for.
+    perturbations (the engine's ``learning_rate="invscaling"``, ``power_t=0.5``): per step and
+    image one graph cut of the posterior (and, without clean images, one of the prior). The
+    estimate is the weighted average of the iterates (weights ∝ h), which is what the ``1/√h``
+    rate is proved for.
 
     The objective (minimised) is, with ``D`` pixels per image and ``N`` images,
-    ``(1/(N D)) Σ_n NLL_n + (reg_field/2) mean(t²) + (reg_cut/2) ‖α‖²``.
+    ``(1/N) Σ_n NLL_n / D_n + (reg_field/2) mean(t²) + (reg_cut/2) ‖α‖²``.
 
     Parameters
     ----------
@@ -137,18 +115,19 @@ class LogSupermodularDenoiser(BaseEstimator):
     reg_field, reg_cut : float, default=1e-3
         Squared ℓ2 penalties of the field ``t`` and of the cut weights ``α``.
     step_size : float, default=5.0
-        ``C`` of the steps ``C/√h``. Each block of the gradient is normalised by the pixels that
-        inform it (a per-pixel ``t_d`` sees one pixel per image, ``α`` and ``u`` see all), so
+        ``C`` of the steps ``C/√h``. The step of a per-pixel ``t_d`` is multiplied by ``D``
+        (each ``t_d`` is informed by one pixel per image, ``α`` and ``u`` by all of them), so
         one ``C`` suits every block.
     max_iter : int, default=30
         Passes over the images.
     batch_size : int, default=10
         Images per step.
     n_perturbations : int, default=100
-        Logistic perturbations ``M`` behind :meth:`predict_marginals` and "mean" decoding.
-    decoding : {"map", "mean"}, default="map"
-        Default of :meth:`predict`: the posterior MAP ("max-marginal", one cut per image) or the
-        mean-marginal thresholded at 1/2.
+        Logistic perturbations ``M`` behind :meth:`predict_marginals` and marginal decoding.
+    decoding : {"map", "marginal"}, default="map"
+        Default of :meth:`predict`: the posterior MAP ("max-marginal" in the thesis, one cut
+        per image) or the per-pixel argmax of the marginals ("mean-marginal": the mean of the
+        perturbed MAPs thresholded at 1/2).
     random_state : int, Generator, RandomState or None, default=None
     n_jobs : int or None, default=None
         Processes for the graph cuts of :meth:`predict` and :meth:`predict_marginals` (results
@@ -157,6 +136,9 @@ class LogSupermodularDenoiser(BaseEstimator):
 
     Attributes
     ----------
+    coef_ : ndarray
+        The weights ``[t, u, -α_h, -α_v]`` of :class:`FlipChannelGrid`.
+    structure_ : FlipChannelGrid
     field_ : ndarray of shape (H, W) or float
         Learned field ``t``.
     cut_weights_ : ndarray of shape (2,)
@@ -164,7 +146,7 @@ class LogSupermodularDenoiser(BaseEstimator):
     noise_level_ : float
         π, learned or given.
     loss_curve_ : list of float
-        Mean stochastic estimate of the per-pixel objective over each pass.
+        Stochastic estimate of the objective over each pass.
     image_shape_ : tuple or None
         Shape every image must have (``field="pixel"``), else None.
     n_iter_ : int
@@ -197,7 +179,7 @@ class LogSupermodularDenoiser(BaseEstimator):
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "batch_size": [Interval(Integral, 1, None, closed="left")],
         "n_perturbations": [Interval(Integral, 1, None, closed="left")],
-        "decoding": [StrOptions({"map", "mean"})],
+        "decoding": [StrOptions({"map", "marginal"})],
         "random_state": ["random_state", np.random.Generator],
         "n_jobs": [Integral, None],
         "verbose": ["verbose"],
@@ -237,6 +219,8 @@ class LogSupermodularDenoiser(BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.target_tags.required = False
+        tags.input_tags.two_d_array = False
+        tags.input_tags.three_d_array = True  # (n_images, H, W)
         return tags
 
     # ---- fitting ---------------------------------------------------------------------------
@@ -254,18 +238,19 @@ class LogSupermodularDenoiser(BaseEstimator):
 
         Returns
         -------
-        self
+        self : object
+            The fitted denoiser.
         """
-        noisy = _check_binary_images(X, "X")
+        noisy = check_binary_images(X, "X")
         clean = None
         if y is not None:
-            clean = _check_binary_images(y, "y")
+            clean = check_binary_images(y, "y")
             if len(clean) != len(noisy):
                 raise ValueError(f"X has {len(noisy)} images but y has {len(clean)}")
             for i, (z, x) in enumerate(zip(noisy, clean, strict=True)):
                 if z.shape != x.shape:
                     raise ValueError(f"image {i}: X has shape {z.shape} but y has {x.shape}")
-        self.image_shape_ = None
+        image_shape = None
         if self.field == "pixel":
             shapes = {z.shape for z in noisy}
             if len(shapes) > 1:
@@ -273,103 +258,99 @@ class LogSupermodularDenoiser(BaseEstimator):
                     f"field='pixel' learns one value per pixel, so every image needs the same "
                     f"shape; got shapes {sorted(shapes)}. Resize the images or use field='shared'"
                 )
-            self.image_shape_ = noisy[0].shape
+            image_shape = noisy[0].shape
+        structure = FlipChannelGrid(image_shape).fit(_signs(noisy[:1]))
+        batch = structure.prepare(_signs(noisy))
         rng = check_generator(self.random_state)
-        params = _Parameters.initial(
-            self.image_shape_, self.noise_level if self.noise_level != "learn" else self.noise_init
+        learn_noise = self.noise_level == "learn"
+        state = _sgd.SGDState(coef=np.zeros(structure.size_), rng=rng)
+        field, log_odds = slice(0, structure.n_field), structure.n_field
+        start = self.noise_init if learn_noise else self.noise_level
+        state.coef[log_odds] = np.log(start / (1.0 - start))
+        # Per-coordinate penalty of (reg_field/2) mean(t²) + (reg_cut/2)‖α‖², and step scale:
+        # a per-pixel t_d sees one pixel per image, so its step is D times larger.
+        alpha = np.full(structure.size_, float(self.reg_cut))
+        alpha[field], alpha[log_odds] = self.reg_field / structure.n_field, 0.0
+        scale = np.ones(structure.size_)
+        scale[field], scale[log_odds] = structure.n_field, float(learn_noise)
+
+        def project(w):
+            structure.project(w)  # α >= 0 keeps the prior log-supermodular
+            if learn_noise:  # u <= 0 (π <= 1/2) fixes the label symmetry of the channel
+                w[log_odds] = min(w[log_odds], 0.0)
+            return w
+
+        per_pixel = 1.0 / batch.lengths  # each image's objective is per pixel
+        if clean is not None:
+            labels = np.concatenate([x.ravel() for x in clean]).astype(np.intp)
+
+            def make_oracle(order):
+                return perturb_and_map_oracle(
+                    structure,
+                    batch.subset(order),
+                    labels[batch.node_index(order)],
+                    kind="logistic",
+                    sample_weight=per_pixel[order],
+                )
+
+        else:
+            noisy_flat = np.concatenate([z.ravel() for z in noisy]).astype(float)
+
+            def make_oracle(order):
+                return _marginal_oracle(
+                    structure,
+                    batch.subset(order),
+                    noisy_flat[batch.node_index(order)],
+                    per_pixel[order],
+                )
+
+        _sgd.run_sgd(
+            make_oracle,
+            state,
+            batch.n_samples,
+            rng=rng,
+            alpha=alpha,
+            batch_size=min(self.batch_size, batch.n_samples),
+            schedule="invscaling",
+            eta0=self.step_size,
+            power_t=0.5,
+            average=True,
+            max_iter=self.max_iter,
+            tol=None,
+            n_iter_no_change=1,
+            project=project,
+            verbose=self.verbose,
+            scale=scale,
+            average_weights="linear",
         )
-        average = params.copy()
-        self.loss_curve_ = []
-        step = 0
-        for epoch in range(self.max_iter):
-            losses = []
-            order = rng.permutation(len(noisy))
-            for start in range(0, len(order), self.batch_size):
-                batch = order[start : start + self.batch_size]
-                gradient, loss = self._stochastic_gradient(params, noisy, clean, batch, rng)
-                step += 1
-                params.move(gradient, -self.step_size / np.sqrt(step))  # θ ← θ - (C/√h) g
-                params.project(learn_noise=self.noise_level == "learn")
-                average.blend(params, 2.0 / (step + 1))  # weights ∝ h
-                losses.append(loss)
-            self.loss_curve_.append(float(np.mean(losses)) + self._penalty(params))
-            if self.verbose:
-                print(f"epoch {epoch + 1}: objective {self.loss_curve_[-1]:.5f}")
-        self.n_iter_ = self.max_iter
-        self.field_ = average.field if average.field.ndim else float(average.field)
-        self.cut_weights_ = average.cut_weights
-        self.noise_level_ = float(1.0 / (1.0 + np.exp(-average.log_odds)))
+        self.structure_ = structure
+        self.coef_ = state.estimate.copy()
+        self.image_shape_ = image_shape
+        self.loss_curve_ = list(state.loss_curve)
+        self.n_iter_ = state.n_iter
         return self
 
-    def _penalty(self, params) -> float:
-        return 0.5 * (
-            self.reg_field * float(np.mean(params.field**2))
-            + self.reg_cut * float(params.cut_weights @ params.cut_weights)
-        )
+    # ---- fitted parameters -----------------------------------------------------------------
+    @property
+    def field_(self):
+        """The learned field ``t``: (H, W) per pixel, or a float when shared."""
+        field = self.coef_[: self.structure_.n_field]
+        return field.reshape(self.image_shape_) if self.image_shape_ else float(field[0])
 
-    def _stochastic_gradient(self, params, noisy, clean, batch, rng):
-        """One-perturbation gradient of the per-pixel objective on a mini-batch.
+    @property
+    def cut_weights_(self) -> np.ndarray:
+        """The learned ``(α_h, α_v) >= 0``."""
+        return 0.0 - self.coef_[self.structure_.n_field + 1 :]
 
-        Supervised (thesis §2.5.3), per image: ``NLL = α·cuts(x) - θ·x + A_logistic(θ, α)``
-        with ``θ = t + u s`` and ``s = 1 - 2z``; so ``∂t = y* - x``, ``∂α = cuts(x) - cuts(y*)``,
-        ``∂u = s·(y* - x)`` with ``y*`` the perturbed posterior MAP.
-        Unsupervised (thesis §2.5.4): ``NLL = -A_logistic(θ, α) + A_logistic(t, α) - z·u
-        + D log(1 + e^u)``; so ``∂t = y*_prior - y*_post``, ``∂α = cuts(y*_post) -
-        cuts(y*_prior)``, ``∂u = -s·y*_post - Σz + D π``.
-
-        Returns the gradient of the per-pixel objective with its penalty (a
-        :class:`_Parameters`; the per-pixel field block multiplied by ``D``, see
-        :meth:`_Parameters.add`), and the batch's mean objective estimate per pixel
-        (without the penalty).
-        """
-        gradient = params.zeros_like()
-        loss = 0.0
-        for n in batch:
-            z = noisy[n]
-            sign = 1.0 - 2.0 * z
-            field = np.broadcast_to(params.field, z.shape)
-            gain = field + params.log_odds * sign
-            eps = logistic(rng, z.shape)
-            y_post = binary_grid_map(gain + eps, params.cut_weights)
-            cuts_post = cut_counts(y_post)
-            value_post = float(np.sum((gain + eps) * y_post)) - params.cut_weights @ cuts_post
-            if clean is not None:
-                x = clean[n]
-                cuts_clean = cut_counts(x)
-                gradient.add(y_post - x, cuts_clean - cuts_post, np.sum(sign * (y_post - x)))
-                nll = params.cut_weights @ cuts_clean - float(np.sum(gain * x)) + value_post
-            else:
-                eps = logistic(rng, z.shape)
-                y_prior = binary_grid_map(field + eps, params.cut_weights)
-                cuts_prior = cut_counts(y_prior)
-                value_prior = float(np.sum((field + eps) * y_prior)) - (
-                    params.cut_weights @ cuts_prior
-                )
-                noise = 1.0 / (1.0 + np.exp(-params.log_odds))
-                gradient.add(
-                    y_prior - y_post,
-                    cuts_post - cuts_prior,
-                    -float(np.sum(sign * y_post)) - float(z.sum()) + z.size * noise,
-                )
-                nll = (
-                    -value_post
-                    + value_prior
-                    - params.log_odds * float(z.sum())
-                    + z.size * np.logaddexp(0.0, params.log_odds)
-                )
-            loss += nll / z.size
-        gradient.scale(1.0 / len(batch))
-        # (reg_field/2) mean(t²) has derivative reg_field t_d / D: times D, as the field block.
-        gradient.field = gradient.field + self.reg_field * params.field
-        gradient.cut_weights = gradient.cut_weights + self.reg_cut * params.cut_weights
-        if self.noise_level != "learn":
-            gradient.log_odds = 0.0
-        return gradient, loss / len(batch)
+    @property
+    def noise_level_(self) -> float:
+        """The flip probability π (learned or given)."""
+        return float(1.0 / (1.0 + np.exp(-self.coef_[self.structure_.n_field])))
 
     # ---- prediction ------------------------------------------------------------------------
-    def _gains(self, X) -> list[np.ndarray]:
-        check_is_fitted(self, "cut_weights_")
-        noisy = _check_binary_images(X, "X")
+    def _batch(self, X):
+        check_is_fitted(self, "coef_")
+        noisy = check_binary_images(X, "X")
         if self.image_shape_ is not None:
             for i, z in enumerate(noisy):
                 if z.shape != self.image_shape_:
@@ -377,12 +358,25 @@ class LogSupermodularDenoiser(BaseEstimator):
                         f"X[{i}] has shape {z.shape}, but the per-pixel field was learned on "
                         f"images of shape {self.image_shape_}"
                     )
-        u = np.log(self.noise_level_ / (1.0 - self.noise_level_))
-        return [self.field_ + u * (1.0 - 2.0 * z) for z in noisy]
+        return self.structure_.prepare(_signs(noisy))
+
+    def potentials(self, X) -> Potentials:
+        """The posterior potentials of noisy images (see
+        :meth:`~pmap_sklearn.PerturbMAPCRF.potentials`).
+
+        Parameters
+        ----------
+        X : array of shape (n_images, H, W) or sequence of 2-D arrays
+
+        Returns
+        -------
+        Potentials
+        """
+        return self.structure_.potentials(self._batch(X), self.coef_)
 
     def predict_marginals(self, X):
-        """Posterior probability of every pixel being 1: the mean of ``n_perturbations``
-        logistic-perturbed posterior MAPs (SPEC §1).
+        """Posterior marginals of every pixel: the label frequencies over ``n_perturbations``
+        logistic-perturbed posterior MAPs.
 
         Parameters
         ----------
@@ -391,15 +385,19 @@ class LogSupermodularDenoiser(BaseEstimator):
 
         Returns
         -------
-        marginals : same container as X, of floats in [0, 1]
+        marginals : same container as X, of shape (…, H, W, 2)
+            ``[..., k]`` is the probability of label k; the last axis sums to 1.
         """
-        gains = self._gains(X)
-        seeds = check_generator(self.random_state).integers(2**63, size=len(gains))
-        jobs = [
-            (gain, self.cut_weights_, self.n_perturbations, seed)
-            for gain, seed in zip(gains, seeds, strict=True)
-        ]
-        return _like_input(map_jobs(_perturbed_mean, jobs, self.n_jobs), X)
+        batch = self._batch(X)
+        average = perturb_and_map(
+            self.structure_.solver_,
+            self.structure_.potentials(batch, self.coef_),
+            self.n_perturbations,
+            self.random_state,
+            "logistic",
+            n_jobs=self.n_jobs,
+        )
+        return like_input(batch.split(average.marginals), X)
 
     def predict(self, X, decoding=None):
         """Denoised images.
@@ -408,83 +406,72 @@ class LogSupermodularDenoiser(BaseEstimator):
         ----------
         X : array of shape (n_images, H, W) or sequence of 2-D arrays
             Noisy binary images.
-        decoding : {"map", "mean"} or None, default=None
-            "map": the posterior MAP by one graph cut; "mean": the mean-marginal thresholded
-            at 1/2. None uses the estimator's ``decoding``.
+        decoding : {"map", "marginal"} or None, default=None
+            "map": the posterior MAP by one graph cut; "marginal": the per-pixel argmax of
+            :meth:`predict_marginals`. None uses the estimator's ``decoding``.
 
         Returns
         -------
         images : same container as X, of int
         """
         decoding = self.decoding if decoding is None else decoding
-        if decoding == "mean":
+        if decoding == "marginal":
             marginals = self.predict_marginals(X)
-            return _like_input([(m > 0.5).astype(np.intp) for m in marginals], X)
+            return like_input([m.argmax(axis=-1) for m in marginals], X)
         if decoding != "map":
-            raise ValueError(f"decoding must be 'map' or 'mean', got {decoding!r}")
-        jobs = [(gain, self.cut_weights_) for gain in self._gains(X)]
-        return _like_input(map_jobs(binary_grid_map, jobs, self.n_jobs), X)
+            raise ValueError(f"decoding must be 'map' or 'marginal', got {decoding!r}")
+        batch = self._batch(X)
+        potentials = self.structure_.potentials(batch, self.coef_)
+        labels = self.structure_.solver_.map(potentials, n_jobs=self.n_jobs)
+        return like_input(batch.split(labels), X)
 
     def score(self, X, y):
-        """Mean over images of the fraction of correctly denoised pixels (1 - pixel error)."""
-        clean = _check_binary_images(y, "y")
+        """Mean over images of the fraction of correctly denoised pixels (1 - pixel error).
+
+        Parameters
+        ----------
+        X : array of shape (n_images, H, W) or sequence of 2-D arrays
+            Noisy binary images.
+        y : same as X
+            Clean images.
+
+        Returns
+        -------
+        float
+        """
+        clean = check_binary_images(y, "y")
         predicted = self.predict(X)
         if len(clean) != len(predicted):
             raise ValueError(f"X has {len(predicted)} images but y has {len(clean)}")
         return float(np.mean([np.mean(p == c) for p, c in zip(predicted, clean, strict=True)]))
 
 
-class _Parameters:
-    """``(t, α, u)`` of the denoiser, or a (normalised) gradient with the same blocks."""
+def _marginal_oracle(structure, batch, noisy, weight):
+    """Stochastic gradient of the logistic-bound marginal likelihood of noisy images (thesis
+    §2.5.4): ``log p(z) ≈ A(posterior) − A(prior) + u Σ z − D log(1 + e^u)``, both ``A`` by
+    one logistic-perturbed MAP each; images weighted by ``weight`` (one over their pixels)."""
+    solver = structure.solver_
+    prior_batch = replace(batch, features=np.zeros_like(batch.features))  # s = 0: the prior
+    log_odds = structure.n_field
 
-    def __init__(self, field: np.ndarray, cut_weights: np.ndarray, log_odds: float):
-        self.field = field
-        self.cut_weights = cut_weights
-        self.log_odds = log_odds
-
-    @classmethod
-    def initial(cls, image_shape, noise_level: float) -> _Parameters:
-        field = np.zeros(image_shape) if image_shape is not None else np.zeros(())
-        return cls(field, np.zeros(2), float(np.log(noise_level / (1.0 - noise_level))))
-
-    def copy(self) -> _Parameters:
-        return _Parameters(self.field.copy(), self.cut_weights.copy(), self.log_odds)
-
-    def zeros_like(self) -> _Parameters:
-        return _Parameters(np.zeros_like(self.field), np.zeros(2), 0.0)
-
-    def add(self, field_gradient, cut_gradient, log_odds_gradient) -> None:
-        """Accumulate one image's derivatives of ``NLL / D`` (its ``D`` pixels), with the
-        per-pixel field block multiplied by ``D`` (each ``t_d`` is informed by one pixel per
-        image): every block is then O(1) and one step size ``C`` suits all. A shared field
-        averages its pixels' derivatives."""
-        n_pixels = field_gradient.size
-        self.field = self.field + (
-            field_gradient if self.field.ndim else float(np.sum(field_gradient)) / n_pixels
+    def oracle(part, w, rng):
+        post, prior = batch.subset(part), prior_batch.subset(part)
+        c = weight[part]
+        values, maximisers = [], []
+        for sub in (post, prior):
+            perturbation = draw(rng, sub.n_nodes, 2, "logistic")
+            potentials = structure.potentials(sub, w, perturbation)
+            labels = solver.map(potentials)
+            values.append(potentials.score(labels))
+            maximisers.append(labels)
+        gradient = structure.joint_feature(post, maximisers[0], c) - structure.joint_feature(
+            prior, maximisers[1], c
         )
-        self.cut_weights = self.cut_weights + cut_gradient / n_pixels
-        self.log_odds += float(log_odds_gradient) / n_pixels
+        flips = np.bincount(post.node_sample, noisy[batch.node_index(part)], post.n_samples)
+        u = w[log_odds]
+        noise = 1.0 / (1.0 + np.exp(-u))
+        gradient[log_odds] += c @ (flips - post.lengths * noise)
+        likelihood = values[0] - values[1] + u * flips - post.lengths * np.logaddexp(0.0, u)
+        return gradient, float(c @ likelihood)
 
-    def scale(self, factor: float) -> None:
-        self.field = self.field * factor
-        self.cut_weights = self.cut_weights * factor
-        self.log_odds *= factor
-
-    def move(self, direction: _Parameters, rate: float) -> None:
-        """``self ← self + rate direction``."""
-        self.field = self.field + rate * direction.field
-        self.cut_weights = self.cut_weights + rate * direction.cut_weights
-        self.log_odds += rate * direction.log_odds
-
-    def blend(self, other: _Parameters, weight: float) -> None:
-        """``self ← (1 - weight) self + weight other``."""
-        self.field = (1 - weight) * self.field + weight * other.field
-        self.cut_weights = (1 - weight) * self.cut_weights + weight * other.cut_weights
-        self.log_odds = (1 - weight) * self.log_odds + weight * other.log_odds
-
-    def project(self, learn_noise: bool) -> None:
-        """``α >= 0`` keeps the prior log-supermodular; ``u <= 0`` (π <= 1/2) fixes the label
-        symmetry of the channel."""
-        self.cut_weights = np.maximum(self.cut_weights, 0.0)
-        if learn_noise:
-            self.log_odds = min(self.log_odds, 0.0)
+    return oracle

@@ -1,4 +1,5 @@
-"""MarginalPerturbMAPCRF: marginal and weighted-marginal perturb-and-MAP (SPEC §2, Alg. 2-4)."""
+"""MarginalPerturbMAPCRF: marginal and weighted-marginal perturb-and-MAP (Shpakova et al. 2018,
+Alg. 2-4)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ from numbers import Real
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ._base import BaseStructuredSGD, perturbed_marginals
+from ._base import BaseStructuredSGD
+from ._utils import onehot
 from .metrics import loss_weights
 from .perturbation import gumbel
 
@@ -23,14 +25,16 @@ class MarginalPerturbMAPCRF(BaseStructuredSGD):
     size-balanced weights with ``class_weight="balanced"``) and q the target distribution of the
     node: one-hot for a known label, the model's conditional marginal (times ``unlabeled_weight``)
     for an unknown one. Each SGD step draws one Gumbel perturbation per sample, shared by A and
-    every B (SPEC §2), and moves ``w`` along ``Σ_{d,k} C_d(k) [Ψ(x, y*_{B,d,k}) − Ψ(x, y*_A)]``.
+    every B (the paper's Gumbel reduction), and moves ``w`` along
+    ``Σ_{d,k} C_d(k) [Ψ(x, y*_{B,d,k}) − Ψ(x, y*_A)]``.
 
     Parameters
     ----------
     structure : {"chain", "grid", "graph"} or structure instance, default="chain"
     class_weight : None, "balanced" or dict, default=None
         Loss weights θ: None = Hamming (``θ_d = 1/D``); "balanced" = size-balanced weighted
-        Hamming (``θ_d(k) = V_d / (K' V_k)`` with the node sizes of the sample, SPEC §1); a dict
+        Hamming (``θ_d(k) = V_d / (K' V_k)`` with the node sizes of the sample, Kolesnikov et al.
+        2014); a dict
         ``{label: weight}`` multiplies ``1/D``.
     unlabeled_weight : float, default=1.0
         κ: weight of the unknown-label terms (Alg. 4) relative to the labelled ones.
@@ -148,20 +152,12 @@ validation_fraction, warm_start, n_perturbations, random_state, n_jobs, verbose
 
     def _targets(self, batch, labels, w_supervised, rng):
         """The coefficients ``C_d(k) = θ_d(k) q_d(k)`` (× κ on unknown nodes), (n_nodes, K)."""
-        distribution = self.structure_._onehot(labels)
+        distribution = onehot(labels, self.structure_.n_states_)
         unknown = labels < 0
         self.target_distributions_ = None
         if w_supervised is not None and unknown.any():
             # Alg. 3 step 2: conditional marginals q(y_d | y_given) under w_1, computed once.
-            q = perturbed_marginals(
-                self.structure_,
-                batch,
-                w_supervised,
-                self.n_perturbations,
-                rng,
-                self.n_jobs,
-                clamp=labels,
-            )
+            q = self._perturbed_marginals(batch, w_supervised, rng, clamp=labels)
             distribution[unknown] = q[unknown]
             self.target_distributions_ = batch.split(distribution)
         scale = np.where(unknown, self.unlabeled_weight, 1.0)
@@ -169,27 +165,27 @@ validation_fraction, warm_start, n_perturbations, random_state, n_jobs, verbose
 
     def _make_oracle(self, batch, coefficients):
         structure = self.structure_
+        solver = structure.solver_
 
         def oracle(part, w, rng):
             sub = batch.subset(part)
             coef = coefficients[batch.node_index(part)]
-            noise = gumbel(rng, (sub.n_nodes, structure.n_states_))
+            perturbation = gumbel(rng, (sub.n_nodes, structure.n_states_))
             nodes, labels = np.nonzero(coef > 0)  # row-major: nodes in increasing order
-            map_labels, solved, copies, clamped = structure.clamped_maps(
-                sub, w, noise, nodes, labels, self.dynamic, self.gumbel_reduction, self.n_jobs
+            solution = solver.clamped_maps(
+                structure.potentials(sub, w, perturbation),
+                nodes,
+                labels,
+                coef[nodes, labels],
+                skip_agreeing=self.gumbel_reduction,
+                dynamic=self.dynamic,
+                n_jobs=self.n_jobs,
             )
-            weight = coef[nodes[solved], labels[solved]]
-            gradient = structure.clamped_joint_feature_difference(
-                sub, map_labels, copies, clamped, weight
-            )
+            gradient = structure.joint_feature_of(sub, solution.statistics)
             # Σ C (B̂ − Â) with B̂ = max of f + Σ_{s≠d} z_s: the f part is w·gradient, the z part
             # is the change of perturbation between y*_B and y*_A minus the clamped node's z_d(k).
-            copy_nodes = sub.node_index(copies)
-            node_weight = np.repeat(weight, sub.lengths[copies])
-            z_change = node_weight @ (
-                noise[copy_nodes, clamped] - noise[copy_nodes, map_labels[copy_nodes]]
-            )
-            objective = w @ gradient + z_change - float((coef * noise).sum())
+            gap = solution.perturbation_gap(perturbation)
+            objective = w @ gradient + gap - float((coef * perturbation).sum())
             return gradient, objective
 
         return oracle

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._utils import onehot
+
 __all__ = [
     "hamming_loss",
     "weighted_hamming_loss",
@@ -71,10 +73,7 @@ def balanced_node_weights(label_distribution, node_sizes=None) -> np.ndarray:
     dist = np.asarray(label_distribution)
     if dist.ndim == 1:
         labels = dist.astype(np.intp)
-        onehot = np.zeros((labels.size, max(labels.max() + 1, 2)))
-        known = labels >= 0
-        onehot[np.flatnonzero(known), labels[known]] = 1.0
-        dist = onehot
+        dist = onehot(labels, max(labels.max() + 1, 2))
     sizes = np.ones(len(dist)) if node_sizes is None else np.asarray(node_sizes, dtype=float)
     return balanced_weights_batch(dist, sizes, np.zeros(len(dist), dtype=np.intp))
 

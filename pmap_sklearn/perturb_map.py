@@ -1,11 +1,12 @@
-"""PerturbMAPCRF: perturb-and-MAP likelihood learned by double SGD (SPEC §2, Alg. 1)."""
+"""PerturbMAPCRF: perturb-and-MAP likelihood learned by double SGD (Shpakova et al. 2018,
+Alg. 1; Hazan & Jaakkola 2012)."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from ._base import BaseStructuredSGD
-from .perturbation import gumbel
+from .perturbation import draw
 
 
 class PerturbMAPCRF(BaseStructuredSGD):
@@ -104,24 +105,82 @@ class PerturbMAPCRF(BaseStructuredSGD):
     True
     """
 
+    def __init__(
+        self,
+        structure="chain",
+        *,
+        alpha=1e-4,
+        max_iter=50,
+        batch_size=16,
+        learning_rate="optimal",
+        eta0="auto",
+        power_t=0.5,
+        average=True,
+        tol=1e-3,
+        n_iter_no_change=5,
+        early_stopping=False,
+        validation_fraction=0.1,
+        warm_start=False,
+        n_perturbations=100,
+        random_state=None,
+        n_jobs=None,
+        verbose=0,
+    ):
+        super().__init__(
+            structure,
+            alpha=alpha,
+            max_iter=max_iter,
+            batch_size=batch_size,
+            learning_rate=learning_rate,
+            eta0=eta0,
+            power_t=power_t,
+            average=average,
+            tol=tol,
+            n_iter_no_change=n_iter_no_change,
+            early_stopping=early_stopping,
+            validation_fraction=validation_fraction,
+            warm_start=warm_start,
+            n_perturbations=n_perturbations,
+            random_state=random_state,
+            n_jobs=n_jobs,
+            verbose=verbose,
+        )
+
     def _targets(self, batch, labels, w_supervised, rng):
         """Known labels; unknown ones (-1) become the MAP of ``w_1`` given the known ones
         (self-training with hard labels, the paper's baseline for weak labels)."""
         if w_supervised is None:
             return labels
-        return self.structure_.map(batch, w_supervised, clamp=labels, n_jobs=self.n_jobs)
+        return self._map(batch, w_supervised, clamp=labels)
 
     def _make_oracle(self, batch, labels):
-        structure = self.structure_
+        return perturb_and_map_oracle(self.structure_, batch, labels, n_jobs=self.n_jobs)
 
-        def oracle(part, w, rng):
-            sub = batch.subset(part)
-            truth = labels[batch.node_index(part)]
-            noise = gumbel(rng, (sub.n_nodes, structure.n_states_))
-            perturbed = structure.map(sub, w, noise, n_jobs=self.n_jobs)
-            gradient = structure.joint_feature_difference(sub, truth, perturbed)
-            # f(y) − [f(y*) + z(y*)]: an unbiased estimate of ℓ = f(y) − A_G.
-            objective = w @ gradient - noise[np.arange(sub.n_nodes), perturbed].sum()
-            return gradient, objective
 
-        return oracle
+def perturb_and_map_oracle(
+    structure, batch, labels, kind="gumbel", sample_weight=None, n_jobs=None
+):
+    """The stochastic gradient of the perturb-and-MAP likelihood ``ℓ = f(y|x) − A_G(x)``.
+
+    Returns ``oracle(part, w, rng) -> (gradient, objective)`` over the samples ``part`` of the
+    batch: one fresh perturbation per sample (``kind``, see
+    :func:`~pmap_sklearn.perturbation.draw`), the perturbed MAP ``y*``, the gradient
+    ``Σ_n c_n [Ψ(x_n, y_n) − Ψ(x_n, y*_n)]`` and the unbiased estimate
+    ``Σ_n c_n [f(y_n) − f(y*_n) − z(y*_n)]`` of ``Σ_n c_n ℓ_n`` (``c`` = ``sample_weight``,
+    1 when None).
+    """
+    solver = structure.solver_
+
+    def oracle(part, w, rng):
+        sub = batch.subset(part)
+        truth = labels[batch.node_index(part)]
+        perturbation = draw(rng, sub.n_nodes, structure.n_states_, kind)
+        perturbed = solver.map(structure.potentials(sub, w, perturbation), n_jobs=n_jobs)
+        weight = None if sample_weight is None else sample_weight[part]
+        gradient = structure.joint_feature_difference(sub, truth, perturbed, weight)
+        at_map = perturbation[np.arange(sub.n_nodes), perturbed]
+        if weight is not None:
+            at_map = at_map * weight[sub.node_sample]
+        return gradient, w @ gradient - at_map.sum()
+
+    return oracle

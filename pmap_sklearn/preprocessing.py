@@ -6,7 +6,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin, clone
 from sklearn.utils.validation import check_is_fitted
 
-from .structures import GraphSample
+from .samples import GraphSample
 
 
 def _node_features(sample) -> np.ndarray:

@@ -1,34 +1,54 @@
-"""Brute-force references shared by the tests."""
+"""Brute-force references shared by the tests: enumeration of one sample's potentials."""
+
+import itertools
 
 import numpy as np
 
 from pmap_sklearn._backend import brute
+from pmap_sklearn._backend.potentials import label_statistics
 
 
-def exact_distribution(structure, batch, w, index=0):
-    """All labellings of sample ``index`` with their probabilities ``P(y|x)``."""
-    unary, edges, pairwise = structure.dense_model(batch, w, index)
-    labellings, scores = brute.enumerate_scores(unary, edges, pairwise)
-    return labellings, np.exp(scores - brute.brute_log_partition(unary, edges, pairwise))
+def scores_of(potentials):
+    """Every labelling of a one-sample model and its score (lexicographic order)."""
+    parts = list(brute.enumerate_scores(potentials))
+    return np.concatenate([y for y, _ in parts]), np.concatenate([s for _, s in parts])
 
 
-def exact_expected_joint_feature(structure, batch, w, index=0):
-    """``E_P[Ψ(x, y)]`` of sample ``index`` by enumeration."""
+def loop_scores(potentials):
+    """Independent reference: a Python loop over the labellings and the edges."""
+    p = potentials
+    tables = p.edge_tables()
+    labellings, scores = [], []
+    for y in itertools.product(range(p.n_states), repeat=p.n_nodes):
+        score = sum(p.unary[d, k] for d, k in enumerate(y))
+        score += sum(tables[e, y[i], y[j]] for e, (i, j) in enumerate(p.edges))
+        labellings.append(y)
+        scores.append(score)
+    return np.array(labellings), np.array(scores)
+
+
+def exact_distribution(potentials):
+    """All labellings of a one-sample model with their probabilities ``P(y)``."""
+    labellings, scores = scores_of(potentials)
+    prob = np.exp(scores - scores.max())
+    return labellings, prob / prob.sum()
+
+
+def statistics_of(potentials, labels):
+    """Sufficient statistics of one labelling of a one-sample model."""
+    return label_statistics(labels, potentials.edges, potentials.n_states, potentials.pairwise_kind)
+
+
+def exact_expected_joint_feature(structure, batch, w, index=0, given=None):
+    """``E_P[Ψ(x, y)]`` of sample ``index`` by enumeration; with ``given = (node, label)`` the
+    conditional expectation ``E_P[Ψ | y_node = label]``."""
     single = batch.subset([index])
-    labellings, prob = exact_distribution(structure, batch, w, index)
+    labellings, prob = exact_distribution(structure.potentials(single, w))
+    if given is not None:
+        keep = labellings[:, given[0]] == given[1]
+        labellings, prob = labellings[keep], prob[keep] / prob[keep].sum()
     return sum(
         p * structure.joint_feature(single, y) for p, y in zip(prob, labellings, strict=True)
-    )
-
-
-def exact_conditional_joint_feature(structure, batch, w, node, label, index=0):
-    """``E_P[Ψ(x, y) | y_node = label]`` of sample ``index`` by enumeration."""
-    single = batch.subset([index])
-    labellings, prob = exact_distribution(structure, batch, w, index)
-    keep = labellings[:, node] == label
-    prob = prob[keep] / prob[keep].sum()
-    return sum(
-        p * structure.joint_feature(single, y) for p, y in zip(prob, labellings[keep], strict=True)
     )
 
 

@@ -1,12 +1,29 @@
-"""Every oracle (plain, perturbed, clamped) equals brute-force enumeration on tiny models."""
+"""Every solver (plain, perturbed, clamped MAP; marginals) equals brute-force enumeration on tiny
+models, and brute force equals an independent loop."""
+
+import itertools
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pmap_sklearn._backend import brute, chain, cut
+from pmap_sklearn import MarginalPerturbMAPCRF, PerturbMAPCRF, Potentials
+from pmap_sklearn._backend import (
+    BruteForceSolver,
+    ChainSolver,
+    GraphCutSolver,
+    Solver,
+    chain,
+    check_solver,
+)
+from pmap_sklearn._backend.potentials import Statistics
+from pmap_sklearn.datasets import make_grid_data
 from pmap_sklearn.perturbation import gumbel
-from pmap_sklearn.structures import ChainStructure, GraphSample, GraphStructure, GridStructure
+from pmap_sklearn.samples import GraphSample
+from pmap_sklearn.structures import ChainStructure, GraphStructure, GridStructure
+
+from .helpers import exact_distribution, loop_scores, scores_of, statistics_of
 
 SETTINGS = settings(max_examples=40, deadline=None)
 
@@ -15,103 +32,140 @@ def _free_or_clamped(rng, n_nodes, n_states, rate=0.3):
     return np.where(rng.random(n_nodes) < rate, rng.integers(0, n_states, n_nodes), -1)
 
 
-def _assert_optimal(unary, edges, pairwise, labels, best):
-    """``labels`` scores ``best`` (compare scores: ties are measure-zero but not impossible)."""
-    _, scores = brute.enumerate_scores(unary, edges, pairwise)
-    index = np.ravel_multi_index(labels, (unary.shape[1],) * len(labels))
-    np.testing.assert_allclose(scores[index], best, rtol=1e-10, atol=1e-9)
-
-
-def _check_map(structure, batch, w, noise, clamp):
-    labels = structure.map(batch, w, noise, clamp)
-    for i in range(batch.n_samples):
-        unary, edges, pairwise = structure.dense_model(batch, w, i, noise)
-        clamp_i = None if clamp is None else clamp[batch.nodes_of(i)]
-        expected, best = brute.brute_map(unary, edges, pairwise, clamp_i)
-        got = labels[batch.nodes_of(i)]
-        _assert_optimal(unary, edges, pairwise, got, best)
-        if clamp_i is not None:
-            fixed = clamp_i >= 0
-            np.testing.assert_array_equal(got[fixed], clamp_i[fixed])
-
-
 def _random_graph(rng, n_nodes):
     pairs = np.array([(i, j) for i in range(n_nodes) for j in range(i + 1, n_nodes)])
     edges = pairs.reshape(-1, 2)[rng.random(len(pairs)) < 0.5]
     return GraphSample(rng.normal(size=(n_nodes, 2)), edges, rng.random((len(edges), 2)))
 
 
-def _check_random_binary_model(structure, X, rng, perturb, clamped):
-    """Random supermodular weights, optional perturbation and clamps, checked by brute force."""
+def _model(rng, case):
+    """(potentials with a Gumbel perturbation, solver) of a few tiny samples for a case."""
+    if case.startswith("chain"):
+        n_states = 2 if case == "chain-cut" else int(rng.integers(2, 5))
+        X = [rng.normal(size=(d, 2)) for d in rng.integers(1, 6, size=3)]
+        solver = "graph_cut" if case == "chain-cut" else "viterbi"
+        structure = ChainStructure(n_states=n_states, solver=solver)
+    elif case.startswith("grid"):
+        X = [rng.normal(size=(h, w, 2)) for h, w in rng.integers(1, 4, size=(3, 2))]
+        connectivity, contrast = int(rng.choice([4, 8])), bool(rng.integers(2))
+        if case == "grid-brute":
+            structure = GridStructure(connectivity, contrast, n_states=3, solver="brute_force")
+            X = [x[:2, :2] for x in X]
+        else:
+            structure = GridStructure(connectivity, contrast)
+    else:
+        X = [_random_graph(rng, n) for n in rng.integers(1, 8, size=3)]
+        structure = GraphStructure()
+    structure.fit(X, [np.zeros(1, int)])
     batch = structure.prepare(X)
-    w = structure.project(3 * rng.normal(size=structure.size_))
-    noise = gumbel(rng, (batch.n_nodes, 2)) if perturb else None
-    clamp = _free_or_clamped(rng, batch.n_nodes, 2) if clamped else None
-    _check_map(structure, batch, w, noise, clamp)
+    w = structure.project(2 * rng.normal(size=structure.size_))
+    perturbation = gumbel(rng, (batch.n_nodes, structure.n_states_))
+    return structure.potentials(batch, w, perturbation), structure.solver_
 
 
-def _random_chain_samples(rng):
-    return [rng.normal(size=(d, 2)) for d in rng.integers(1, 6, size=3)]
+CASES = ["chain", "chain-cut", "grid", "graph", "grid-brute"]
 
 
-def _random_chains(rng, n_states):
-    """Three short chains with random weights: (structure, batch, w)."""
-    X = _random_chain_samples(rng)
-    structure = ChainStructure(n_states=n_states).fit(X)
-    return structure, structure.prepare(X), 2 * rng.normal(size=structure.size_)
-
-
-@SETTINGS
-@given(
-    seed=st.integers(0, 2**32 - 1),
-    n_states=st.integers(2, 4),
-    perturb=st.booleans(),
-    clamped=st.booleans(),
-)
-def test_viterbi_matches_brute_force(seed, n_states, perturb, clamped):
-    rng = np.random.default_rng(seed)
-    structure, batch, w = _random_chains(rng, n_states)
-    noise = gumbel(rng, (batch.n_nodes, n_states)) if perturb else None
-    clamp = _free_or_clamped(rng, batch.n_nodes, n_states) if clamped else None
-    _check_map(structure, batch, w, noise, clamp)
-
-
-@SETTINGS
-@given(seed=st.integers(0, 2**32 - 1), perturb=st.booleans(), clamped=st.booleans())
-def test_graph_cut_matches_brute_force(seed, perturb, clamped):
-    rng = np.random.default_rng(seed)
-    X = [_random_graph(rng, n) for n in rng.integers(1, 9, size=3)]
-    _check_random_binary_model(GraphStructure().fit(X), X, rng, perturb, clamped)
+def _assert_optimal(sample, labels, clamp=None):
+    """``labels`` reach the best score over the labellings that respect ``clamp`` (scores are
+    compared: ties are measure-zero but not impossible)."""
+    labellings, scores = scores_of(sample)
+    if clamp is not None:
+        fixed = clamp >= 0
+        scores = np.where((labellings[:, fixed] == clamp[fixed]).all(axis=1), scores, -np.inf)
+        np.testing.assert_array_equal(labels[fixed], clamp[fixed])
+    np.testing.assert_allclose(sample.score(labels)[0], scores.max(), rtol=1e-10, atol=1e-9)
 
 
 @SETTINGS
 @given(
     seed=st.integers(0, 2**32 - 1),
-    connectivity=st.sampled_from([4, 8]),
-    contrast=st.booleans(),
-    perturb=st.booleans(),
+    n_states=st.integers(2, 3),
+    kind=st.sampled_from(["potts", "shared", "tables"]),
     clamped=st.booleans(),
 )
-def test_grid_cut_matches_brute_force(seed, connectivity, contrast, perturb, clamped):
+def test_brute_force_matches_an_independent_loop(seed, n_states, kind, clamped):
     rng = np.random.default_rng(seed)
-    X = [rng.normal(size=(h, w, 2)) for h, w in rng.integers(1, 4, size=(2, 2))]
-    structure = GridStructure(connectivity=connectivity, contrast=contrast).fit(X)
-    _check_random_binary_model(structure, X, rng, perturb, clamped)
+    n = int(rng.integers(1, 6))
+    edges = np.array([(i, j) for i, j in itertools.combinations(range(n), 2)]).reshape(-1, 2)
+    edges = edges[rng.random(len(edges)) < 0.6]
+    shape = {"potts": (len(edges),), "shared": (n_states,) * 2}.get(
+        kind, (len(edges), n_states, n_states)
+    )
+    p = Potentials(rng.normal(size=(n, n_states)), edges, rng.normal(size=shape))
+    labellings, scores = loop_scores(p)
+    np.testing.assert_allclose(scores_of(p)[1], scores)
+    clamp = _free_or_clamped(rng, n, n_states) if clamped else None
+    allowed = np.ones(len(scores), bool)
+    if clamped:
+        allowed = (labellings[:, clamp >= 0] == clamp[clamp >= 0]).all(axis=1)
+    solver = BruteForceSolver()
+    best = solver.map(p, clamp)
+    np.testing.assert_allclose(p.score(best)[0], scores[allowed].max())
+    log_z = np.logaddexp.reduce(scores[allowed])
+    np.testing.assert_allclose(solver.log_partition(p, clamp)[0], log_z)
+    marginals = solver.marginals(p, clamp)
+    np.testing.assert_allclose(marginals.log_partition[0], log_z)
+    prob = np.exp(scores[allowed] - log_z)
+    expected = sum(
+        q * statistics_of(p, y).unary for q, y in zip(prob, labellings[allowed], strict=True)
+    )
+    pairwise = sum(
+        q * statistics_of(p, y).pairwise for q, y in zip(prob, labellings[allowed], strict=True)
+    )
+    np.testing.assert_allclose(marginals.node, expected, atol=1e-12)
+    np.testing.assert_allclose(marginals.statistics.pairwise, pairwise, atol=1e-12)
 
 
 @SETTINGS
-@given(seed=st.integers(0, 2**32 - 1))
-def test_grid_fast_path_agrees_with_general_graph_cut(seed):
-    """The add_grid_edges fast path and the add_edges path solve the same problem."""
+@given(seed=st.integers(0, 2**32 - 1), case=st.sampled_from(CASES), clamped=st.booleans())
+def test_map_matches_brute_force(seed, case, clamped):
     rng = np.random.default_rng(seed)
-    X = [rng.normal(size=(12, 9, 3))]
-    grid = GridStructure(connectivity=8, contrast=True).fit(X)
-    batch = grid.prepare(X)
-    w = grid.project(rng.normal(size=grid.size_))
-    noise = gumbel(rng, (batch.n_nodes, 2))
-    unary = grid.node_scores(batch, w, noise)
-    general = cut.graph_cut_map(unary, batch.edges, grid.edge_weights(batch, w))
-    np.testing.assert_array_equal(grid.map(batch, w, noise), general)
+    potentials, solver = _model(rng, case)
+    clamp = _free_or_clamped(rng, potentials.n_nodes, potentials.n_states) if clamped else None
+    labels = solver.map(potentials, clamp)
+    for i, sample in enumerate(potentials.split()):
+        nodes = slice(potentials.node_offsets[i], potentials.node_offsets[i + 1])
+        _assert_optimal(sample, labels[nodes], None if clamp is None else clamp[nodes])
+
+
+@SETTINGS
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    case=st.sampled_from(CASES),
+    dynamic=st.booleans(),
+    skip=st.booleans(),
+)
+def test_clamped_maps_match_brute_force(seed, case, dynamic, skip):
+    """y*_A and Σ_q c_q [φ(y*_B,q) − φ(y*_A)] of dynamic cuts / max-product tracing / solves
+    from scratch, with and without Gumbel reduction, equal brute force."""
+    rng = np.random.default_rng(seed)
+    p, solver = _model(rng, case)
+    nodes = np.sort(rng.choice(p.n_nodes, size=min(p.n_nodes, 7), replace=False))
+    labels = rng.integers(0, p.n_states, size=len(nodes))
+    weights = rng.random(len(nodes))
+    solution = solver.clamped_maps(p, nodes, labels, weights, skip_agreeing=skip, dynamic=dynamic)
+    np.testing.assert_array_equal(solution.map_labels, solver.map(p))
+    agreeing = solution.map_labels[nodes] == labels
+    np.testing.assert_array_equal(solution.solved, ~agreeing if skip else np.ones(len(nodes), bool))
+    expected = Statistics.zeros(p)
+    for node, label, weight in zip(nodes, labels, weights, strict=True):
+        i = p.node_sample[node]
+        sample, offset = p.sample(i), p.node_offsets[i]
+        labellings, scores = scores_of(sample)
+        best = labellings[
+            np.argmax(np.where(labellings[:, node - offset] == label, scores, -np.inf))
+        ]
+        y_b, y_a = solution.map_labels.copy(), solution.map_labels
+        y_b[offset : offset + sample.n_nodes] = best
+        difference = statistics_of(p, y_b)
+        reference = statistics_of(p, y_a)
+        expected.unary += weight * (difference.unary - reference.unary)
+        expected.pairwise += weight * (difference.pairwise - reference.pairwise)
+    np.testing.assert_allclose(solution.statistics.unary, expected.unary, atol=1e-9)
+    np.testing.assert_allclose(solution.statistics.pairwise, expected.pairwise, atol=1e-9)
+    z = rng.normal(size=p.unary.shape)
+    np.testing.assert_allclose(solution.perturbation_gap(z), np.sum(expected.unary * z))
 
 
 @SETTINGS
@@ -126,114 +180,139 @@ def test_forward_backward_matches_brute_force(seed, n_states, clamped, scale):
     are exact; at scale 400 the scores spread over more than 600 nats, where only the
     log-domain one may run."""
     rng = np.random.default_rng(seed)
-    structure, batch, w = _random_chains(rng, n_states)
-    w = scale * w
+    X = [rng.normal(size=(d, 2)) for d in rng.integers(1, 6, size=3)]
+    structure = ChainStructure(n_states=n_states).fit(X)
+    batch = structure.prepare(X)
+    p = structure.potentials(batch, scale * 2 * rng.normal(size=structure.size_))
     clamp = _free_or_clamped(rng, batch.n_nodes, n_states) if clamped else None
-    padded, position = structure._padded_unary(batch, w, None, clamp)
-    transition = structure.transition(w)
-    scaled = chain._scaled_forward_backward(padded, batch.lengths, transition)
-    spread = np.ptp(transition) + max(
+    unary = p.unary if clamp is None else chain.clamp_scores(p.unary, clamp)
+    padded, position = chain.pad(unary, p.lengths)
+    scaled = chain._scaled_forward_backward(padded, p.lengths, p.pairwise)
+    spread = np.ptp(p.pairwise) + max(
         np.ptp(padded[i, d][np.isfinite(padded[i, d])])
-        for i, length in enumerate(batch.lengths)
+        for i, length in enumerate(p.lengths)
         for d in range(length)
     )
     assert (scaled is None) == (spread >= chain._SCALED_MAX_SPREAD)
-    results = [chain._log_forward_backward(padded, batch.lengths, transition)]
-    results += [chain.forward_backward(padded, batch.lengths, transition)]
+    results = [chain._log_forward_backward(padded, p.lengths, p.pairwise)]
+    results += [chain.forward_backward(padded, p.lengths, p.pairwise)]
     results += [scaled] if scaled is not None else []
+    solver = ChainSolver()
+    marginals = solver.marginals(p, clamp)
+    brute = BruteForceSolver().marginals(p, clamp)
+    np.testing.assert_allclose(marginals.log_partition, brute.log_partition, rtol=1e-12)
+    np.testing.assert_allclose(marginals.node, brute.node, atol=1e-12)
+    np.testing.assert_allclose(marginals.statistics.pairwise, brute.statistics.pairwise, atol=1e-12)
     for log_z, node_padded, pair in results:
-        node = node_padded[batch.node_sample, position]
-        for i in range(batch.n_samples):
-            unary, edges, pairwise = structure.dense_model(batch, w, i)
+        np.testing.assert_allclose(log_z, brute.log_partition, rtol=1e-12)
+        np.testing.assert_allclose(node_padded[p.node_sample, position], brute.node, atol=1e-12)
+        np.testing.assert_allclose(pair.sum(0), brute.statistics.pairwise, atol=1e-11)
+
+
+@SETTINGS
+@given(seed=st.integers(0, 2**32 - 1))
+def test_grid_fast_path_agrees_with_general_graph_cut(seed):
+    """The add_grid_edges fast path and the add_edges path solve the same problem."""
+    rng = np.random.default_rng(seed)
+    X = [rng.normal(size=(12, 9, 3))]
+    grid = GridStructure(connectivity=8, contrast=True).fit(X, [np.zeros(1, int)])
+    batch = grid.prepare(X)
+    w = grid.project(rng.normal(size=grid.size_))
+    p = grid.potentials(batch, w, gumbel(rng, (batch.n_nodes, 2)))
+    general = p._replace(layout=None)
+    solver = GraphCutSolver()
+    np.testing.assert_array_equal(solver.map(p), solver.map(general))
+
+
+@SETTINGS
+@given(seed=st.integers(0, 2**32 - 1), shared=st.booleans())
+def test_binary_tables_reduce_to_potts_form(seed, shared):
+    """Any binary table = unary terms + Potts weight + constant; graph cuts solve attractive
+    tables exactly."""
+    rng = np.random.default_rng(seed)
+    n = 5
+    edges = np.array([(i, j) for i, j in itertools.combinations(range(n), 2)])
+    shape = (2, 2) if shared else (len(edges), 2, 2)
+    tables = rng.normal(size=shape)
+    p = Potentials(rng.normal(size=(n, 2)), edges, tables)
+    potts, constant = p.as_potts()
+    labellings, scores = scores_of(p)
+    np.testing.assert_allclose(scores_of(potts)[1] + constant[0], scores, atol=1e-12)
+    coupling = tables[..., 0, 0] + tables[..., 1, 1] - tables[..., 0, 1] - tables[..., 1, 0]
+    np.testing.assert_allclose(potts.pairwise, np.broadcast_to(-coupling / 2, len(edges)))
+    attractive = p._replace(pairwise=tables + np.abs(coupling)[..., None, None] * np.eye(2))
+    _assert_optimal(attractive, GraphCutSolver().map(attractive))
+
+
+def test_solvers_refuse_what_they_cannot_solve():
+    three = Potentials(np.zeros((2, 3)), [[0, 1]], [-1.0])
+    with pytest.raises(ValueError, match="graph cuts need K = 2 labels"):
+        GraphCutSolver().map(three)
+    with pytest.raises(ValueError, match="attractive pairwise terms.*edge 0 of sample 0"):
+        GraphCutSolver().map(Potentials(np.zeros((2, 2)), [[0, 1]], [0.5]))
+    with pytest.raises(ValueError, match="chain-shaped"):
+        ChainSolver().map(Potentials(np.zeros((3, 2)), [[0, 2]], np.zeros((2, 2))))
+    with pytest.raises(ValueError, match="shared"):
+        ChainSolver().map(Potentials(np.zeros((2, 2)), [[0, 1]], [-1.0]))
+    with pytest.raises(ValueError, match="unary scores of sample 1 are not finite"):
+        GraphCutSolver().map(
+            Potentials(np.array([[0, 1], [0, 1], [0, np.inf]]), node_offsets=[0, 2, 3])
+        )
+    with pytest.raises(ValueError, match="increasing order"):
+        ChainSolver().clamped_maps(
+            Potentials(np.zeros((3, 2)), [[0, 1], [1, 2]], np.zeros((2, 2))), [2, 0], [0, 0], [1, 1]
+        )
+    with pytest.raises(ValueError, match="computes no marginals"):
+        GraphCutSolver().marginals(Potentials(np.zeros((2, 2))))
+    with pytest.raises(ValueError, match="too many to enumerate"):
+        BruteForceSolver(max_labellings=100).map(Potentials(np.zeros((10, 2))))
+    with pytest.raises(ValueError, match="solver must be one of"):
+        check_solver("qpbo")
+    with pytest.raises(ValueError, match="pairwise must have shape"):
+        Potentials(np.zeros((3, 2)), [[0, 1]], np.zeros(3))
+    with pytest.raises(ValueError, match="sample 0: edge endpoint out of range 0..1"):
+        Potentials(np.zeros((3, 2)), [[0, 2]], [-1.0], [0, 2, 3], [0, 1, 1]).check()
+
+
+class LoopSolver(Solver):
+    """A new solver in one class: exact MAP by a Python loop over the labellings of each sample
+    (``clamped_maps`` comes from the base class)."""
+
+    name = "loop"
+
+    def map(self, potentials, clamp=None, n_jobs=None):
+        out = []
+        for i, sample in enumerate(potentials.split()):
+            labellings, scores = loop_scores(sample)
             if clamp is not None:
-                unary = structure._unary(batch, w, None, clamp)[batch.nodes_of(i)]
-            log_partition = brute.brute_log_partition(unary, edges, pairwise)
-            np.testing.assert_allclose(log_z[i], log_partition, rtol=1e-12)
-            np.testing.assert_allclose(
-                node[batch.nodes_of(i)], brute.brute_marginals(unary, edges, pairwise), atol=1e-12
-            )
-            # Expected transition counts by enumeration.
-            labellings, scores = brute.enumerate_scores(unary, edges, pairwise)
-            prob = np.exp(scores - log_partition)
-            expected = np.zeros((n_states, n_states))
-            for a, b in edges:
-                np.add.at(expected, (labellings[:, a], labellings[:, b]), prob)
-            np.testing.assert_allclose(pair[i], expected, atol=1e-12)
+                given = clamp[potentials.node_offsets[i] : potentials.node_offsets[i + 1]]
+                fixed = given >= 0
+                scores = np.where((labellings[:, fixed] == given[fixed]).all(1), scores, -np.inf)
+            out.append(labellings[np.argmax(scores)])
+        return np.concatenate(out)
 
 
-@SETTINGS
-@given(seed=st.integers(0, 2**32 - 1), n_states=st.integers(2, 4))
-def test_max_marginals_match_brute_force(seed, n_states):
-    rng = np.random.default_rng(seed)
-    structure, batch, w = _random_chains(rng, n_states)
-    padded, _ = structure.padded(batch, structure.node_scores(batch, w))
-    mm = chain.max_marginals(padded, batch.lengths, structure.transition(w))
-    for i in range(batch.n_samples):
-        unary, edges, pairwise = structure.dense_model(batch, w, i)
-        for d in range(batch.lengths[i]):
-            for k in range(n_states):
-                clamp = np.full(batch.lengths[i], -1)
-                clamp[d] = k
-                best = brute.brute_map(unary, edges, pairwise, clamp)[1]
-                np.testing.assert_allclose(mm[i, d, k], best)
+@pytest.mark.parametrize("estimator", [PerturbMAPCRF, MarginalPerturbMAPCRF])
+def test_a_new_solver_is_one_class(estimator):
+    """A solver written as one class plugs into a structure through solver= and trains the
+    learners: it gives the same model as the built-in brute-force solver (both exact, same
+    perturbations)."""
+    data = make_grid_data(n_samples=6, shape=(3, 3), noise=1.0, random_state=0)
+    fits = [
+        estimator(GridStructure(solver=solver), max_iter=3, batch_size=2, random_state=0).fit(
+            data.data, data.target
+        )
+        for solver in (LoopSolver(), "brute_force")
+    ]
+    np.testing.assert_allclose(fits[0].coef_, fits[1].coef_, atol=1e-12)
+    assert fits[0].structure_.solver_.name == "loop"
+    assert fits[0].score(data.data, data.target) > 0.5
+    probabilities = [f.predict_marginals(data.data[:2], n_perturbations=20) for f in fits]
+    np.testing.assert_allclose(probabilities[0][1], probabilities[1][1])
 
 
-def _check_clamped_maps(structure, X, rng, dynamic, skip_agreeing):
-    """Every single-node clamped maximiser (and y*_A) equals brute force."""
-    batch = structure.prepare(X)
-    w = structure.project(2 * rng.normal(size=structure.size_))
-    noise = gumbel(rng, (batch.n_nodes, structure.n_states_))
-    nodes = np.sort(rng.choice(batch.n_nodes, size=min(batch.n_nodes, 7), replace=False))
-    labels = rng.integers(0, structure.n_states_, size=len(nodes))
-    map_labels, solved, copies, clamped = structure.clamped_maps(
-        batch, w, noise, nodes, labels, dynamic, skip_agreeing
-    )
-    np.testing.assert_array_equal(map_labels, structure.map(batch, w, noise))
-    expected_solved = map_labels[nodes] != labels if skip_agreeing else np.ones(len(nodes), bool)
-    np.testing.assert_array_equal(solved, expected_solved)
-    replicated = batch.subset(copies)
-    for q, (node, label) in enumerate(zip(nodes[solved], labels[solved], strict=True)):
-        i = copies[q]
-        unary, edges, pairwise = structure.dense_model(batch, w, i, noise)
-        clamp = np.full(batch.lengths[i], -1)
-        clamp[node - batch.node_offsets[i]] = label
-        _, best = brute.brute_map(unary, edges, pairwise, clamp)
-        got = clamped[replicated.nodes_of(q)]
-        _assert_optimal(unary, edges, pairwise, got, best)
-        assert got[node - batch.node_offsets[i]] == label
-
-
-@SETTINGS
-@given(
-    seed=st.integers(0, 2**32 - 1),
-    n_states=st.integers(2, 4),
-    dynamic=st.booleans(),
-    skip=st.booleans(),
-)
-def test_chain_clamped_maximizers_match_brute_force(seed, n_states, dynamic, skip):
-    rng = np.random.default_rng(seed)
-    X = _random_chain_samples(rng)
-    _check_clamped_maps(ChainStructure(n_states=n_states).fit(X), X, rng, dynamic, skip)
-
-
-@SETTINGS
-@given(
-    seed=st.integers(0, 2**32 - 1), dynamic=st.booleans(), grid=st.booleans(), skip=st.booleans()
-)
-def test_cut_clamped_maximizers_match_brute_force(seed, dynamic, grid, skip):
-    """Dynamic cuts (residual graph re-use with undo) and fresh cuts are both exact."""
-    rng = np.random.default_rng(seed)
-    if grid:
-        X = [rng.normal(size=(h, w, 2)) for h, w in rng.integers(1, 4, size=(3, 2))]
-        structure = GridStructure(connectivity=8)
-    else:
-        X = [_random_graph(rng, n) for n in rng.integers(1, 8, size=3)]
-        structure = GraphStructure()
-    _check_clamped_maps(structure.fit(X), X, rng, dynamic, skip)
-
-
-def test_cut_refuses_non_supermodular_weights():
-    import pytest
-
-    with pytest.raises(ValueError, match="supermodular"):
-        cut.graph_cut_map(np.zeros((2, 2)), np.array([[0, 1]]), np.array([0.5]))
+def test_exact_distribution_of_a_chain_sums_to_one(rng):
+    p = Potentials(rng.normal(size=(4, 3)), [[0, 1], [1, 2], [2, 3]], rng.normal(size=(3, 3)))
+    labellings, prob = exact_distribution(p)
+    assert labellings.shape == (81, 4)
+    np.testing.assert_allclose(prob.sum(), 1.0)

@@ -5,9 +5,11 @@ import pytest
 from scipy.optimize import approx_fprime
 from sklearn.linear_model import LogisticRegression
 
-from pmap_sklearn import ChainCRF, ChainStructure, hamming_loss
-from pmap_sklearn._backend import brute
-from pmap_sklearn.datasets import make_chain_data
+from pmap_sklearn import ChainCRF, ChainStructure, GridStructure, hamming_loss
+from pmap_sklearn._backend import BruteForceSolver
+from pmap_sklearn.datasets import make_chain_data, make_grid_data
+
+from .helpers import scores_of
 
 
 @pytest.fixture
@@ -20,9 +22,8 @@ def tiny(rng):
 
 def _brute_log_likelihood(crf, batch, labels, w):
     total = 0.0
-    for i in range(batch.n_samples):
-        unary, edges, pairwise = crf.structure_.dense_model(batch, w, i)
-        labellings, scores = brute.enumerate_scores(unary, edges, pairwise)
+    for i, sample in enumerate(crf.structure_.potentials(batch, w).split()):
+        labellings, scores = scores_of(sample)
         given = labels[batch.nodes_of(i)]
         agree = np.all((labellings == given) | (given < 0), axis=1)
         total += np.logaddexp.reduce(scores[agree]) - np.logaddexp.reduce(scores)
@@ -50,14 +51,22 @@ def test_log_likelihood_and_gradient_are_exact(tiny, rng, unknown):
 
 def test_marginals_match_brute_force(tiny):
     crf, X, _ = tiny
-    batch = crf.structure_.prepare(X)
-    for i, marginals in enumerate(crf.predict_marginals(X)):
-        unary, edges, pairwise = crf.structure_.dense_model(batch, crf.coef_, i)
-        np.testing.assert_allclose(
-            marginals, brute.brute_marginals(unary, edges, pairwise), atol=1e-12
-        )
-    with pytest.raises(ValueError, match="exact marginals only"):
+    brute = BruteForceSolver().marginals(crf.potentials(X))
+    np.testing.assert_allclose(np.concatenate(crf.predict_marginals(X)), brute.node, atol=1e-12)
+    with pytest.raises(ValueError, match="method must be one of \\['exact'\\]"):
         crf.predict_marginals(X, method="perturb")
+
+
+def test_any_structure_with_exact_marginals(rng):
+    """The exact likelihood on a tiny grid by enumeration (solver='brute_force'); graph cuts,
+    which compute no marginals, are refused with a clear error."""
+    data = make_grid_data(n_samples=6, shape=(3, 3), noise=0.8, random_state=0)
+    crf = ChainCRF(GridStructure(solver="brute_force"), alpha=1e-2).fit(data.data, data.target)
+    pixelwise = hamming_loss(data.target, [x[..., 0] > 0.5 for x in data.data])
+    assert 1 - crf.score(data.data, data.target) <= pixelwise
+    assert crf.predict_marginals(data.data[:1])[0].shape == (3, 3, 2)
+    with pytest.raises(ValueError, match="ChainCRF needs exact marginals.*graph_cut"):
+        ChainCRF("grid").fit(data.data, data.target)
 
 
 def test_learning_beats_independent_classification():

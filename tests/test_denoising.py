@@ -7,11 +7,14 @@ import pytest
 from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV
 
-from pmap_sklearn import LogSupermodularDenoiser
+from pmap_sklearn import LogSupermodularDenoiser, Potentials
+from pmap_sklearn._backend import GraphCutSolver
 from pmap_sklearn.bounds import log_partition_exact
 from pmap_sklearn.datasets import add_flip_noise, load_weizmann_horse_masks
 from pmap_sklearn.datasets._paths import candidate_roots
-from pmap_sklearn.denoising import _Parameters, binary_grid_map, cut_counts
+from pmap_sklearn.denoising import FlipChannelGrid, _marginal_oracle, _signs
+from pmap_sklearn.perturb_map import perturb_and_map_oracle
+from pmap_sklearn.perturbation import draw
 
 
 def blobs(rng, n_images, shape=(16, 16)):
@@ -27,7 +30,7 @@ def blobs(rng, n_images, shape=(16, 16)):
 
 
 def grid_model(gain, cut_weights):
-    """The denoiser's posterior as (unary, edges, weights) for brute force."""
+    """The denoiser's posterior as (unary, edges, Potts weights), built by hand."""
     height, width = gain.shape
     ids = np.arange(gain.size).reshape(gain.shape)
     edges = np.concatenate(
@@ -45,11 +48,31 @@ def grid_model(gain, cut_weights):
     return np.column_stack([np.zeros(gain.size), gain.ravel()]), edges, weights
 
 
-def test_grid_map_is_exact(rng):
+def denoiser_with(field, cut_weights, noise_level, **params):
+    """A fitted shared-field denoiser whose parameters are set to the given ones."""
+    model = LogSupermodularDenoiser(field="shared", max_iter=1, random_state=0, **params)
+    model.fit(np.zeros((1, 2, 2), dtype=int))
+    u = np.log(noise_level / (1 - noise_level))
+    model.coef_ = np.array([field, u, -cut_weights[0], -cut_weights[1]])
+    return model
+
+
+def perturbed_posterior_maps(model, noisy, rng):
+    """One logistic-perturbed posterior MAP per image, by the graph-cut solver."""
+    potentials = model.potentials(noisy)
+    perturbation = draw(rng, potentials.n_nodes, 2, "logistic")
+    labels = GraphCutSolver().map(potentials.add_unary(perturbation))
+    return np.stack(model.structure_.prepare(_signs(list(noisy))).split(labels))
+
+
+def test_map_is_exact_and_parameters_round_trip(rng):
     for _ in range(5):
-        gain = rng.normal(scale=2.0, size=(3, 4))
-        cut_weights = rng.exponential(1.0, size=2)
-        labels = binary_grid_map(gain, cut_weights)
+        noisy = rng.integers(0, 2, size=(1, 3, 4))
+        field, cut_weights = rng.normal(), rng.exponential(1.0, size=2)
+        model = denoiser_with(field, cut_weights, 0.2)
+        assert model.field_ == field and model.noise_level_ == pytest.approx(0.2)
+        np.testing.assert_array_equal(model.cut_weights_, cut_weights)
+        gain = field + np.log(0.2 / 0.8) * (1 - 2 * noisy[0])
         unary, edges, weights = grid_model(gain, cut_weights)
         best = max(
             (np.array(bits) for bits in np.ndindex(*([2] * 12))),
@@ -57,69 +80,58 @@ def test_grid_map_is_exact(rng):
                 unary[np.arange(12), y].sum() + weights @ (y[edges[:, 0]] != y[edges[:, 1]])
             ),
         )
-        assert np.array_equal(labels.ravel(), best)
-        assert np.array_equal(
-            cut_counts(labels),
-            [np.sum(labels[:, 1:] != labels[:, :-1]), np.sum(labels[1:] != labels[:-1])],
-        )
+        np.testing.assert_array_equal(model.predict(noisy)[0].ravel(), best)
+        by_hand = Potentials(unary, edges, weights)
+        posterior = model.potentials(noisy)
+        for bits in [best, 1 - best, rng.integers(0, 2, 12)]:
+            assert posterior.score(bits)[0] == pytest.approx(by_hand.score(bits)[0])
 
 
 @pytest.mark.parametrize("supervised", [True, False])
 @pytest.mark.parametrize("field", ["pixel", "shared"])
 def test_stochastic_gradient_matches_finite_differences(rng, supervised, field):
-    """With the perturbations fixed, the objective estimate is piecewise linear in the
-    parameters; its finite differences equal the returned gradient (normalised blocks)."""
+    """With the perturbations fixed, the objective estimate is piecewise linear in the weights
+    ``[t, u, -α_h, -α_v]``; its finite differences equal the returned gradient."""
     clean = blobs(rng, 4, shape=(5, 6))
     noisy = add_flip_noise(clean, 0.2, random_state=rng)
-    model = LogSupermodularDenoiser(field=field, noise_level="learn", reg_field=0.0, reg_cut=0.0)
-    shape = clean.shape[1:] if field == "pixel" else None
-    params = _Parameters.initial(shape, 0.2)
-    params.field = params.field + rng.normal(scale=0.5, size=params.field.shape)
-    params.cut_weights = np.array([0.7, 0.4])
-    images, truth = list(noisy), list(clean) if supervised else None
+    images, truth = list(noisy), list(clean)
     if field == "shared":  # a shared field allows images of several shapes
         images[2:] = [z[:4] for z in images[2:]]
-        truth = None if truth is None else truth[:2] + [x[:4] for x in truth[2:]]
-    batch = np.arange(4)
+        truth = truth[:2] + [x[:4] for x in truth[2:]]
+    structure = FlipChannelGrid(clean.shape[1:] if field == "pixel" else None)
+    structure.fit(_signs(images[:1]))
+    batch = structure.prepare(_signs(images))
+    per_pixel = 1.0 / batch.lengths
+    if supervised:
+        labels = np.concatenate([x.ravel() for x in truth]).astype(np.intp)
+        oracle = perturb_and_map_oracle(structure, batch, labels, "logistic", per_pixel)
+    else:
+        flips = np.concatenate([z.ravel() for z in images]).astype(float)
+        oracle = _marginal_oracle(structure, batch, flips, per_pixel)
+    w = np.zeros(structure.size_)
+    w[: structure.n_field] = rng.normal(scale=0.5, size=structure.n_field)
+    w[structure.n_field :] = [np.log(0.2 / 0.8), -0.7, -0.4]
 
-    def estimate(p):
-        return model._stochastic_gradient(p, images, truth, batch, np.random.default_rng(7))
+    def estimate(v):
+        return oracle(np.arange(4), v, np.random.default_rng(7))
 
-    gradient, _ = estimate(params)
+    gradient, _ = estimate(w)
     step = 1e-6
-    n_pixels = clean[0].size
-    blocks = [("cut_weights", k) for k in range(2)] + [("log_odds", None)]
-    blocks += [("field", idx) for idx in np.ndindex(params.field.shape)][:5]
-    for name, index in blocks:
-        up, down = params.copy(), params.copy()
-        for shifted, sign in [(up, 1), (down, -1)]:
-            value = getattr(shifted, name)
-            if index is None:
-                setattr(shifted, name, value + sign * step)
-            else:
-                value = np.array(value, dtype=float)
-                value[index] += sign * step
-                setattr(shifted, name, value)
-        numeric = (estimate(up)[1] - estimate(down)[1]) / (2 * step)
-        analytic = getattr(gradient, name)
-        analytic = analytic if index is None else np.asarray(analytic)[index]
-        if name == "field" and field == "pixel":
-            numeric *= n_pixels  # the per-pixel field block is scaled by D
-        assert analytic == pytest.approx(numeric, rel=1e-4, abs=1e-6), (name, index)
+    for i in list(range(structure.n_field, structure.size_)) + list(
+        range(min(5, structure.n_field))
+    ):
+        shift = np.zeros_like(w)
+        shift[i] = step
+        numeric = (estimate(w + shift)[1] - estimate(w - shift)[1]) / (2 * step)
+        assert gradient[i] == pytest.approx(numeric, rel=1e-4, abs=1e-6), i
 
 
 def test_recovers_known_parameters_from_model_samples(rng):
     """Data drawn from the perturb-and-MAP model itself: the logistic-bound likelihood is
     consistent for it (moment matching), so the fit must recover α and t (within 10 %)."""
     cut_weights, field, noise = np.array([0.8, 0.4]), -0.3, 0.2
-    u = np.log(noise / (1 - noise))
     noisy = rng.integers(0, 2, size=(120, 10, 10))
-    clean = np.stack(
-        [
-            binary_grid_map(field + u * (1 - 2 * z) + rng.logistic(size=z.shape), cut_weights)
-            for z in noisy
-        ]
-    )
+    clean = perturbed_posterior_maps(denoiser_with(field, cut_weights, noise), noisy, rng)
     model = LogSupermodularDenoiser(
         field="shared", noise_level=noise, reg_field=0.0, reg_cut=0.0, max_iter=25, random_state=0
     ).fit(noisy, clean)
@@ -139,7 +151,7 @@ def test_supervised_denoising_beats_the_noise_and_mean_decoding_agrees(rng):
     ).fit(noisy[:40], clean[:40])
     test_noise = np.mean(noisy[40:] != clean[40:])
     map_error = np.mean(model.predict(noisy[40:]) != clean[40:])
-    mean_error = np.mean(model.predict(noisy[40:], decoding="mean") != clean[40:])
+    mean_error = np.mean(model.predict(noisy[40:], decoding="marginal") != clean[40:])
     assert map_error < 0.5 * test_noise
     assert mean_error < 0.5 * test_noise
     assert model.score(noisy[40:], clean[40:]) == pytest.approx(1 - map_error)
@@ -148,24 +160,23 @@ def test_supervised_denoising_beats_the_noise_and_mean_decoding_agrees(rng):
 
 
 def test_marginals_estimate_the_perturb_and_map_distribution(rng):
-    """predict_marginals is the frequency of label 1 among logistic-perturbed posterior MAPs:
+    """predict_marginals is the frequency of each label among logistic-perturbed posterior MAPs:
     compare with an independent Monte Carlo, and with the exact sigmoid when nothing couples
     the pixels (then perturbed MAPs are exact samples)."""
-    model = LogSupermodularDenoiser(noise_level=0.2, n_perturbations=4000, random_state=0)
-    model.field_, model.cut_weights_, model.noise_level_ = 0.1, np.array([0.6, 0.3]), 0.2
-    model.image_shape_ = None
+    model = denoiser_with(0.1, [0.6, 0.3], 0.2, n_perturbations=4000)
     noisy = np.array([[[1, 0, 1], [1, 1, 0]]])
     marginals = model.predict_marginals(noisy)[0]
+    assert marginals.shape == (2, 3, 2)
+    np.testing.assert_allclose(marginals.sum(-1), 1.0)
+    draws = np.mean([perturbed_posterior_maps(model, noisy, rng)[0] for _ in range(4000)], axis=0)
+    assert marginals[..., 1] == pytest.approx(draws, abs=0.04)
     gain = 0.1 + np.log(0.2 / 0.8) * (1 - 2 * noisy[0])
-    draws = np.mean(
-        [binary_grid_map(gain + rng.logistic(size=gain.shape), [0.6, 0.3]) for _ in range(4000)],
-        axis=0,
+    separable = denoiser_with(0.1, [0.0, 0.0], 0.2, n_perturbations=4000)
+    assert separable.predict_marginals(noisy)[0][..., 1] == pytest.approx(
+        1 / (1 + np.exp(-gain)), abs=0.03
     )
-    assert marginals == pytest.approx(draws, abs=0.04)
-    model.cut_weights_ = np.zeros(2)
-    assert model.predict_marginals(noisy)[0] == pytest.approx(1 / (1 + np.exp(-gain)), abs=0.03)
-    unary, edges, weights = grid_model(gain, np.zeros(2))
-    assert log_partition_exact(unary) == pytest.approx(np.logaddexp(0, gain).sum())
+    potentials = separable.potentials(noisy)
+    assert log_partition_exact(potentials) == pytest.approx(np.logaddexp(0, gain).sum())
 
 
 def test_unsupervised_fit_improves_on_the_noisy_input(rng):
@@ -236,7 +247,7 @@ def test_bad_input_gets_clear_errors(rng):
     )
     assert shared.predict([noisy[2][:3]])[0].shape == (3, 6)
     with pytest.raises(ValueError, match="decoding"):
-        fitted.predict(noisy, decoding="median")
+        fitted.predict(noisy, decoding="mean")
 
 
 def test_flip_noise(rng):

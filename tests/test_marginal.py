@@ -16,15 +16,10 @@ from pmap_sklearn import (
     hamming_loss,
     weighted_hamming_loss,
 )
-from pmap_sklearn._base import perturbed_marginals
 from pmap_sklearn.datasets import make_chain_data, make_grid_data
-from pmap_sklearn.perturbation import gumbel
+from pmap_sklearn.perturbation import draw, perturb_and_map
 
-from .helpers import (
-    exact_conditional_joint_feature,
-    exact_expected_joint_feature,
-    mean_oracle_gradient,
-)
+from .helpers import exact_expected_joint_feature, mean_oracle_gradient
 
 
 def _fitted(structure, X, y, **params):
@@ -105,7 +100,8 @@ def test_separable_gradient_is_the_exact_marginal_likelihood_gradient(soft, rng)
     w[: structure.n_unary_weights_] = rng.normal(size=structure.n_unary_weights_)
     expected = exact_expected_joint_feature(structure, batch, w)
     exact = sum(
-        coefficients[d, k] * (exact_conditional_joint_feature(structure, batch, w, d, k) - expected)
+        coefficients[d, k]
+        * (exact_expected_joint_feature(structure, batch, w, given=(d, k)) - expected)
         for d in range(4)
         for k in range(2)
     )
@@ -199,17 +195,22 @@ def test_perturbed_marginals_condition_on_the_clamped_labels(kind):
     w[n_unary:] = [8.0, 0.0, 0.0, 8.0] if kind == "chain" else -8.0  # agreeing neighbours
     clamp = np.full(batch.n_nodes, -1)
     clamp[batch.node_offsets[:-1]] = [1, 0, 1]  # the first node of each sample
-    q = perturbed_marginals(structure, batch, w, 200, np.random.default_rng(0), clamp=clamp)
+    solver, potentials = structure.solver_, structure.potentials(batch, w)
+    q = perturb_and_map(solver, potentials, 200, 0, clamp=clamp).marginals
     fixed = clamp >= 0
     np.testing.assert_array_equal(q[fixed, clamp[fixed]], 1.0)
     follows = q[np.arange(batch.n_nodes), np.repeat([1, 0, 1], batch.lengths)]
     assert follows[~fixed].min() > 0.9
-    free = perturbed_marginals(structure, batch, w, 200, np.random.default_rng(0))
+    free = perturb_and_map(solver, potentials, 200, 0).marginals
     assert abs(free[:, 1].mean() - 0.5) < 0.15  # without the clamps: no preferred label
-    # One perturbation: exactly the clamped perturbed MAP with the same draw.
-    one = perturbed_marginals(structure, batch, w, 1, np.random.default_rng(1), clamp=clamp)
-    noise = gumbel(np.random.default_rng(1), (batch.n_nodes, 2))
-    expected = structure.map(batch, w, noise, clamp=clamp)
+    # One perturbation: exactly the clamped perturbed MAP with the same draw (sample n's
+    # perturbations come from its own stream, seeded from the random state).
+    one = perturb_and_map(solver, potentials, 1, 1, clamp=clamp).marginals
+    seeds = np.random.default_rng(1).integers(2**63, size=batch.n_samples)
+    perturbation = np.concatenate(
+        [draw(np.random.default_rng(s), n, 2) for s, n in zip(seeds, batch.lengths, strict=True)]
+    )
+    expected = solver.map(potentials.add_unary(perturbation), clamp)
     np.testing.assert_array_equal(one.argmax(1), expected)
 
 
@@ -225,7 +226,10 @@ def test_perturb_map_self_training_fills_unknown_labels_with_conditional_map():
     filled = crf._targets(batch, labels, crf.supervised_coef_, None)
     assert np.all(filled >= 0)
     np.testing.assert_array_equal(filled[labels >= 0], labels[labels >= 0])
-    np.testing.assert_array_equal(filled, structure.map(batch, crf.supervised_coef_, clamp=labels))
+    conditional_map = structure.solver_.map(
+        structure.potentials(batch, crf.supervised_coef_), clamp=labels
+    )
+    np.testing.assert_array_equal(filled, conditional_map)
     assert not np.allclose(crf.supervised_coef_, crf.coef_)
 
 

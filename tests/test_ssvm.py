@@ -4,9 +4,10 @@ import numpy as np
 import pytest
 
 from pmap_sklearn import GraphSample, hamming_loss, weighted_hamming_loss
-from pmap_sklearn._backend import brute
 from pmap_sklearn.baselines import StructuredSVM
 from pmap_sklearn.datasets import make_chain_data, make_grid_data
+
+from .helpers import scores_of
 
 
 def _primal(svm, X, y, w):
@@ -15,12 +16,11 @@ def _primal(svm, X, y, w):
     batch = structure.prepare(X)
     labels, theta = svm._targets(batch, structure.prepare_labels(batch, y), None, None)
     total = 0.0
-    for i in range(batch.n_samples):
-        unary, edges, pairwise = structure.dense_model(batch, w, i)
-        labellings, scores = brute.enumerate_scores(unary, edges, pairwise)
+    for i, sample in enumerate(structure.potentials(batch, w).split()):
+        labellings, scores = scores_of(sample)
         truth, weights = labels[batch.nodes_of(i)], theta[batch.nodes_of(i)]
         delta = (labellings != truth) @ weights
-        true_score = scores[np.ravel_multi_index(truth, (unary.shape[1],) * len(truth))]
+        true_score = scores[np.ravel_multi_index(truth, (sample.n_states,) * len(truth))]
         total += np.max(delta + scores - true_score)
     return 0.5 * svm.alpha * w @ w + total / batch.n_samples
 
@@ -45,9 +45,8 @@ def test_loss_augmented_map_is_exact(rng):
     labels, theta = svm._targets(batch, structure.prepare_labels(batch, y), None, None)
     w = structure.project(rng.normal(size=structure.size_))
     predicted = svm.loss_augmented_map(batch, w, labels, theta)
-    for i in range(batch.n_samples):
-        unary, edges, pairwise = structure.dense_model(batch, w, i)
-        labellings, scores = brute.enumerate_scores(unary, edges, pairwise)
+    for i, sample in enumerate(structure.potentials(batch, w).split()):
+        labellings, scores = scores_of(sample)
         objective = scores + (labellings != labels[batch.nodes_of(i)]) @ theta[batch.nodes_of(i)]
         np.testing.assert_array_equal(
             predicted[batch.nodes_of(i)], labellings[np.argmax(objective)]

@@ -3,16 +3,11 @@
 import numpy as np
 import pytest
 
-from pmap_sklearn._backend import brute
-from pmap_sklearn.structures import (
-    ChainStructure,
-    GraphSample,
-    GraphStructure,
-    GridStructure,
-    check_structure,
-)
+from pmap_sklearn._backend import BruteForceSolver
+from pmap_sklearn.samples import GraphSample
+from pmap_sklearn.structures import ChainStructure, GraphStructure, GridStructure, check_structure
 
-from .helpers import exact_distribution, exact_expected_joint_feature
+from .helpers import exact_expected_joint_feature, loop_scores
 
 
 def _samples(kind, rng):
@@ -29,22 +24,21 @@ def _samples(kind, rng):
 
 
 @pytest.mark.parametrize("kind", ["chain", "grid", "graph"])
-def test_score_is_w_dot_joint_feature_and_matches_dense_model(kind, rng):
+def test_score_of_the_potentials_is_w_dot_joint_feature(kind, rng):
     structure, X = _samples(kind, rng)
     structure.fit(X)
     batch = structure.prepare(X)
     w = structure.project(rng.normal(size=structure.size_))
     labels = rng.integers(0, structure.n_states_, size=batch.n_nodes)
     psi = structure.joint_feature_per_sample(batch, labels)
-    scores = structure.score(batch, w, labels)
-    np.testing.assert_allclose(psi @ w, scores)
+    potentials = structure.potentials(batch, w)
+    np.testing.assert_allclose(psi @ w, potentials.score(labels))
     np.testing.assert_allclose(psi.sum(0), structure.joint_feature(batch, labels))
-    for i in range(batch.n_samples):
-        unary, edges, pairwise = structure.dense_model(batch, w, i)
-        labellings, all_scores = brute.enumerate_scores(unary, edges, pairwise)
+    for i, sample in enumerate(potentials.split()):
+        labellings, all_scores = loop_scores(sample)
         y = labels[batch.nodes_of(i)]
         index = np.ravel_multi_index(y, (structure.n_states_,) * len(y))
-        np.testing.assert_allclose(all_scores[index], scores[i])
+        np.testing.assert_allclose(all_scores[index], psi[i] @ w)
 
 
 @pytest.mark.parametrize("kind", ["chain", "grid", "graph"])
@@ -61,21 +55,17 @@ def test_per_sample_joint_feature_differences_match_one_sample_at_a_time(kind, r
         np.testing.assert_allclose(differences[i], expected, atol=1e-12)
 
 
-@pytest.mark.parametrize("kind", ["chain", "graph"])
-def test_expected_joint_feature_is_the_mean_under_the_distribution(kind, rng):
+@pytest.mark.parametrize("kind", ["chain", "grid", "graph"])
+def test_joint_feature_of_marginals_is_the_expected_joint_feature(kind, rng):
     structure, X = _samples(kind, rng)
     structure.fit(X)
     batch = structure.prepare(X[:1])
     w = structure.project(rng.normal(size=structure.size_))
-    unary, edges, pairwise = structure.dense_model(batch, w, 0)
-    labellings, prob = exact_distribution(structure, batch, w)
-    expected = exact_expected_joint_feature(structure, batch, w)
-    node = brute.brute_marginals(unary, edges, pairwise)
-    if kind == "chain":
-        _, pair, _ = structure.marginals(batch, w)
-    else:
-        pair = prob @ (labellings[:, edges[:, 0]] != labellings[:, edges[:, 1]])
-    np.testing.assert_allclose(structure.expected_joint_feature(batch, node, pair), expected)
+    marginals = BruteForceSolver().marginals(structure.potentials(batch, w))
+    np.testing.assert_allclose(
+        structure.joint_feature_of(batch, marginals.statistics),
+        exact_expected_joint_feature(structure, batch, w),
+    )
 
 
 def test_subset_matches_preparing_the_subset(rng):
@@ -160,7 +150,9 @@ def test_projection_keeps_cut_weights_nonpositive(rng):
         (ChainStructure(), [np.zeros((3, 2))], [[0, -1, 1]], "-1 .unknown. is not accepted"),
         (ChainStructure(), [np.zeros((3, 2))], [[0, 0.5, 1]], "labels must be integers"),
         (ChainStructure(), [np.zeros((3, 2))], [[0, 1, 1], [0]], "1 samples but y has 2"),
-        (GridStructure(), [np.zeros((2, 2))], [[[0, 1], [2, 0]]], "K > 2 on a loopy graph"),
+        (GridStructure(), [np.zeros((2, 2))], [[[0, 1], [2, 0]]], "graph cuts need K = 2"),
+        (ChainStructure(n_states="a"), [np.zeros((2, 2))], None, "n_states must be an int"),
+        (ChainStructure(n_states=1), [np.zeros((2, 2))], None, "n_states must be at least 2"),
         (GraphStructure(), [GraphSample(np.zeros((3, 1)), [[0, 3]])], None, "out of range"),
         (GraphStructure(), [GraphSample(np.zeros((3, 1)), [[0, 1], [2, 2]])], None, "self-loop"),
         (GraphStructure(), [GraphSample(np.zeros((3, 1)), [[0, 1]], [[-1.0]])], None, ">= 0"),
@@ -193,22 +185,20 @@ def test_check_structure_rejects_unknown_names():
     assert isinstance(check_structure("grid"), GridStructure)
 
 
-@pytest.mark.parametrize("kind", ["chain", "grid", "graph"])
-def test_clamped_feature_difference_matches_the_copied_samples(kind, rng):
-    structure, X = _samples(kind, rng)
-    structure.fit(X)
+def test_solver_decides_what_the_structure_accepts(rng):
+    """K > 2 and edge features of any sign are refused by graph cuts, not by the structure."""
+    X = [GraphSample(rng.normal(size=(3, 1)), [[0, 1], [1, 2]], [[-1.0], [2.0]])]
+    with pytest.raises(ValueError, match="edge features must be >= 0 for the graph_cut"):
+        GraphStructure().fit(X, [np.array([0, 1, 0])])
+    y = [np.array([0, 2, 1])]
+    structure = GraphStructure(solver="brute_force").fit(X, y)
+    assert structure.n_states_ == 3
     batch = structure.prepare(X)
-    w = structure.project(rng.normal(size=structure.size_))
-    noise = rng.gumbel(size=(batch.n_nodes, structure.n_states_))
-    nodes = np.arange(batch.n_nodes)
-    labels = rng.integers(0, structure.n_states_, size=batch.n_nodes)
-    map_labels, solved, copies, clamped = structure.clamped_maps(
-        batch, w, noise, nodes, labels, skip_agreeing=True
-    )
-    weight = rng.random(len(copies))
-    copied = batch.subset(copies)
-    expected = structure.joint_feature_difference(
-        copied, clamped, map_labels[batch.node_index(copies)], weight
-    )
-    got = structure.clamped_joint_feature_difference(batch, map_labels, copies, clamped, weight)
-    np.testing.assert_allclose(got, expected, atol=1e-12)
+    np.testing.assert_array_equal(structure.prepare_labels(batch, y), [0, 2, 1])
+    w = rng.normal(size=structure.size_)
+    assert np.array_equal(structure.project(w.copy()), w)  # no attractive constraint needed
+    chain = ChainStructure(n_states=2, solver="graph_cut").fit([np.zeros((3, 1))])
+    w = np.zeros(chain.size_)
+    w[-4:] = [0.0, 1.0, 2.0, -1.0]  # T00 + T11 - T01 - T10 = -4: repulsive
+    table = chain.transition(chain.project(w))
+    assert table[0, 0] + table[1, 1] - table[0, 1] - table[1, 0] == pytest.approx(0, abs=1e-12)

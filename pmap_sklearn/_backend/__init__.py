@@ -1,14 +1,40 @@
-"""MAP oracles hidden behind the structures: Viterbi and friends on chains, graph cuts on
-binary loopy graphs, and brute-force enumeration for the tests."""
+"""The solvers behind the structures, and the types they exchange with them.
 
-from .chain import forward_backward, max_marginals, viterbi, viterbi_with_clamps
-from .cut import graph_cut_map, grid_cut_map
+A structure turns samples and weights into :class:`Potentials`; a :class:`Solver` answers MAP,
+clamped-MAP and (optionally) marginal queries on them. Nothing here knows about structures or
+estimators.
+"""
+
+from .base import ClampedSolution, Marginals, Solver
+from .brute import BruteForceSolver
+from .chain import ChainSolver
+from .cut import GraphCutSolver
+from .potentials import ChainLayout, GridLayout, Potentials, Statistics
+
+SOLVERS = {solver.name: solver for solver in (ChainSolver, GraphCutSolver, BruteForceSolver)}
 
 __all__ = [
-    "viterbi",
-    "forward_backward",
-    "max_marginals",
-    "viterbi_with_clamps",
-    "graph_cut_map",
-    "grid_cut_map",
+    "Potentials",
+    "GridLayout",
+    "ChainLayout",
+    "Statistics",
+    "Solver",
+    "ClampedSolution",
+    "Marginals",
+    "ChainSolver",
+    "GraphCutSolver",
+    "BruteForceSolver",
+    "SOLVERS",
+    "check_solver",
 ]
+
+
+def check_solver(solver) -> Solver:
+    """A solver instance from its name (see ``SOLVERS``) or an instance."""
+    if isinstance(solver, Solver):
+        return solver
+    if isinstance(solver, str) and solver in SOLVERS:
+        return SOLVERS[solver]()
+    raise ValueError(
+        f"solver must be one of {sorted(SOLVERS)} or a Solver instance, got {solver!r}"
+    )

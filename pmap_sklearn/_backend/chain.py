@@ -1,8 +1,9 @@
-"""Exact inference on a batch of chains (Viterbi, forward-backward, max-marginals).
+"""Exact inference on a batch of chains: Viterbi, clamped maximisers, forward-backward, and
+:class:`ChainSolver`, the solver of chain-shaped potentials built on them.
 
-All functions take a padded batch: ``unary`` of shape (B, L, K) holds the node scores of B
+The kernels take a padded batch: ``unary`` of shape (B, L, K) holds the node scores of B
 chains of lengths ``lengths`` (B,), padded to the longest length L; ``transition`` (K, K) is the
-score of ``(y_d, y_{d+1})`` shared by all edges (SPEC §1, chain). Entries beyond a chain's
+score of ``(y_d, y_{d+1})`` shared by all edges. Entries beyond a chain's
 length are ignored. The Python loops run over the L positions only; every step is vectorised
 over chains and labels, so a mini-batch of words costs ~L numpy calls per pass.
 
@@ -13,6 +14,9 @@ Maximisers are traced from the max-product messages: the back-pointer of a node 
 from __future__ import annotations
 
 import numpy as np
+
+from .base import ClampedSolution, Marginals, Solver, _check_queries, _solved, query_chunks
+from .potentials import ChainLayout, Potentials, Statistics, add_clamped_differences
 
 
 def _logsumexp(a: np.ndarray, axis: int) -> np.ndarray:
@@ -117,45 +121,31 @@ def viterbi(unary: np.ndarray, lengths: np.ndarray, transition: np.ndarray) -> n
     return _map_labels(alpha, lengths, transition)
 
 
-def viterbi_with_clamps(unary, lengths, transition, chains, nodes, labels, skip_agreeing=False):
-    """MAP labellings and single-node clamped MAP labellings from one forward and one backward
-    max-product pass (no Viterbi per clamp).
+def clamped_maximizers(alpha, beta, unary, lengths, transition, chains, nodes, labels):
+    """Single-node clamped MAP labellings traced from the max-product messages of
+    :func:`max_product_messages` (no Viterbi per clamp).
 
-    The maximiser with node d clamped to k is traced from the messages: left of d through the
-    best predecessors under the forward messages, right of d through the best successors under
-    the backward messages (SPEC §2, chains).
+    The maximiser with node d clamped to k is traced left of d through the best predecessors
+    under the forward messages and right of d through the best successors under the backward
+    messages (Shpakova et al. 2018, §4: all clamped maximisers of a chain from one pass).
 
     Parameters
     ----------
+    alpha, beta : ndarray of shape (B, L, K)
+        Forward and backward max-product messages.
     unary, lengths, transition :
         As in :func:`viterbi`.
     chains, nodes, labels : ndarray of shape (Q,)
         Query q clamps node ``nodes[q]`` of chain ``chains[q]`` to ``labels[q]``.
-    skip_agreeing : bool, default=False
-        Leave out the queries whose label is the MAP's label at that node (their maximiser is
-        the MAP itself: the Gumbel reduction of SPEC §2).
 
     Returns
     -------
-    map_labels : ndarray of shape (B, L)
-        Unclamped MAP labellings.
-    solved : ndarray of shape (Q,) of bool
-        Which queries were solved (all unless ``skip_agreeing``).
-    clamped : ndarray of shape (n_solved, L)
-        ``argmax_{y: y_d = k} f(y)`` of each solved query's chain (columns beyond its length
-        unused).
+    clamped : ndarray of shape (Q, L)
+        ``argmax_{y: y_d = k} f(y)`` of each query's chain (columns beyond its length unused).
     """
-    alpha, beta = _messages(unary, lengths, transition, _max_step)
-    # With both messages the MAP needs no trace: y*_d = argmax_k max-marginal(d, k)
-    # (the maximiser is unique almost surely under continuous perturbations).
-    map_labels = (alpha + beta).argmax(axis=2)
-    solved = np.ones(len(chains), dtype=bool)
-    if skip_agreeing:
-        solved = map_labels[chains, nodes] != labels
-        chains, nodes, labels = chains[solved], nodes[solved], labels[solved]
     clamped = np.zeros((len(chains), unary.shape[1]), dtype=np.intp)
     if len(chains) == 0:
-        return map_labels, solved, clamped
+        return clamped
     clamped[np.arange(len(chains)), nodes] = labels
     _trace_left(alpha, transition, chains, clamped, nodes)
     last = int(lengths[chains].max()) - 1
@@ -163,7 +153,14 @@ def viterbi_with_clamps(unary, lengths, transition, chains, nodes, labels, skip_
         following = unary[chains, pos + 1] + beta[chains, pos + 1]
         successor = (transition[clamped[:, pos]] + following).argmax(axis=1)
         clamped[:, pos + 1] = np.where(pos >= nodes, successor, clamped[:, pos + 1])
-    return map_labels, solved, clamped
+    return clamped
+
+
+def max_product_messages(unary, lengths, transition):
+    """Forward and backward max-product messages ``(alpha, beta)``, each (B, L, K); the MAP
+    labelling is ``(alpha + beta).argmax(-1)`` (the maximiser is unique almost surely under
+    continuous perturbations)."""
+    return _messages(unary, lengths, transition, _max_step)
 
 
 #: Largest score range (nats) within one step for which the scaled forward-backward is used.
@@ -265,11 +262,122 @@ def _log_forward_backward(unary, lengths, transition):
     return log_z, node, pair
 
 
-def max_marginals(unary: np.ndarray, lengths: np.ndarray, transition: np.ndarray) -> np.ndarray:
-    """``mm[b, d, k] = max_{y: y_d = k} f(y)`` for every node and label, in one pass.
+class ChainSolver(Solver):
+    """Exact inference on chains with a shared transition table (any number of labels).
 
-    Padded positions hold ``-inf``.
+    MAP by Viterbi; all single-node clamped maximisers from one forward and one backward
+    max-product pass (traced in bounded chunks); marginals and ``log Z`` by forward-backward.
+    Potentials must be chain-shaped: the edges of each sample join its consecutive nodes
+    ``(d, d + 1)``, in order, with one ``"shared"`` (K, K) table.
     """
-    alpha, beta = _messages(unary, lengths, transition, _max_step)
-    mask = np.arange(unary.shape[1])[None, :, None] < lengths[:, None, None]
-    return np.where(mask, alpha + beta, -np.inf)
+
+    name = "viterbi"
+
+    def _check(self, potentials: Potentials) -> None:
+        super()._check(potentials)
+        p = potentials
+        if p.pairwise_kind != "shared":
+            raise ValueError(
+                f"the viterbi solver needs one shared (K, K) transition table, got "
+                f"{p.pairwise_kind!r} pairwise scores"
+            )
+        if isinstance(p.layout, ChainLayout):
+            return
+        first = np.delete(np.arange(p.n_nodes), p.node_offsets[1:] - 1)
+        if p.n_edges != len(first) or not (
+            np.array_equal(p.edges[:, 0], first) and np.array_equal(p.edges[:, 1], first + 1)
+        ):
+            raise ValueError(
+                "the viterbi solver needs chain-shaped potentials (each sample's edges join its "
+                "consecutive nodes, in order); use a graph solver for other graphs"
+            )
+
+    def _padded(self, potentials: Potentials, clamp=None):
+        """Node scores as a padded (B, L, K) array (``-inf`` for the labels a clamped node may
+        not take) and each node's position in its chain."""
+        unary = potentials.unary
+        if clamp is not None:
+            unary = clamp_scores(unary, clamp)
+        return pad(unary, potentials.lengths)
+
+    def map(self, potentials, clamp=None, n_jobs=None):
+        self._check(potentials)
+        padded, position = self._padded(potentials, clamp)
+        labels = viterbi(padded, potentials.lengths, potentials.pairwise)
+        return labels[potentials.node_sample, position]
+
+    def clamped_maps(
+        self, potentials, nodes, labels, weights, *, skip_agreeing=False, dynamic=True, n_jobs=None
+    ):
+        if not dynamic:
+            return super().clamped_maps(
+                potentials, nodes, labels, weights, skip_agreeing=skip_agreeing, n_jobs=n_jobs
+            )
+        self._check(potentials)
+        p = potentials
+        nodes, labels, weights = _check_queries(p, nodes, labels, weights)
+        padded, position = self._padded(p)
+        alpha, beta = max_product_messages(padded, p.lengths, p.pairwise)
+        map_labels = (alpha + beta).argmax(axis=2)[p.node_sample, position]
+        solved = _solved(map_labels, nodes, labels, skip_agreeing)
+        nodes, labels, weights = nodes[solved], labels[solved], weights[solved]
+        chains = p.node_sample[nodes]
+        statistics = Statistics.zeros(p)
+        # Each traced labelling spans the padded length: chunk the queries on that size.
+        for chunk in query_chunks(np.full(len(chains), padded.shape[1])):
+            clamped = clamped_maximizers(
+                alpha,
+                beta,
+                padded,
+                p.lengths,
+                p.pairwise,
+                chains[chunk],
+                position[nodes[chunk]],
+                labels[chunk],
+            )
+            valid = np.arange(padded.shape[1]) < p.lengths[chains[chunk]][:, None]
+            add_clamped_differences(
+                statistics, p, map_labels, chains[chunk], clamped[valid], weights[chunk]
+            )
+        return ClampedSolution(map_labels, solved, statistics)
+
+    def marginals(self, potentials, clamp=None, chunk=256):
+        """Exact marginals by forward-backward, ``chunk`` chains at a time (small padded arrays
+        stay in cache). The pairwise marginals are the expected transition counts summed over
+        the batch."""
+        self._check(potentials)
+        p = potentials
+        unary = p.unary if clamp is None else clamp_scores(p.unary, clamp)
+        node = np.empty_like(unary)
+        pair = np.empty((p.n_samples, p.n_states, p.n_states))
+        log_z = np.empty(p.n_samples)
+        for begin in range(0, p.n_samples, chunk):
+            end = min(begin + chunk, p.n_samples)
+            nodes = slice(p.node_offsets[begin], p.node_offsets[end])
+            lengths = p.lengths[begin:end]
+            padded, position = pad(unary[nodes], lengths)
+            log_z[begin:end], node_padded, pair[begin:end] = forward_backward(
+                padded, lengths, p.pairwise
+            )
+            node[nodes] = node_padded[np.repeat(np.arange(end - begin), lengths), position]
+        return Marginals(Statistics(node, pair.sum(axis=0)), log_z)
+
+
+def clamp_scores(unary: np.ndarray, clamp: np.ndarray) -> np.ndarray:
+    """Node scores with ``-inf`` for every label a clamped node (``clamp >= 0``) may not take."""
+    fixed = clamp >= 0
+    forbidden = np.zeros(unary.shape, dtype=bool)
+    forbidden[fixed] = True
+    forbidden[np.flatnonzero(fixed), clamp[fixed]] = False
+    return np.where(forbidden, -np.inf, unary)
+
+
+def pad(node_values: np.ndarray, lengths: np.ndarray, fill: float = 0.0):
+    """Values of consecutive chains (n_nodes, ...) as a padded (B, L, ...) array, and the
+    position of each node in its chain."""
+    starts = np.cumsum(lengths) - lengths
+    chain = np.repeat(np.arange(len(lengths)), lengths)
+    position = np.arange(len(node_values)) - starts[chain]
+    out = np.full((len(lengths), lengths.max()) + node_values.shape[1:], fill)
+    out[chain, position] = node_values
+    return out, position

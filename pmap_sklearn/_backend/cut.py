@@ -1,7 +1,9 @@
-"""Exact binary MAP by s-t minimum cut (PyMaxflow).
+"""Exact binary MAP by s-t minimum cut (PyMaxflow): :class:`GraphCutSolver`.
 
-The score ``f(y) = sum_d u_d(y_d) + sum_(i,j) w_ij [y_i != y_j]`` with ``w_ij <= 0`` (SPEC §1) is
-supermodular, so ``argmax f`` is the minimum cut of the energy ``-f``. Label 1 is the sink side:
+The score ``f(y) = sum_d u_d(y_d) + sum_(i,j) w_ij [y_i != y_j]`` with ``w_ij <= 0`` is
+supermodular, so ``argmax f`` is the minimum cut of the energy ``-f`` (Greig et al. 1989;
+Kolmogorov & Zabih 2004); any binary pairwise table with ``T00 + T11 >= T01 + T10`` is brought
+to that form first (:meth:`Potentials.as_potts`). Label 1 is the sink side:
 a node labelled 1 cuts its source edge, so the source capacity is the cost of label 1 relative
 to label 0 and the sink capacity the cost of label 0. Graphs are built with the vectorised
 PyMaxflow calls (``add_grid_*`` on grids, ``add_edges`` on general graphs), never a Python loop.
@@ -12,13 +14,9 @@ from __future__ import annotations
 import maxflow
 import numpy as np
 
-
-def _check_supermodular(weights: np.ndarray) -> None:
-    if weights.size and weights.max() > 0:
-        raise ValueError(
-            "graph-cut MAP needs pairwise weights <= 0 (a supermodular score); "
-            f"got a weight of {weights.max():.3g}"
-        )
+from .._parallel import map_jobs
+from .base import CHUNK_NODES, ClampedSolution, Solver, _check_queries, _solved
+from .potentials import GridLayout, Potentials, Statistics, add_sample_differences
 
 
 def terminal_capacities(unary: np.ndarray, weights: np.ndarray, clamp: np.ndarray | None):
@@ -50,7 +48,6 @@ def clamp_capacity(unary: np.ndarray, weights: np.ndarray) -> float:
 
 def _build_graph(unary, edges, weights, clamp=None):
     """General graph: nodes and terminal edges in one call each, pairwise edges in one call."""
-    _check_supermodular(weights)
     graph = maxflow.Graph[float](unary.shape[0], edges.shape[0])
     nodes = np.asarray(graph.add_nodes(unary.shape[0]))
     source, sink = terminal_capacities(unary, weights, clamp)
@@ -70,7 +67,6 @@ def _offset_structure(offset: tuple[int, int]) -> np.ndarray:
 
 def _build_grid(unary, offsets, weights, clamp=None):
     """Image grid through PyMaxflow's fast path: one ``add_grid_edges`` call per direction."""
-    _check_supermodular(weights)
     height, width = unary.shape[:2]
     graph = maxflow.Graph[float](height * width, len(offsets) * height * width)
     nodes = graph.add_grid_nodes((height, width))
@@ -87,115 +83,149 @@ def _segments(graph, nodes) -> np.ndarray:
     return graph.get_grid_segments(nodes).astype(np.intp)
 
 
-def graph_cut_map(
-    unary: np.ndarray,
-    edges: np.ndarray,
-    weights: np.ndarray,
-    clamp: np.ndarray | None = None,
-) -> np.ndarray:
-    """MAP labelling of a binary pairwise model on a general graph.
+class GraphCutSolver(Solver):
+    """Exact MAP of binary models with attractive pairwise terms by s-t minimum cut.
 
-    Parameters
-    ----------
-    unary : ndarray of shape (D, 2)
-        Node scores.
-    edges : ndarray of shape (E, 2)
-        Node index pairs.
-    weights : ndarray of shape (E,)
-        Score ``w_ij <= 0`` added when the two ends disagree.
-    clamp : ndarray of shape (D,), optional
-        Forced labels, ``-1`` for free nodes.
-
-    Returns
-    -------
-    labels : ndarray of shape (D,)
+    Image samples (potentials with a grid layout) go through PyMaxflow's grid fast path, other
+    graphs through one ``add_edges`` call. Single-node clamps are solved by dynamic graph cuts:
+    the residual graph of the unclamped solve is reused, each clamp is a change of one terminal
+    edge (undone before the next) and ``maxflow(reuse_trees=True)`` restarts from the marked
+    node (Kohli & Torr 2007). Samples are solved one by one, over ``n_jobs`` processes.
     """
-    graph, nodes = _build_graph(unary, edges, weights, clamp)
+
+    name = "graph_cut"
+    max_states = 2
+    needs_attractive = True
+
+    def _states_message(self, n_states):
+        return (
+            f"graph cuts need K = 2 labels and attractive pairwise terms; got K = {n_states}. "
+            "Use solver='brute_force' for tiny models, or a message-passing learner for "
+            "multi-label loopy graphs"
+        )
+
+    def _check(self, potentials):
+        super()._check(potentials)
+        _attractive_potts(potentials)
+
+    def map(self, potentials, clamp=None, n_jobs=None):
+        super()._check(potentials)
+        potts = _attractive_potts(potentials)
+        jobs = [
+            (
+                potts.sample(i),
+                None if clamp is None else clamp[potts.node_offsets[i] : potts.node_offsets[i + 1]],
+            )
+            for i in range(potts.n_samples)
+        ]
+        return np.concatenate([labels.ravel() for labels in map_jobs(_solve, jobs, n_jobs)])
+
+    def clamped_maps(
+        self, potentials, nodes, labels, weights, *, skip_agreeing=False, dynamic=True, n_jobs=None
+    ):
+        if not dynamic:
+            return super().clamped_maps(
+                potentials, nodes, labels, weights, skip_agreeing=skip_agreeing, n_jobs=n_jobs
+            )
+        self._check(potentials)
+        p = potentials
+        nodes, labels, weights = _check_queries(p, nodes, labels, weights)
+        bounds = np.searchsorted(p.node_sample[nodes], np.arange(p.n_samples + 1))
+        jobs = [
+            (p.sample(i), nodes[a:b] - p.node_offsets[i], labels[a:b], weights[a:b], skip_agreeing)
+            for i, (a, b) in enumerate(zip(bounds[:-1], bounds[1:], strict=True))
+        ]
+        results = map_jobs(_dynamic_clamped_maps, jobs, n_jobs)
+        return ClampedSolution(
+            np.concatenate([r.map_labels for r in results]),
+            np.concatenate([r.solved for r in results]),
+            Statistics.concatenate([r.statistics for r in results], p.pairwise_kind),
+        )
+
+
+def _attractive_potts(potentials: Potentials) -> Potentials:
+    """The Potts form of binary potentials, or a ValueError if a term is repulsive. Weights
+    above 0 by rounding only (the reparametrisation of a table on the boundary) become 0."""
+    potts, _ = potentials.as_potts()
+    if potts.pairwise.size:
+        tolerance = 1e-12 * (1.0 + np.abs(potentials.pairwise).max())
+        if potts.pairwise.max() > tolerance:
+            edge = int(np.argmax(potts.pairwise))
+            raise ValueError(
+                "graph cuts need attractive pairwise terms (Potts weights <= 0, i.e. "
+                f"T00 + T11 >= T01 + T10); edge {edge} of sample "
+                f"{potentials.edge_sample[edge]} has {potts.pairwise[edge]:.3g}"
+            )
+        if potts.pairwise.max() > 0:
+            potts = potts._replace(pairwise=np.minimum(potts.pairwise, 0.0))
+    return potts
+
+
+def _build(potts: Potentials, clamp=None):
+    """The graph of one sample's Potts potentials: grid fast path or general graph."""
+    unary, weights = potts.unary, potts.pairwise
+    grid = potts.layout
+    if not isinstance(grid, GridLayout):
+        return _build_graph(unary, potts.edges, weights, clamp)
+    (height, width), offsets = grid.shapes[0], grid.offsets
+    grid_weights = np.zeros((len(offsets), height * width))
+    grid_weights[grid.directions, potts.edges[:, 0]] = weights
+    return _build_grid(
+        unary.reshape(height, width, 2),
+        offsets,
+        grid_weights.reshape(-1, height, width),
+        None if clamp is None else clamp.reshape(height, width),
+    )
+
+
+def _solve(potts: Potentials, clamp=None) -> np.ndarray:
+    """MAP labelling of one sample (flat)."""
+    graph, ids = _build(potts, clamp)
     graph.maxflow()
-    return _segments(graph, nodes)
+    return _segments(graph, ids).ravel()
 
 
-def grid_cut_map(
-    unary: np.ndarray,
-    offsets: list[tuple[int, int]],
-    weights: np.ndarray,
-    clamp: np.ndarray | None = None,
-) -> np.ndarray:
-    """MAP labelling on an image grid through PyMaxflow's grid fast path.
-
-    Parameters
-    ----------
-    unary : ndarray of shape (H, W, 2)
-        Pixel scores.
-    offsets : list of (dr, dc)
-        Neighbour directions, e.g. ``[(0, 1), (1, 0)]`` for 4-connectivity.
-    weights : ndarray of shape (n_offsets, H, W)
-        ``weights[k, r, c] <= 0`` is the score of the edge from ``(r, c)`` to
-        ``(r + dr_k, c + dc_k)`` when the labels differ (ignored where the neighbour is outside).
-    clamp : ndarray of shape (H, W), optional
-        Forced labels, ``-1`` for free pixels.
-
-    Returns
-    -------
-    labels : ndarray of shape (H, W)
-    """
-    graph, nodes = _build_grid(unary, offsets, weights, clamp)
-    graph.maxflow()
-    return _segments(graph, nodes)
-
-
-def dynamic_clamped_maps(
-    kind: str, problem: tuple, nodes: np.ndarray, labels: np.ndarray, skip_agreeing: bool = False
-):
-    """MAP labelling and single-node clamped MAP labellings by dynamic graph cuts.
+def _dynamic_clamped_maps(potentials, nodes, labels, weights, skip_agreeing):
+    """:meth:`GraphCutSolver.clamped_maps` of one sample by dynamic graph cuts.
 
     The unclamped problem is solved once; each clamp (node ``nodes[q]`` forced to
-    ``labels[q]``) is then a change of one terminal edge by ``±big``, applied to the residual
-    graph together with the undo of the previous clamp, and re-solved with
-    ``maxflow(reuse_trees=True)`` after marking the changed nodes (Kohli & Torr 2007; SPEC §2).
-
-    Parameters
-    ----------
-    kind : {"graph", "grid"}
-    problem : tuple
-        Arguments of :func:`graph_cut_map` / :func:`grid_cut_map` without ``clamp``.
-    nodes, labels : ndarray of shape (Q,)
-        Flat node indices (row-major on grids) and the labels they are clamped to.
-    skip_agreeing : bool, default=False
-        Leave out the clamps that agree with the MAP (Gumbel reduction).
-
-    Returns
-    -------
-    map_labels : ndarray of shape (D,)
-    solved : ndarray of shape (Q,) of bool
-    clamped : ndarray of shape (n_solved, D)
+    ``labels[q]``) is a change of one terminal edge by ``±big``, applied to the residual graph
+    together with the undo of the previous clamp, and re-solved with
+    ``maxflow(reuse_trees=True)`` after marking the changed nodes. The clamped labellings are
+    folded into the statistics in chunks of at most ``CHUNK_NODES`` labels.
     """
-    build = _build_grid if kind == "grid" else _build_graph
-    graph, ids = build(*problem)
+    potts = _attractive_potts(potentials)
+    graph, ids = _build(potts)
     graph.maxflow()
     map_labels = _segments(graph, ids).ravel()
-    solved = np.ones(len(nodes), dtype=bool)
-    if skip_agreeing:
-        solved = map_labels[nodes] != labels
-        nodes, labels = nodes[solved], labels[solved]
-    flat_ids = ids.ravel()
-    big = clamp_capacity(problem[0], problem[2])
-    clamped = np.empty((len(nodes), len(map_labels)), dtype=np.intp)
+    solved = _solved(map_labels, nodes, labels, skip_agreeing)
+    nodes, labels, weights = nodes[solved], labels[solved], weights[solved]
+    statistics = Statistics.zeros(potentials)
+    flat_ids = ids.ravel().tolist()
+    big = clamp_capacity(potts.unary, potts.pairwise)
+    per_chunk = max(1, CHUNK_NODES // max(len(map_labels), 1))
+    buffer = np.empty((min(per_chunk, len(nodes)), len(map_labels)), dtype=np.intp)
     previous = None
-    for q, (node, label) in enumerate(zip(nodes, labels, strict=True)):
-        if previous is not None:  # undo the previous clamp
-            _add_clamp(graph, flat_ids[previous[0]], previous[1], -big)
-        _add_clamp(graph, flat_ids[node], label, big)
-        graph.maxflow(reuse_trees=True)
-        clamped[q] = _segments(graph, ids).ravel()
-        previous = (node, label)
-    return map_labels, solved, clamped
+    for start in range(0, len(nodes), per_chunk):
+        chunk = slice(start, min(start + per_chunk, len(nodes)))
+        for row, (node, label) in enumerate(
+            zip(nodes[chunk].tolist(), labels[chunk].tolist(), strict=True)
+        ):
+            if previous is not None:  # undo the previous clamp
+                _add_clamp(graph, flat_ids[previous[0]], previous[1], -big)
+            _add_clamp(graph, flat_ids[node], label, big)
+            graph.maxflow(reuse_trees=True)
+            buffer[row] = _segments(graph, ids).ravel()
+            previous = (node, label)
+        count = chunk.stop - chunk.start
+        add_sample_differences(statistics, potentials, map_labels, buffer[:count], weights[chunk])
+    return ClampedSolution(map_labels, solved, statistics)
 
 
 def _add_clamp(graph, node_id: int, label: int, amount: float) -> None:
     """Add ``amount`` to the terminal edge that makes the other label expensive, and mark it."""
     if label == 1:  # label 1 = sink side: a big sink capacity makes label 0 costly
-        graph.add_tedge(int(node_id), 0.0, amount)
+        graph.add_tedge(node_id, 0.0, amount)
     else:
-        graph.add_tedge(int(node_id), amount, 0.0)
-    graph.mark_node(int(node_id))
+        graph.add_tedge(node_id, amount, 0.0)
+    graph.mark_node(node_id)

@@ -1,31 +1,46 @@
-"""Exact conditional random field on chains: maximum likelihood by L-BFGS."""
+"""Exact conditional random field: maximum likelihood by L-BFGS (Lafferty et al. 2001)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from numbers import Integral, Real
 
 import numpy as np
 from scipy.optimize import minimize
-from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval
 
 from .._base import BaseStructuredEstimator
-from ..structures import ChainStructure, check_structure
+
+
+@dataclass
+class _LBFGSState:
+    coef: np.ndarray
+    rng: object = None
+    n_iter: int = 0
+    objective: float = np.nan
+
+    @property
+    def estimate(self) -> np.ndarray:
+        return self.coef
 
 
 class ChainCRF(BaseStructuredEstimator):
-    """Linear-chain CRF trained by exact maximum conditional likelihood.
+    """Conditional random field trained by exact maximum conditional likelihood.
 
-    Maximises ``(1/N) Σ_n log P(y_n | x_n) − (α/2)‖w‖²`` with L-BFGS; the log-partition, the
-    node marginals and the expected transition counts come from log-domain forward-backward
-    (SPEC §3), so the gradient ``mean(Ψ(x, y) − E[Ψ(x, y)]) − α w`` is exact. Unknown labels
-    (``-1``) are marginalised exactly: their sample contributes
-    ``log Σ_{y agreeing with the known labels} exp f(y) − A(x)``.
+    Maximises ``(1/N) Σ_n log P(y_n | x_n) − (α/2)‖w‖²`` with L-BFGS. The log-partition, the
+    node marginals and the expected transition counts come from the structure's solver — on
+    chains, forward-backward in the exp domain with one normaliser per position, falling back to
+    the log domain where scores spread over more than ~600 nats — so the gradient
+    ``mean(Ψ(x, y) − E[Ψ(x, y)]) − α w`` is exact. Unknown labels (``-1``) are marginalised
+    exactly: their sample contributes ``log Σ_{y agreeing with the known labels} exp f(y) − A(x)``.
+
+    Any structure whose solver computes exact marginals works (a chain, or a tiny grid / graph
+    with ``solver="brute_force"``). The fit is deterministic and vectorised over the samples:
+    it has no ``random_state`` and no ``n_jobs``.
 
     Parameters
     ----------
-    structure : ChainStructure, optional
-        Defaults to ``ChainStructure()``.
+    structure : {"chain", "grid", "graph"} or structure instance, default="chain"
     alpha : float, default=1e-4
         L2 regularisation strength.
     max_iter : int, default=300
@@ -39,15 +54,23 @@ class ChainCRF(BaseStructuredEstimator):
     Attributes
     ----------
     coef_ : ndarray of shape (n_weights,)
-    structure_ : ChainStructure
-    classes_, n_features_in_, n_iter_
+    structure_ : structure instance
+    classes_ : ndarray of shape (K,)
+    n_features_in_ : int
+    n_iter_ : int
+        L-BFGS iterations of the last fit.
     objective_ : float
         Final regularised mean log-likelihood.
+
+    References
+    ----------
+    .. [1] J. Lafferty, A. McCallum and F. Pereira. Conditional random fields: probabilistic
+       models for segmenting and labeling sequence data. ICML 2001.
 
     Examples
     --------
     >>> import numpy as np
-    >>> from pmap_sklearn.baselines import ChainCRF
+    >>> from pmap_sklearn import ChainCRF
     >>> rng = np.random.default_rng(0)
     >>> y = [rng.integers(0, 3, size=n) for n in rng.integers(3, 8, size=40)]
     >>> X = [np.eye(3)[yi] + 0.5 * rng.normal(size=(len(yi), 3)) for yi in y]
@@ -57,17 +80,17 @@ class ChainCRF(BaseStructuredEstimator):
     """
 
     _parameter_constraints: dict = {
-        "structure": [None, ChainStructure],
+        "structure": BaseStructuredEstimator._parameter_constraints["structure"],
         "alpha": [Interval(Real, 0, None, closed="left")],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
         "warm_start": ["boolean"],
         "verbose": ["verbose"],
     }
-    n_jobs = None  # chains are solved in one vectorised call
+    _marginal_methods = ("exact",)
 
     def __init__(
-        self, structure=None, *, alpha=1e-4, max_iter=300, tol=1e-6, warm_start=False, verbose=0
+        self, structure="chain", *, alpha=1e-4, max_iter=300, tol=1e-6, warm_start=False, verbose=0
     ):
         self.structure = structure
         self.alpha = alpha
@@ -75,6 +98,20 @@ class ChainCRF(BaseStructuredEstimator):
         self.tol = tol
         self.warm_start = warm_start
         self.verbose = verbose
+
+    def _check_structure(self, structure):
+        if not structure.solver_.has_marginals:
+            raise ValueError(
+                f"ChainCRF needs exact marginals, and the {structure.solver_.name!r} solver of "
+                f"{type(structure).__name__} computes none: use a chain, or "
+                "solver='brute_force' on tiny models"
+            )
+
+    def _new_state(self, rng):
+        return _LBFGSState(coef=np.zeros(self.structure_.size_))
+
+    def _set_fitted_attributes(self, state) -> None:
+        self.objective_ = state.objective
 
     def log_likelihood(self, batch, labels, w, observed_feature=None):
         """Mean log-likelihood of the labelled batch and its gradient (unregularised).
@@ -86,37 +123,20 @@ class ChainCRF(BaseStructuredEstimator):
         forward-backward pass.
         """
         structure = self.structure_
-        node, pair, log_z = structure.marginals(batch, w)
-        expected = structure.expected_joint_feature(batch, node, pair)
+        potentials = structure.potentials(batch, w)
+        marginals = structure.solver_.marginals(potentials)
+        expected = structure.joint_feature_of(batch, marginals.statistics)
         if observed_feature is not None:  # Σ_n f(y_n | x_n) = w · Σ_n Ψ(x_n, y_n)
             clamped, clamped_log_z = observed_feature, w @ observed_feature
         else:
-            node_y, pair_y, log_z_y = structure.marginals(batch, w, clamp=labels)
-            clamped = structure.expected_joint_feature(batch, node_y, pair_y)
-            clamped_log_z = log_z_y.sum()
+            given = structure.solver_.marginals(potentials, clamp=labels)
+            clamped = structure.joint_feature_of(batch, given.statistics)
+            clamped_log_z = given.log_partition.sum()
         n = batch.n_samples
-        return float(clamped_log_z - log_z.sum()) / n, (clamped - expected) / n
+        return float(clamped_log_z - marginals.log_partition.sum()) / n, (clamped - expected) / n
 
-    @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y):
-        """Fit by L-BFGS on the exact regularised conditional log-likelihood.
-
-        Parameters
-        ----------
-        X : sequence of (D, F) arrays
-        y : sequence of int arrays (``-1`` = unknown, summed over)
-
-        Returns
-        -------
-        self
-        """
-        warm = self.warm_start and hasattr(self, "coef_")
-        if not warm:
-            structure = ChainStructure() if self.structure is None else self.structure
-            self.structure_ = check_structure(structure).fit(X, y)
-        batch = self.structure_.prepare(X)
-        labels = self.structure_.prepare_labels(batch, y, allow_unknown=True)
-        start = self.coef_ if warm else np.zeros(self.structure_.size_)
+    def _fit_batch(self, batch, labels, state, rng):
+        """L-BFGS on the exact regularised conditional log-likelihood, from ``state.coef``."""
         observed = None
         if (labels >= 0).all():  # Ψ(x_n, y_n) does not depend on w: compute it once
             observed = self.structure_.joint_feature(batch, labels)
@@ -127,7 +147,7 @@ class ChainCRF(BaseStructuredEstimator):
 
         result = minimize(
             negative_objective,
-            start,
+            state.coef,
             jac=True,
             method="L-BFGS-B",
             options=dict(maxiter=self.max_iter, gtol=self.tol),
@@ -137,17 +157,4 @@ class ChainCRF(BaseStructuredEstimator):
                 f"L-BFGS: {result.nit} iterations, objective {-result.fun:.6g}, {result.message}",
                 flush=True,
             )
-        self.coef_ = result.x
-        self.n_iter_ = int(result.nit)
-        self.objective_ = float(-result.fun)
-        self.classes_ = np.arange(self.structure_.n_states_)
-        self.n_features_in_ = self.structure_.n_features_in_
-        return self
-
-    def predict_marginals(self, X, method: str = "exact"):
-        """Exact node marginals (forward-backward), a (D, K) array per sample."""
-        if method != "exact":
-            raise ValueError(f"ChainCRF computes exact marginals only, got method={method!r}")
-        batch = self._prepare_fitted(X)
-        node, _, _ = self.structure_.marginals(batch, self.coef_)
-        return batch.split(node)
+        return _LBFGSState(coef=result.x, n_iter=int(result.nit), objective=float(-result.fun))

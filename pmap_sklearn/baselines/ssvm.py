@@ -10,6 +10,7 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._base import BaseStructuredEstimator
+from .._utils import onehot
 from ..metrics import loss_weights
 
 
@@ -33,7 +34,7 @@ class BCFWState:
         return self.project(self.coef.copy())
 
     @property
-    def best(self) -> np.ndarray:
+    def estimate(self) -> np.ndarray:
         """The averaged primal iterate when averaging, the current one otherwise."""
         return self.average.copy() if self.average is not None else self.current
 
@@ -42,7 +43,7 @@ class StructuredSVM(BaseStructuredEstimator):
     """Structured SVM with Hamming or size-weighted Hamming loss, trained by BCFW.
 
     Minimises ``(α/2)‖w‖² + (1/N) Σ_n max_y [Δ(y_n, y) + f(y|x_n) − f(y_n|x_n)]`` over the
-    weights allowed by the structure (cut weights ``<= 0`` on grids and graphs, SPEC §1) with
+    weights allowed by the structure (cut weights ``<= 0`` for graph cuts) with
     block-coordinate Frank-Wolfe on the dual: each step solves one loss-augmented MAP — the loss
     is unary, so Viterbi and graph cuts stay exact — and moves that sample's dual block with an
     analytic line search. The constraint enters as ``w = Π_C(ŵ)``, the projection of the
@@ -55,7 +56,8 @@ class StructuredSVM(BaseStructuredEstimator):
     alpha : float, default=1e-3
         Regularisation strength λ.
     class_weight : None, "balanced" or dict, default=None
-        The loss Δ: Hamming (``1/D`` per node), size-balanced weighted Hamming (SPEC §1), or
+        The loss Δ: Hamming (``1/D`` per node), size-balanced weighted Hamming (Kolesnikov et
+        al. 2014), or
         per-label weights (see :func:`~pmap_sklearn.metrics.loss_weights`).
     max_iter : int, default=50
         Passes over the samples.
@@ -155,9 +157,9 @@ class StructuredSVM(BaseStructuredEstimator):
         """Complete labels (unknown ones from the supervised model's conditional MAP) and the
         loss weight ``θ_d(y_d)`` of each node."""
         if w_supervised is not None:
-            labels = self.structure_.map(batch, w_supervised, clamp=labels, n_jobs=self.n_jobs)
-        onehot = self.structure_._onehot(labels)
-        theta = loss_weights(onehot, batch.node_sizes, batch.node_sample, self.class_weight)
+            labels = self._map(batch, w_supervised, clamp=labels)
+        distribution = onehot(labels, self.structure_.n_states_)
+        theta = loss_weights(distribution, batch.node_sizes, batch.node_sample, self.class_weight)
         return labels, theta[np.arange(len(labels)), labels]
 
     def loss_augmented_map(self, batch, w, labels, theta):
@@ -165,7 +167,8 @@ class StructuredSVM(BaseStructuredEstimator):
         scores of the wrong labels, so the structure's exact oracle solves it."""
         augmentation = np.repeat(theta[:, None], self.structure_.n_states_, axis=1)
         augmentation[np.arange(len(labels)), labels] = 0.0
-        return self.structure_.map(batch, w, augmentation, n_jobs=self.n_jobs)
+        potentials = self.structure_.potentials(batch, w).add_unary(augmentation)
+        return self.structure_.solver_.map(potentials, n_jobs=self.n_jobs)
 
     def _optimise(self, batch, targets, state, rng, validation_score):
         labels, theta = targets

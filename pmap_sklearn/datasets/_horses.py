@@ -16,7 +16,7 @@ import numpy as np
 from joblib import Memory, Parallel, delayed
 from sklearn.utils import Bunch
 
-from ..structures import GraphSample
+from ..samples import GraphSample
 from ._paths import candidate_roots
 
 HORSE_URL = "the Weizmann Horse Database page (Borenstein & Ullman; files rgb/ and figure_ground/)"

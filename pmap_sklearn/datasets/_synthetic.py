@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 from sklearn.utils import Bunch
 
+from .._utils import check_binary_images, check_generator, like_input
+
 
 def make_chain_data(
     n_samples: int = 200,
@@ -83,12 +85,9 @@ def add_flip_noise(images, p: float, random_state=None):
     -------
     noisy : same container as ``images``, int8
     """
-    from .._base import check_generator
-    from ..denoising import _check_binary_images, _like_input
-
     if not 0.0 <= float(p) <= 1.0:
         raise ValueError(f"the flip probability p must lie in [0, 1], got {p}")
     rng = check_generator(random_state)
-    clean = _check_binary_images(images, "images")
+    clean = check_binary_images(images, "images")
     noisy = [(x ^ (rng.random(x.shape) < p)).astype(np.int8) for x in clean]
-    return _like_input(noisy, images)
+    return like_input(noisy, images)

@@ -1,0 +1,247 @@
+"""The solver protocol: what every MAP / marginal oracle offers the learners.
+
+A solver takes :class:`~pmap_sklearn._backend.potentials.Potentials` and answers
+
+- ``map(potentials, clamp=None)``: ``argmax_y f_n(y)`` of every sample (some nodes clamped);
+- ``clamped_maps(potentials, nodes, labels, weights)``: the MAP ``y*_A`` and, for each query q,
+  the MAP with node ``nodes[q]`` clamped to ``labels[q]`` (``y*_B``), returned as the weighted
+  sum ``Σ_q weights[q] [φ(y*_B,q) − φ(y*_A)]`` of their statistics (a :class:`ClampedSolution`:
+  the learner never sees the layout of the clamped labellings);
+- optionally ``marginals(potentials, clamp=None)``: exact node / pairwise marginals and ``log Z``.
+
+A new solver is one class: :class:`Solver` implements ``clamped_maps`` from ``map`` (each
+clamped problem solved from scratch, in bounded chunks); a solver overrides it when it has a
+faster way (max-product pointers on chains, dynamic graph cuts).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .potentials import Potentials, Statistics, add_clamped_differences
+
+#: Nodes of clamped copies held at once: bounds the memory of the clamped maximisers.
+CHUNK_NODES = 1 << 18
+
+
+@dataclass
+class ClampedSolution:
+    """Result of :meth:`Solver.clamped_maps`.
+
+    Attributes
+    ----------
+    map_labels : ndarray of shape (n_nodes,)
+        ``y*_A``, the MAP labelling of every sample.
+    solved : ndarray of shape (Q,) of bool
+        The queries that were solved (with Gumbel reduction, those whose label differs from
+        ``y*_A``; the others contribute exactly zero).
+    statistics : Statistics
+        ``Σ_q weights[q] [φ(y*_B,q) − φ(y*_A)]`` over the solved queries.
+    """
+
+    map_labels: np.ndarray
+    solved: np.ndarray
+    statistics: Statistics
+
+    def perturbation_gap(self, perturbation: np.ndarray) -> float:
+        """``Σ_q weights[q] [z(y*_B,q) − z(y*_A)]``: the part of the weighted score differences
+        that comes from a unary perturbation ``z`` (n_nodes, K) included in the potentials."""
+        return self.statistics.dot_unary(perturbation)
+
+
+@dataclass
+class Marginals:
+    """Result of :meth:`Solver.marginals`.
+
+    Attributes
+    ----------
+    statistics : Statistics
+        Expected sufficient statistics: node marginals ``P(y_d = k)`` (n_nodes, K) and pairwise
+        marginals in the shape of the potentials' kind.
+    log_partition : ndarray of shape (n_samples,)
+        ``A_n = log Σ_y exp f_n(y)`` (over the labellings that respect the clamps).
+    """
+
+    statistics: Statistics
+    log_partition: np.ndarray
+
+    @property
+    def node(self) -> np.ndarray:
+        return self.statistics.unary
+
+
+class Solver:
+    """Base class of the solvers (see the module docstring for the protocol).
+
+    Attributes a solver declares
+    ----------------------------
+    name : str
+        Its name in ``structure(solver=name)``.
+    max_states : int or None
+        Largest number of labels it solves (graph cuts: 2).
+    needs_attractive : bool
+        Whether it needs attractive (supermodular) pairwise terms; structures then keep their
+        pairwise weights in that set.
+    """
+
+    name = ""
+    max_states: int | None = None
+    needs_attractive = False
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+    # ---- checks ----------------------------------------------------------------------------
+    def check_states(self, n_states: int) -> None:
+        """Raise a ValueError if models with ``n_states`` labels are beyond this solver."""
+        if self.max_states is not None and n_states > self.max_states:
+            raise ValueError(self._states_message(n_states))
+
+    def _states_message(self, n_states: int) -> str:
+        return (
+            f"the {self.name} solver handles at most {self.max_states} labels, got K = {n_states}"
+        )
+
+    def _check(self, potentials: Potentials) -> None:
+        """Cheap checks before every call: the number of labels and finite scores."""
+        self.check_states(potentials.n_states)
+        for name in ("unary", "pairwise"):
+            values = getattr(potentials, name)
+            if values.size and not np.isfinite(values).all():
+                sample = _first_bad_sample(potentials, name)
+                raise ValueError(
+                    f"the {name} scores of sample {sample} are not finite (NaN or overflow): "
+                    "scale the features (e.g. with NodeTransformer(StandardScaler())) or "
+                    "regularise more"
+                )
+
+    # ---- the protocol --------------------------------------------------------------------
+    def map(self, potentials: Potentials, clamp=None, n_jobs=None) -> np.ndarray:
+        """MAP labelling of every sample.
+
+        Parameters
+        ----------
+        potentials : Potentials
+        clamp : ndarray of shape (n_nodes,), optional
+            Label each node is forced to, ``-1`` for a free node.
+        n_jobs : int, optional
+            Processes for solvers that work sample by sample.
+
+        Returns
+        -------
+        labels : ndarray of shape (n_nodes,)
+        """
+        raise NotImplementedError
+
+    def clamped_maps(
+        self,
+        potentials: Potentials,
+        nodes,
+        labels,
+        weights,
+        *,
+        skip_agreeing: bool = False,
+        dynamic: bool = True,
+        n_jobs=None,
+    ) -> ClampedSolution:
+        """MAP labelling and weighted single-node clamped maximisers.
+
+        Parameters
+        ----------
+        potentials : Potentials
+        nodes : ndarray of shape (Q,)
+            Global node of each query, in increasing order.
+        labels : ndarray of shape (Q,)
+            The label each query clamps its node to.
+        weights : ndarray of shape (Q,)
+            Weight of each query in the returned statistics.
+        skip_agreeing : bool, default=False
+            Gumbel reduction: do not solve the queries whose label is the MAP's label at their
+            node (their maximiser is ``y*_A`` itself: zero contribution).
+        dynamic : bool, default=True
+            Use the solver's incremental path if it has one (False: solve every clamped problem
+            from scratch; both give the same maximisers).
+        n_jobs : int, optional
+
+        Returns
+        -------
+        ClampedSolution
+        """
+        self._check(potentials)
+        nodes, labels, weights = _check_queries(potentials, nodes, labels, weights)
+        map_labels = self.map(potentials, n_jobs=n_jobs)
+        solved = _solved(map_labels, nodes, labels, skip_agreeing)
+        nodes, labels, weights = nodes[solved], labels[solved], weights[solved]
+        statistics = Statistics.zeros(potentials)
+        copies = potentials.node_sample[nodes]
+        for chunk in query_chunks(potentials.lengths[copies]):
+            replicated = potentials.replicate(copies[chunk])
+            clamp = np.full(replicated.n_nodes, -1)
+            local = nodes[chunk] - potentials.node_offsets[copies[chunk]]
+            clamp[replicated.node_offsets[:-1] + local] = labels[chunk]
+            labellings = self.map(replicated, clamp, n_jobs=n_jobs)
+            add_clamped_differences(
+                statistics, potentials, map_labels, copies[chunk], labellings, weights[chunk]
+            )
+        return ClampedSolution(map_labels, solved, statistics)
+
+    def marginals(self, potentials: Potentials, clamp=None) -> Marginals:
+        """Exact marginals and log-partition of every sample (solvers that can)."""
+        raise ValueError(
+            f"the {self.name} solver computes no marginals: use a solver with exact marginals "
+            "(forward-backward on chains, brute force on tiny models) or perturb-and-MAP "
+            "estimates"
+        )
+
+    @property
+    def has_marginals(self) -> bool:
+        return type(self).marginals is not Solver.marginals
+
+
+def _first_bad_sample(potentials: Potentials, name: str) -> int:
+    values = getattr(potentials, name)
+    if name == "unary":
+        bad = ~np.isfinite(values).all(axis=1)
+        return int(potentials.node_sample[np.flatnonzero(bad)[0]])
+    if potentials.pairwise_kind == "shared":
+        return 0
+    bad = ~np.isfinite(values.reshape(len(values), -1)).all(axis=1)
+    return int(potentials.edge_sample[np.flatnonzero(bad)[0]])
+
+
+def _check_queries(potentials: Potentials, nodes, labels, weights):
+    nodes = np.asarray(nodes, dtype=np.intp)
+    labels = np.asarray(labels, dtype=np.intp)
+    weights = np.asarray(weights, dtype=float)
+    if not (nodes.shape == labels.shape == weights.shape) or nodes.ndim != 1:
+        raise ValueError("nodes, labels and weights of the clamp queries must be 1-D, same length")
+    if len(nodes):
+        if np.any(np.diff(nodes) < 0):
+            raise ValueError("clamped_maps needs the query nodes in increasing order")
+        if nodes[0] < 0 or nodes[-1] >= potentials.n_nodes:
+            raise ValueError(f"query nodes must lie in 0..{potentials.n_nodes - 1}")
+        if labels.min() < 0 or labels.max() >= potentials.n_states:
+            raise ValueError(f"query labels must lie in 0..{potentials.n_states - 1}")
+    return nodes, labels, weights
+
+
+def _solved(map_labels, nodes, labels, skip_agreeing: bool) -> np.ndarray:
+    if skip_agreeing:
+        return map_labels[nodes] != labels
+    return np.ones(len(nodes), dtype=bool)
+
+
+def query_chunks(sizes: np.ndarray, limit: int = CHUNK_NODES) -> list[slice]:
+    """Consecutive groups of queries whose sizes (nodes) add up to about ``limit`` at most (a
+    single query may exceed it)."""
+    if len(sizes) == 0:
+        return []
+    ends = np.cumsum(sizes)
+    bounds = [0]
+    while bounds[-1] < len(sizes):
+        start = bounds[-1]
+        budget = (ends[start - 1] if start else 0) + limit
+        bounds.append(max(start + 1, int(np.searchsorted(ends, budget, side="right"))))
+    return [slice(a, b) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]

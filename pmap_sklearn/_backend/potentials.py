@@ -1,0 +1,479 @@
+"""Potentials — what a structure hands a solver — and sufficient statistics in their space.
+
+A batch of pairwise models ``f_n(y) = Σ_d unary[d, y_d] + Σ_(i,j) pairwise_ij(y_i, y_j)``, all
+samples stacked: nodes ``node_offsets[n]:node_offsets[n + 1]`` and edges
+``edge_offsets[n]:edge_offsets[n + 1]`` belong to sample n, edges hold global node indices. The
+pairwise scores come in one of three kinds:
+
+- ``"potts"``: ``pairwise`` of shape (E,), the score ``w_ij [y_i != y_j]`` of every edge;
+- ``"shared"``: one (K, K) table ``T[y_i, y_j]`` for every edge (chains);
+- ``"tables"``: one (K, K) table per edge, shape (E, K, K).
+
+The score is linear in the *sufficient statistics* of a labelling: the one-hot rows of its
+nodes and, per kind, the disagreement of every edge / the transition counts / the one-hot pair
+of every edge. :class:`Statistics` holds them: for a labelling ``f(y) = ⟨φ(y), θ⟩``; their
+expectation under a distribution is its marginals; a weighted difference
+``Σ_q c_q [φ(y_q) − φ(y'_q)]`` is the gradient of ``Σ_q c_q [f(y_q) − f(y'_q)]`` with respect
+to the potentials. A structure turns statistics into its joint feature map Ψ by the chain rule.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+
+from .._utils import check_edges, onehot, ranges
+
+PAIRWISE_KINDS = ("potts", "shared", "tables")
+
+
+@dataclass(frozen=True)
+class ChainLayout:
+    """Marks potentials whose edges join each sample's consecutive nodes ``(d, d + 1)``, in
+    order (set by :class:`~pmap_sklearn.ChainStructure`; chain solvers then skip checking)."""
+
+    def subset(self, samples, edge_index) -> ChainLayout:
+        return self
+
+    def sample(self, i, edges) -> ChainLayout:
+        return self
+
+
+@dataclass(frozen=True, eq=False)
+class GridLayout:
+    """Where the nodes and edges of image samples sit on their pixel grids.
+
+    Solvers with an image fast path (graph cuts) read it; others ignore it. Nodes are the pixels
+    in row-major order; an edge of direction k joins ``(r, c)`` to ``(r + dr_k, c + dc_k)``.
+
+    Attributes
+    ----------
+    shapes : tuple of (H, W)
+        Image shape of each sample.
+    offsets : tuple of (dr, dc)
+        The neighbour directions.
+    directions : ndarray of shape (E,)
+        Direction index of each edge.
+    """
+
+    shapes: tuple
+    offsets: tuple
+    directions: np.ndarray
+
+    def subset(self, samples, edge_index) -> GridLayout:
+        return GridLayout(
+            tuple(self.shapes[i] for i in samples), self.offsets, self.directions[edge_index]
+        )
+
+    def sample(self, i, edges: slice) -> GridLayout:
+        return GridLayout((self.shapes[i],), self.offsets, self.directions[edges])
+
+
+@dataclass(frozen=True, eq=False)
+class Potentials:
+    """Unary and pairwise scores of a batch of pairwise models (see the module docstring).
+
+    Parameters
+    ----------
+    unary : ndarray of shape (n_nodes, K)
+    edges : ndarray of shape (E, 2), optional
+        Global node indices; no edge when omitted.
+    pairwise : ndarray of shape (E,), (K, K) or (E, K, K), optional
+        Potts weights, a shared table or per-edge tables; zero Potts weights when omitted.
+    node_offsets, edge_offsets : ndarray of shape (n_samples + 1,), optional
+        Sample boundaries; one sample when omitted.
+    layout : GridLayout or ChainLayout, optional
+        How the nodes are laid out (pixel grids, chains), for solvers with a fast path.
+
+    Examples
+    --------
+    A binary model on a triangle with attractive Potts terms:
+
+    >>> import numpy as np
+    >>> from pmap_sklearn import Potentials
+    >>> p = Potentials(np.array([[0.0, 1.0], [0.0, -1.0], [0.0, 0.5]]),
+    ...                edges=[[0, 1], [1, 2], [0, 2]], pairwise=[-0.5, -0.5, -0.5])
+    >>> p.pairwise_kind, p.n_states
+    ('potts', 2)
+    >>> p.score(np.array([1, 1, 1]))
+    array([0.5])
+    """
+
+    unary: np.ndarray
+    edges: np.ndarray | None = None
+    pairwise: np.ndarray | None = None
+    node_offsets: np.ndarray | None = None
+    edge_offsets: np.ndarray | None = None
+    layout: GridLayout | ChainLayout | None = field(default=None, repr=False)
+
+    def __post_init__(self):
+        unary = np.asarray(self.unary, dtype=float)
+        if unary.ndim != 2:
+            raise ValueError(f"unary must have shape (n_nodes, K), got {unary.shape}")
+        edges = np.zeros((0, 2), np.intp) if self.edges is None else np.asarray(self.edges)
+        edges = np.zeros((0, 2), np.intp) if edges.size == 0 else edges
+        if edges.ndim != 2 or edges.shape[1] != 2 or not np.issubdtype(edges.dtype, np.integer):
+            raise ValueError(f"edges must be an int array of shape (E, 2), got {edges.shape}")
+        pairwise = np.zeros(len(edges)) if self.pairwise is None else self.pairwise
+        pairwise = np.asarray(pairwise, dtype=float)
+        k, n_edges = unary.shape[1], len(edges)
+        if pairwise.shape not in ((n_edges,), (k, k), (n_edges, k, k)):
+            raise ValueError(
+                f"pairwise must have shape ({n_edges},) (Potts weights), ({k}, {k}) (a shared "
+                f"table) or ({n_edges}, {k}, {k}) (per-edge tables), got {pairwise.shape}"
+            )
+        node_offsets = self.node_offsets
+        node_offsets = np.asarray(
+            [0, len(unary)] if node_offsets is None else node_offsets, dtype=np.intp
+        )
+        edge_offsets = self.edge_offsets
+        if edge_offsets is None:  # one sample, or samples without edges
+            edge_offsets = [0, n_edges] if n_edges else np.zeros_like(node_offsets)
+        edge_offsets = np.asarray(edge_offsets, dtype=np.intp)
+        if (
+            node_offsets.shape != edge_offsets.shape
+            or node_offsets[-1] != len(unary)
+            or edge_offsets[-1] != n_edges
+        ):
+            raise ValueError("node_offsets / edge_offsets do not match the nodes and edges")
+        for name, value in [
+            ("unary", unary),
+            ("edges", edges.astype(np.intp, copy=False)),
+            ("pairwise", pairwise),
+            ("node_offsets", node_offsets),
+            ("edge_offsets", edge_offsets),
+        ]:
+            object.__setattr__(self, name, value)
+
+    # ---- shape ---------------------------------------------------------------------------
+    @property
+    def n_nodes(self) -> int:
+        return self.unary.shape[0]
+
+    @property
+    def n_states(self) -> int:
+        return self.unary.shape[1]
+
+    @property
+    def n_samples(self) -> int:
+        return len(self.node_offsets) - 1
+
+    @property
+    def n_edges(self) -> int:
+        return len(self.edges)
+
+    @property
+    def pairwise_kind(self) -> str:
+        """``"potts"``, ``"shared"`` or ``"tables"`` (from the shape of ``pairwise``)."""
+        return {1: "potts", 2: "shared", 3: "tables"}[self.pairwise.ndim]
+
+    @cached_property
+    def lengths(self) -> np.ndarray:
+        """Number of nodes of each sample."""
+        return np.diff(self.node_offsets)
+
+    @cached_property
+    def node_sample(self) -> np.ndarray:
+        """Sample of each node."""
+        return np.repeat(np.arange(self.n_samples), self.lengths)
+
+    @cached_property
+    def edge_sample(self) -> np.ndarray:
+        """Sample of each edge."""
+        return np.repeat(np.arange(self.n_samples), np.diff(self.edge_offsets))
+
+    # ---- checks ----------------------------------------------------------------------------
+    def check(self) -> Potentials:
+        """Full validation of user-built potentials: finite scores, edges inside their sample,
+        no self-loop. Returns self; raises ValueError naming the problem."""
+        if not np.isfinite(self.unary).all():
+            raise ValueError("unary scores contain non-finite values (NaN or inf)")
+        if not np.isfinite(self.pairwise).all():
+            raise ValueError("pairwise scores contain non-finite values (NaN or inf)")
+        if np.any(np.diff(self.node_offsets) < 0) or np.any(np.diff(self.edge_offsets) < 0):
+            raise ValueError("node_offsets and edge_offsets must be non-decreasing")
+        for i in np.unique(self.edge_sample):
+            edges = slice(self.edge_offsets[i], self.edge_offsets[i + 1])
+            check_edges(self.edges[edges] - self.node_offsets[i], self.lengths[i], f"sample {i}")
+        return self
+
+    # ---- derived potentials ---------------------------------------------------------------
+    def add_unary(self, extra: np.ndarray) -> Potentials:
+        """The same model with ``extra`` (n_nodes, K) added to the unary scores (a perturbation,
+        or the loss of a loss-augmented MAP)."""
+        return self._replace(unary=self.unary + extra)
+
+    def _replace(self, **changes) -> Potentials:
+        fields = dict(
+            unary=self.unary,
+            edges=self.edges,
+            pairwise=self.pairwise,
+            node_offsets=self.node_offsets,
+            edge_offsets=self.edge_offsets,
+            layout=self.layout,
+        )
+        return Potentials(**{**fields, **changes})
+
+    def edge_tables(self) -> np.ndarray:
+        """The pairwise scores as per-edge (E, K, K) tables, whatever their kind."""
+        k = self.n_states
+        if self.pairwise_kind == "tables":
+            return self.pairwise
+        if self.pairwise_kind == "shared":
+            return np.broadcast_to(self.pairwise, (self.n_edges, k, k))
+        return self.pairwise[:, None, None] * (1.0 - np.eye(k))
+
+    def as_potts(self) -> tuple[Potentials, np.ndarray]:
+        """A binary model rewritten with Potts pairwise terms: ``(potentials, constant)``.
+
+        Every binary table is ``T00 + (T10 − T00) y_i + (T01 − T00) y_j + c y_i y_j`` with
+        ``c = T00 + T11 − T01 − T10``, and ``y_i y_j = (y_i + y_j − [y_i != y_j]) / 2``: the
+        model equals unary terms plus Potts weights ``−c/2`` plus a constant per sample. The
+        Potts weights are ``<= 0`` exactly when the score is supermodular (attractive).
+        """
+        if self.pairwise_kind == "potts":
+            return self, np.zeros(self.n_samples)
+        if self.n_states != 2:
+            raise ValueError(f"only binary models have a Potts form, got K = {self.n_states}")
+        tables = self.edge_tables()
+        t00, t01, t10, t11 = tables[:, 0, 0], tables[:, 0, 1], tables[:, 1, 0], tables[:, 1, 1]
+        coupling = t00 + t11 - t01 - t10
+        gain = np.bincount(self.edges[:, 0], t10 - t00 + coupling / 2, minlength=self.n_nodes)
+        gain += np.bincount(self.edges[:, 1], t01 - t00 + coupling / 2, minlength=self.n_nodes)
+        unary = self.unary.copy()
+        unary[:, 1] += gain
+        constant = np.bincount(self.edge_sample, t00, minlength=self.n_samples)
+        return self._replace(unary=unary, pairwise=-coupling / 2), constant
+
+    # ---- scores ---------------------------------------------------------------------------
+    def score(self, labels: np.ndarray) -> np.ndarray:
+        """``f_n(y_n)`` of every sample for flat labels (n_nodes,), shape (n_samples,)."""
+        labels = np.asarray(labels)
+        unary = self.unary[np.arange(self.n_nodes), labels]
+        total = np.bincount(self.node_sample, unary, minlength=self.n_samples)
+        first, second = labels[self.edges[:, 0]], labels[self.edges[:, 1]]
+        kind = self.pairwise_kind
+        if kind == "potts":
+            pair = self.pairwise * (first != second)
+        elif kind == "shared":
+            pair = self.pairwise[first, second]
+        else:
+            pair = self.pairwise[np.arange(self.n_edges), first, second]
+        return total + np.bincount(self.edge_sample, pair, minlength=self.n_samples)
+
+    # ---- samples --------------------------------------------------------------------------
+    def sample(self, i: int) -> Potentials:
+        """The potentials of sample i alone (node indices local to it; views, no copy)."""
+        nodes = slice(self.node_offsets[i], self.node_offsets[i + 1])
+        edges = slice(self.edge_offsets[i], self.edge_offsets[i + 1])
+        pairwise = self.pairwise if self.pairwise_kind == "shared" else self.pairwise[edges]
+        layout = None if self.layout is None else self.layout.sample(i, edges)
+        return Potentials(
+            self.unary[nodes],
+            self.edges[edges] - self.node_offsets[i],
+            pairwise,
+            [0, nodes.stop - nodes.start],
+            [0, edges.stop - edges.start],
+            layout,
+        )
+
+    def split(self) -> list[Potentials]:
+        """One :class:`Potentials` per sample."""
+        return [self.sample(i) for i in range(self.n_samples)]
+
+    def replicate(self, samples) -> Potentials:
+        """The potentials of the samples ``samples`` (in that order, repeats allowed)."""
+        samples = np.asarray(samples, dtype=np.intp)
+        nodes = ranges(self.node_offsets, samples)
+        edge_index = ranges(self.edge_offsets, samples)
+        lengths = self.lengths[samples]
+        n_edges = np.diff(self.edge_offsets)[samples]
+        node_offsets = np.concatenate([[0], np.cumsum(lengths)])
+        shift = np.repeat(node_offsets[:-1] - self.node_offsets[samples], n_edges)
+        kind = self.pairwise_kind
+        return Potentials(
+            self.unary[nodes],
+            self.edges[edge_index] + shift[:, None],
+            self.pairwise if kind == "shared" else self.pairwise[edge_index],
+            node_offsets,
+            np.concatenate([[0], np.cumsum(n_edges)]),
+            None if self.layout is None else self.layout.subset(samples, edge_index),
+        )
+
+
+@dataclass
+class Statistics:
+    """Sufficient statistics (or a weighted sum / difference / expectation of them) in the
+    space of :class:`Potentials`.
+
+    Attributes
+    ----------
+    unary : ndarray of shape (n_rows, K)
+        Per-node one-hot rows (or marginals) of the nodes ``rows``.
+    pairwise : ndarray
+        Per the kind of the potentials: (E,) disagreements (``"potts"``), (K, K) transition
+        counts summed over the edges (``"shared"``; (n_samples, K, K) when grouped by sample) or
+        (E, K, K) one-hot pairs (``"tables"``).
+    rows : ndarray of shape (n_rows,) or None
+        The nodes ``unary`` refers to; None means every node, in order.
+    """
+
+    unary: np.ndarray
+    pairwise: np.ndarray
+    rows: np.ndarray | None = None
+
+    @classmethod
+    def zeros(cls, potentials: Potentials) -> Statistics:
+        """All-zero statistics over every node and edge of ``potentials``."""
+        return cls(np.zeros(potentials.unary.shape), np.zeros(potentials.pairwise.shape))
+
+    def dot_unary(self, values: np.ndarray) -> float:
+        """``Σ_d Σ_k unary[d, k] values[d, k]`` with ``values`` over every node (e.g. the
+        perturbation: the perturbation part of a score difference)."""
+        rows = slice(None) if self.rows is None else self.rows
+        return float(np.sum(self.unary * values[rows]))
+
+    @classmethod
+    def concatenate(cls, parts: list[Statistics], kind: str) -> Statistics:
+        """Statistics of consecutive samples (each over all its nodes) put together."""
+        unary = np.concatenate([p.unary for p in parts])
+        if kind == "shared":
+            return cls(unary, sum(p.pairwise for p in parts))
+        return cls(unary, np.concatenate([p.pairwise for p in parts]))
+
+
+def pair_statistics(first, second, edge_index, weight, kind, n_states, n_edges, groups=None):
+    """Pairwise statistics of the edges ``edge_index`` whose ends have labels ``first`` and
+    ``second`` (``-1`` = unknown: the edge contributes nothing), each counted ``weight`` times
+    (1 when None).
+
+    Parameters
+    ----------
+    groups : tuple (group of each edge, n_groups), optional
+        For ``"shared"`` tables: one (K, K) count table per group (e.g. per sample).
+    """
+    known = (first >= 0) & (second >= 0)
+    if kind == "potts":
+        values = ((first != second) & known).astype(float)
+        if weight is not None:
+            values *= weight
+        return np.bincount(edge_index, values, minlength=n_edges)
+    size = n_states * n_states
+    code = first[known] * n_states + second[known]
+    weight = None if weight is None else weight[known]
+    if kind == "shared":
+        if groups is None:
+            return np.bincount(code, weight, minlength=size).astype(float).reshape(n_states, -1)
+        group, n_groups = groups
+        code += group[known] * size
+        counts = np.bincount(code, weight, minlength=n_groups * size).astype(float)
+        return counts.reshape(n_groups, n_states, n_states)
+    code += edge_index[known] * size
+    counts = np.bincount(code, weight, minlength=n_edges * size).astype(float)
+    return counts.reshape(n_edges, n_states, n_states)
+
+
+def label_statistics(
+    labels, edges, n_states, kind, other=None, node_weight=None, edge_weight=None, groups=None
+) -> Statistics:
+    """``φ(y)`` of flat labels over a batch — or ``φ(y) − φ(y')`` with ``other`` — with nodes
+    and edges weighted by ``node_weight`` / ``edge_weight`` (per node / per edge, optional).
+
+    Nodes labelled ``-1`` contribute nothing. A difference only has unary rows where the two
+    labellings differ (``rows`` of the result).
+    """
+    rows = slice(None) if other is None else np.flatnonzero(labels != other)
+    unary = onehot(labels[rows], n_states)
+    if other is not None:
+        unary -= onehot(other[rows], n_states)
+    if node_weight is not None:
+        unary *= node_weight[rows][:, None]
+    every = np.arange(len(edges))
+
+    def pairwise_of(y):
+        return pair_statistics(
+            y[edges[:, 0]], y[edges[:, 1]], every, edge_weight, kind, n_states, len(edges), groups
+        )
+
+    pairwise = pairwise_of(labels)
+    if other is not None:
+        pairwise -= pairwise_of(other)
+    return Statistics(unary, pairwise, None if other is None else rows)
+
+
+def add_clamped_differences(
+    statistics: Statistics, potentials: Potentials, map_labels, copies, labellings, weights
+) -> None:
+    """Add ``Σ_q weights[q] [φ(y_q) − φ(y*)]`` to ``statistics`` (in place).
+
+    Query q's labelling ``y_q`` is one copy of sample ``copies[q]``: ``labellings`` holds the
+    labels of the copies one after the other (the node layout of
+    ``potentials.replicate(copies)``); ``y*`` = ``map_labels``. Only the nodes where a copy
+    differs from ``y*``, and the edges touching them, are touched: the cost is linear in the
+    size of the copies, whatever the number of samples in the batch.
+    """
+    p = potentials
+    k = p.n_states
+    nodes = ranges(p.node_offsets, copies)
+    base = map_labels[nodes]
+    node_weight = np.repeat(weights, p.lengths[copies])
+    changed = labellings != base
+    flat = np.concatenate(
+        [nodes[changed] * k + labellings[changed], nodes[changed] * k + base[changed]]
+    )
+    signed = np.concatenate([node_weight[changed], -node_weight[changed]])
+    statistics.unary += np.bincount(flat, signed, minlength=p.n_nodes * k).reshape(-1, k)
+    n_edges = np.diff(p.edge_offsets)[copies]
+    edge_index = ranges(p.edge_offsets, copies)
+    edge_copy = np.repeat(np.arange(len(copies)), n_edges)
+    # Where each edge end sits in the labels of the copies.
+    lengths = p.lengths[copies]
+    shift = np.cumsum(lengths) - lengths - p.node_offsets[copies]
+    ends = p.edges[edge_index] + shift[edge_copy][:, None]
+    moved = changed[ends[:, 0]] | changed[ends[:, 1]]  # the other edges cancel
+    edge_index, ends, edge_weight = edge_index[moved], ends[moved], weights[edge_copy[moved]]
+    kind = p.pairwise_kind
+    clamped = pair_statistics(
+        labellings[ends[:, 0]], labellings[ends[:, 1]], edge_index, edge_weight, kind, k, p.n_edges
+    )
+    at_map = pair_statistics(
+        map_labels[p.edges[edge_index, 0]],
+        map_labels[p.edges[edge_index, 1]],
+        edge_index,
+        edge_weight,
+        kind,
+        k,
+        p.n_edges,
+    )
+    statistics.pairwise += clamped - at_map
+
+
+def add_sample_differences(
+    statistics: Statistics, potentials: Potentials, map_labels, labellings, weights
+) -> None:
+    """:func:`add_clamped_differences` for copies of a one-sample model: ``labellings`` is a
+    (Q, D) block (one row per query), whose statistics are taken with dense products."""
+    p = potentials
+    total = weights.sum()
+    for k in range(p.n_states):
+        statistics.unary[:, k] += weights @ (labellings == k) - total * (map_labels == k)
+    first, second = labellings[:, p.edges[:, 0]], labellings[:, p.edges[:, 1]]
+    at_map = map_labels[p.edges[:, 0]], map_labels[p.edges[:, 1]]
+    kind = p.pairwise_kind
+    if kind == "potts":
+        statistics.pairwise += weights @ (first != second) - total * (at_map[0] != at_map[1])
+        return
+    n_edges, k = p.n_edges, p.n_states
+    every = np.arange(n_edges)
+    clamped = pair_statistics(
+        first.ravel(),
+        second.ravel(),
+        np.tile(every, len(weights)),
+        np.repeat(weights, n_edges),
+        kind,
+        k,
+        n_edges,
+    )
+    statistics.pairwise += clamped - total * pair_statistics(*at_map, every, None, kind, k, n_edges)

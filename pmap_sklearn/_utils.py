@@ -1,0 +1,99 @@
+"""Small helpers shared by every layer (no import from the rest of the package)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def check_generator(random_state) -> np.random.Generator:
+    """A numpy Generator from None, an int, a Generator or a legacy RandomState."""
+    if isinstance(random_state, np.random.RandomState):
+        return np.random.default_rng(random_state.randint(np.iinfo(np.int32).max))
+    return np.random.default_rng(random_state)
+
+
+def onehot(labels: np.ndarray, n_states: int) -> np.ndarray:
+    """One-hot rows (len(labels), n_states) of int labels; a label ``-1`` (unknown) gives a row
+    of zeros."""
+    rows = np.zeros((len(labels), n_states))
+    known = labels >= 0
+    rows[np.flatnonzero(known), labels[known]] = 1.0
+    return rows
+
+
+def ranges(offsets: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """Concatenated ``arange(offsets[i], offsets[i + 1])`` for i in ``index``, vectorised."""
+    starts, stops = offsets[index], offsets[index + 1]
+    counts = stops - starts
+    shift = np.repeat(starts - (np.cumsum(counts) - counts), counts)
+    return np.arange(counts.sum()) + shift
+
+
+def as_finite_array(value, what: str) -> np.ndarray:
+    """``value`` as a float array, or a ValueError naming ``what`` if it is not numeric or
+    holds NaN / inf."""
+    try:
+        array = np.asarray(value, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{what} must be numeric ({exc})") from None
+    if not np.all(np.isfinite(array)):
+        raise ValueError(f"{what} contain non-finite values (NaN or inf)")
+    return array
+
+
+def check_edges(edges, n_nodes: int, where: str) -> np.ndarray:
+    """Validated undirected edges: int array (E, 2) of node indices in ``0..n_nodes-1``, no
+    self-loop. ``where`` names the sample in the messages (e.g. ``"sample 3"``)."""
+    edges = np.asarray(edges)
+    if edges.size == 0:
+        return np.zeros((0, 2), dtype=np.intp)
+    if edges.ndim != 2 or edges.shape[1] != 2:
+        raise ValueError(f"{where}: edges must have shape (E, 2), got {edges.shape}")
+    if not np.issubdtype(edges.dtype, np.integer):
+        raise ValueError(f"{where}: edges must be integer node indices, got dtype {edges.dtype}")
+    if edges.min() < 0 or edges.max() >= n_nodes:
+        raise ValueError(
+            f"{where}: edge endpoint out of range 0..{n_nodes - 1} "
+            f"(found {edges.min()}..{edges.max()})"
+        )
+    loops = np.flatnonzero(edges[:, 0] == edges[:, 1])
+    if len(loops):
+        raise ValueError(f"{where}: edge {loops[0]} is a self-loop {tuple(edges[loops[0]])}")
+    return edges.astype(np.intp)
+
+
+def check_binary_images(images, what: str) -> list[np.ndarray]:
+    """A list of 2-D {0, 1} integer arrays, or a clear error naming the bad image."""
+    if isinstance(images, np.ndarray) and images.ndim == 2:
+        raise ValueError(f"{what} must be a sequence of images (n_images, H, W), got one image")
+    try:
+        n_images = len(images)
+    except TypeError:
+        raise TypeError(f"{what} must be a sequence of 2-D binary images") from None
+    if n_images == 0:
+        raise ValueError(f"{what} is empty")
+    checked = []
+    for i, image in enumerate(images):
+        array = np.asarray(image)
+        if array.ndim != 2 or 0 in array.shape:
+            raise ValueError(f"{what}[{i}]: expected a 2-D image (H, W), got shape {array.shape}")
+        if array.dtype == bool:
+            array = array.astype(np.int8)
+        elif not np.issubdtype(array.dtype, np.number):
+            raise ValueError(f"{what}[{i}]: expected numbers, got dtype {array.dtype}")
+        else:
+            bad = (array != 0) & (array != 1)
+            if bad.any():
+                raise ValueError(
+                    f"{what}[{i}] must be binary (0/1); found the value {array[bad][0]!r}"
+                )
+            array = array.astype(np.int8)
+        checked.append(array)
+    return checked
+
+
+def like_input(images: list[np.ndarray], original):
+    """Stack the outputs into an array when the input was an array, else return a list."""
+    if isinstance(original, np.ndarray):
+        return np.stack(images)
+    return images

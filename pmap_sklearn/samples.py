@@ -1,0 +1,182 @@
+"""Samples: the public :class:`GraphSample` and the stacked :class:`SampleBatch` the structures
+work on.
+
+A structure parses each sample into a :class:`ParsedSample` (features, local edges, edge
+features, node sizes, label shape) and stacks them into one :class:`SampleBatch`: all nodes one
+after the other and one global edge list, so that potentials, joint features and solver calls
+are vectorised over the whole batch. Labels travel as one flat int array over the stacked nodes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import NamedTuple
+
+import numpy as np
+
+from ._utils import ranges
+
+__all__ = ["GraphSample", "SampleBatch", "ParsedSample"]
+
+
+@dataclass(frozen=True)
+class GraphSample:
+    """One sample on a general graph (e.g. superpixels of an image).
+
+    Parameters
+    ----------
+    node_features : array-like of shape (D, F)
+        Features of the nodes.
+    edges : array-like of shape (E, 2)
+        Undirected edges as pairs of node indices (no self-loops).
+    edge_features : array-like of shape (E, G), optional
+        Non-negative edge features; a single constant 1 per edge when omitted.
+    node_sizes : array-like of shape (D,), optional
+        Size of each node (pixels of a superpixel), used by size-weighted losses; 1 when omitted.
+    """
+
+    node_features: np.ndarray
+    edges: np.ndarray
+    edge_features: np.ndarray | None = None
+    node_sizes: np.ndarray | None = None
+
+    @property
+    def n_nodes(self) -> int:
+        return len(self.node_features)
+
+
+@dataclass
+class SampleBatch:
+    """Samples stacked into flat arrays (the vectorised view every structure works on).
+
+    Attributes
+    ----------
+    features : ndarray of shape (n_nodes, n_node_features)
+        Node features of all samples, bias column included.
+    node_offsets : ndarray of shape (n_samples + 1,)
+        Nodes of sample i are ``node_offsets[i]:node_offsets[i + 1]``.
+    node_sizes : ndarray of shape (n_nodes,)
+    edges : ndarray of shape (n_edges, 2)
+        Edges in global node indices.
+    edge_offsets : ndarray of shape (n_samples + 1,)
+    edge_features : ndarray of shape (n_edges, G)
+    label_shapes : list of tuple
+        Shape of each sample's label array (``(D,)`` or ``(H, W)``).
+    edge_directions : ndarray of shape (n_edges,) or None
+        On grids, the index of each edge's direction (for the grid fast path of the cut).
+    """
+
+    features: np.ndarray
+    node_offsets: np.ndarray
+    node_sizes: np.ndarray
+    edges: np.ndarray
+    edge_offsets: np.ndarray
+    edge_features: np.ndarray
+    label_shapes: list
+    edge_directions: np.ndarray | None = None
+
+    @property
+    def n_samples(self) -> int:
+        return len(self.node_offsets) - 1
+
+    @property
+    def n_nodes(self) -> int:
+        return int(self.node_offsets[-1])
+
+    @cached_property
+    def lengths(self) -> np.ndarray:
+        """Number of nodes of each sample."""
+        return np.diff(self.node_offsets)
+
+    @cached_property
+    def node_sample(self) -> np.ndarray:
+        """Index of the sample each node belongs to."""
+        return np.repeat(np.arange(self.n_samples), self.lengths)
+
+    @cached_property
+    def edge_sample(self) -> np.ndarray:
+        """Index of the sample each edge belongs to."""
+        return np.repeat(np.arange(self.n_samples), np.diff(self.edge_offsets))
+
+    @cached_property
+    def positions(self) -> np.ndarray:
+        """Index of each node within its sample."""
+        return np.arange(self.n_nodes) - np.repeat(self.node_offsets[:-1], self.lengths)
+
+    def nodes_of(self, i: int) -> slice:
+        return slice(self.node_offsets[i], self.node_offsets[i + 1])
+
+    def edges_of(self, i: int) -> slice:
+        return slice(self.edge_offsets[i], self.edge_offsets[i + 1])
+
+    def node_index(self, index) -> np.ndarray | slice:
+        """Indices of the nodes of the samples ``index`` (in that order); a slice of samples
+        gives the slice of their nodes, so that indexing with it makes no copy."""
+        if isinstance(index, slice):
+            start, stop, _ = index.indices(self.n_samples)
+            return slice(self.node_offsets[start], self.node_offsets[max(start, stop)])
+        return ranges(self.node_offsets, np.asarray(index, dtype=np.intp))
+
+    def subset(self, index) -> SampleBatch:
+        """The batch of the samples ``index`` (in that order), vectorised.
+
+        A slice of samples (step 1) is cut without gathering: features, sizes and edge features
+        are views, which is how the SGD learners take contiguous mini-batches of a batch
+        permuted once per epoch.
+        """
+        if isinstance(index, slice):
+            return self._contiguous(index)
+        index = np.asarray(index, dtype=np.intp)
+        nodes = self.node_index(index)
+        edges = ranges(self.edge_offsets, index)
+        node_offsets = np.concatenate([[0], np.cumsum(self.lengths[index])])
+        edge_offsets = np.concatenate([[0], np.cumsum(np.diff(self.edge_offsets)[index])])
+        # Move each edge from its old node numbering to the new one.
+        shift = np.repeat(node_offsets[:-1] - self.node_offsets[index], np.diff(edge_offsets))
+        return SampleBatch(
+            features=self.features[nodes],
+            node_offsets=node_offsets,
+            node_sizes=self.node_sizes[nodes],
+            edges=self.edges[edges] + shift[:, None],
+            edge_offsets=edge_offsets,
+            edge_features=self.edge_features[edges],
+            label_shapes=[self.label_shapes[i] for i in index],
+            edge_directions=None if self.edge_directions is None else self.edge_directions[edges],
+        )
+
+    def _contiguous(self, index: slice) -> SampleBatch:
+        start, stop, step = index.indices(self.n_samples)
+        if step != 1:
+            raise ValueError(f"a slice of samples must have step 1, got {step}")
+        stop = max(start, stop)
+        first, last = self.node_offsets[start], self.node_offsets[stop]
+        edges = slice(self.edge_offsets[start], self.edge_offsets[stop])
+        return SampleBatch(
+            features=self.features[first:last],
+            node_offsets=self.node_offsets[start : stop + 1] - first,
+            node_sizes=self.node_sizes[first:last],
+            edges=self.edges[edges] - first,
+            edge_offsets=self.edge_offsets[start : stop + 1] - edges.start,
+            edge_features=self.edge_features[edges],
+            label_shapes=self.label_shapes[start:stop],
+            edge_directions=None if self.edge_directions is None else self.edge_directions[edges],
+        )
+
+    def split(self, flat: np.ndarray) -> list[np.ndarray]:
+        """Cut a node-aligned array (labels or marginals) into per-sample arrays."""
+        return [
+            flat[self.nodes_of(i)].reshape(shape + flat.shape[1:])
+            for i, shape in enumerate(self.label_shapes)
+        ]
+
+
+class ParsedSample(NamedTuple):
+    """One validated sample in flat form."""
+
+    features: np.ndarray  # (D, F)
+    edges: np.ndarray  # (E, 2) local node indices
+    edge_features: np.ndarray  # (E, G)
+    sizes: np.ndarray  # (D,)
+    shape: tuple  # shape of the label array
+    directions: np.ndarray | None = None  # grid only: direction index of each edge
