@@ -286,6 +286,7 @@ class BaseStructuredEstimator(BaseEstimator):
             self.random_state,
             self._perturbation,
             n_jobs=getattr(self, "n_jobs", None),
+            maxima=False,
         )
         return batch.split(average.marginals)
 
@@ -434,4 +435,5 @@ class BaseStructuredSGD(BaseStructuredEstimator):
             self._perturbation,
             clamp=clamp,
             n_jobs=self.n_jobs,
+            maxima=False,
         ).marginals

@@ -396,6 +396,7 @@ class LogSupermodularDenoiser(BaseEstimator):
             self.random_state,
             "logistic",
             n_jobs=self.n_jobs,
+            maxima=False,
         )
         return like_input(batch.split(average.marginals), X)
 
@@ -451,27 +452,25 @@ def _marginal_oracle(structure, batch, noisy, weight):
     §2.5.4): ``log p(z) ≈ A(posterior) − A(prior) + u Σ z − D log(1 + e^u)``, both ``A`` by
     one logistic-perturbed MAP each; images weighted by ``weight`` (one over their pixels)."""
     solver = structure.solver_
-    prior_batch = replace(batch, features=np.zeros_like(batch.features))  # s = 0: the prior
     log_odds = structure.n_field
 
     def oracle(part, w, rng):
-        post, prior = batch.subset(part), prior_batch.subset(part)
+        post = batch.subset(part)
+        prior = replace(post, features=np.zeros_like(post.features))  # s = 0: the prior
         c = weight[part]
-        values, maximisers = [], []
-        for sub in (post, prior):
+        # Σ_n c_n [max_y f_post + ε·y] − [max_y f_prior + ε'·y]: w · Σ c Ψ plus the ε terms.
+        gradient, objective = np.zeros(structure.size_), 0.0
+        for sub, sign in ((post, 1.0), (prior, -1.0)):
             perturbation = draw(rng, sub.n_nodes, 2, "logistic")
-            potentials = structure.potentials(sub, w, perturbation)
-            labels = solver.map(potentials)
-            values.append(potentials.score(labels))
-            maximisers.append(labels)
-        gradient = structure.joint_feature(post, maximisers[0], c) - structure.joint_feature(
-            prior, maximisers[1], c
-        )
+            labels = solver.map(structure.potentials(sub, w, perturbation))
+            psi = structure.joint_feature(sub, labels, c)
+            gradient += sign * psi
+            objective += sign * (w @ psi + c[sub.node_sample] @ (perturbation[:, 1] * labels))
         flips = np.bincount(post.node_sample, noisy[batch.node_index(part)], post.n_samples)
         u = w[log_odds]
         noise = 1.0 / (1.0 + np.exp(-u))
         gradient[log_odds] += c @ (flips - post.lengths * noise)
-        likelihood = values[0] - values[1] + u * flips - post.lengths * np.logaddexp(0.0, u)
-        return gradient, float(c @ likelihood)
+        objective += c @ (u * flips - post.lengths * np.logaddexp(0.0, u))
+        return gradient, float(objective)
 
     return oracle

@@ -12,9 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from joblib import effective_n_jobs
 
-from ._backend.base import CHUNK_NODES
-from ._utils import check_generator, ranges
+from ._backend.base import CHUNK_NODES, chunks_by_size
+from ._parallel import map_jobs
+from ._utils import check_generator
 
 EULER_GAMMA = float(np.euler_gamma)
 
@@ -89,13 +91,16 @@ def perturb_and_map(
     clamp=None,
     n_jobs=None,
     max_nodes: int = CHUNK_NODES,
+    maxima: bool = True,
 ) -> PerturbedAverage:
     """Solve ``n_perturbations`` perturbed MAPs of every sample and average them.
 
     Sample n's perturbations come from its own stream, seeded from ``random_state``: results do
-    not depend on ``n_jobs`` nor on the chunking. Copies of the samples are solved together in
-    chunks of at most ``max_nodes`` nodes (one copy at least), so the memory is bounded by
-    ``max_nodes`` × K floats whatever the number of samples and perturbations.
+    not depend on ``n_jobs`` nor on the chunking. Consecutive samples holding at most
+    ``max_nodes`` nodes (or a single larger sample) are solved together, one perturbation round
+    after the other, so the memory of a chunk is about ``max_nodes`` × K floats whatever the
+    number of samples and perturbations. With ``n_jobs`` the chunks go to joblib workers once
+    per call, each solving all the rounds of its chunks.
 
     Parameters
     ----------
@@ -108,8 +113,10 @@ def perturb_and_map(
     clamp : ndarray of shape (n_nodes,), optional
         Labels of clamped nodes (``-1`` = free): the marginals are then conditional on them.
     n_jobs : int, optional
-        Passed to the solver.
+        Processes over the chunks of samples.
     max_nodes : int
+    maxima : bool, default=True
+        Also average the perturbed maxima (``max_mean``, ``max_sem``; NaN otherwise).
 
     Returns
     -------
@@ -118,43 +125,45 @@ def perturb_and_map(
     p = potentials
     n_perturbations = int(n_perturbations)
     seeds = check_generator(random_state).integers(2**63, size=p.n_samples)
-    streams = [np.random.default_rng(seed) for seed in seeds]
-    counts = np.zeros(p.n_nodes * p.n_states)
-    total, squares = np.zeros(p.n_samples), np.zeros(p.n_samples)
-    for copies in _copy_chunks(p.lengths, n_perturbations, max_nodes):
-        replicated = p.replicate(copies)
-        perturbation = np.concatenate(
-            [draw(streams[i], p.lengths[i], p.n_states, kind) for i in copies]
-        )
-        nodes = ranges(p.node_offsets, copies)
+    workers = effective_n_jobs(n_jobs)
+    if workers > 1:  # several chunks per worker, so that they stay busy
+        max_nodes = min(max_nodes, -(-p.n_nodes // (4 * workers)))
+    chunks = chunks_by_size(p.lengths, max_nodes)
+    jobs = []
+    for chunk in chunks:
+        nodes = slice(p.node_offsets[chunk.start], p.node_offsets[chunk.stop])
         fixed = None if clamp is None else clamp[nodes]
-        perturbed = replicated.add_unary(perturbation)
-        labels = solver.map(perturbed, fixed, n_jobs=n_jobs)
-        counts += np.bincount(nodes * p.n_states + labels, minlength=counts.size)
-        maxima = perturbed.score(labels)
-        total += np.bincount(copies, maxima, minlength=p.n_samples)
-        squares += np.bincount(copies, maxima**2, minlength=p.n_samples)
-    mean = total / n_perturbations
+        jobs.append((solver, p.take(chunk), n_perturbations, seeds[chunk], kind, fixed, maxima))
+    results = map_jobs(_perturb_chunk, jobs, n_jobs)
+    counts = np.concatenate([r[0] for r in results]) / n_perturbations
+    total = np.concatenate([r[1] for r in results])
+    squares = np.concatenate([r[2] for r in results])
+    mean = total / n_perturbations if maxima else np.full(p.n_samples, np.nan)
     with np.errstate(invalid="ignore", divide="ignore"):
         variance = np.maximum(squares - n_perturbations * mean**2, 0.0) / (n_perturbations - 1)
         sem = np.sqrt(variance / n_perturbations)
-    return PerturbedAverage(counts.reshape(p.n_nodes, p.n_states) / n_perturbations, mean, sem)
+    return PerturbedAverage(counts, mean, sem)
 
 
-def _copy_chunks(lengths: np.ndarray, n_perturbations: int, max_nodes: int):
-    """Yield arrays of sample indices — each sample ``n_perturbations`` times overall, its
-    copies consecutive — whose copies hold at most ``max_nodes`` nodes (or a single copy)."""
-    pending, size = [], 0
-    for i, length in enumerate(lengths):
-        length, left = max(int(length), 1), n_perturbations
-        while left:
-            room = (max_nodes - size) // length
-            if room <= 0 and pending:
-                yield np.concatenate(pending)
-                pending, size = [], 0
-                continue
-            take = min(left, max(room, 1))
-            pending.append(np.full(take, i, dtype=np.intp))
-            size, left = size + take * length, left - take
-    if pending:
-        yield np.concatenate(pending)
+def _perturb_chunk(solver, part, n_perturbations, seeds, kind, clamp, maxima):
+    """Label counts (n_nodes, K) and the sums of the maxima and of their squares over
+    ``n_perturbations`` perturbed MAPs of the samples of ``part`` (one stream per sample)."""
+    streams = [np.random.default_rng(seed) for seed in seeds]
+    counts = np.zeros(part.n_nodes * part.n_states)
+    flat = np.arange(part.n_nodes) * part.n_states
+    total, squares = np.zeros(part.n_samples), np.zeros(part.n_samples)
+    for _ in range(n_perturbations):
+        perturbation = np.concatenate(
+            [
+                draw(stream, n, part.n_states, kind)
+                for stream, n in zip(streams, part.lengths, strict=True)
+            ]
+        )
+        perturbed = part.add_unary(perturbation)
+        labels = solver.map(perturbed, clamp)
+        counts += np.bincount(flat + labels, minlength=counts.size)
+        if maxima:
+            values = perturbed.score(labels)
+            total += values
+            squares += values**2
+    return counts.reshape(part.n_nodes, part.n_states), total, squares

@@ -135,12 +135,12 @@ class SampleBatch:
         # Move each edge from its old node numbering to the new one.
         shift = np.repeat(node_offsets[:-1] - self.node_offsets[index], np.diff(edge_offsets))
         return SampleBatch(
-            features=self.features[nodes],
+            features=np.take(self.features, nodes, axis=0),
             node_offsets=node_offsets,
             node_sizes=self.node_sizes[nodes],
-            edges=self.edges[edges] + shift[:, None],
+            edges=np.take(self.edges, edges, axis=0) + shift[:, None],
             edge_offsets=edge_offsets,
-            edge_features=self.edge_features[edges],
+            edge_features=np.take(self.edge_features, edges, axis=0),
             label_shapes=[self.label_shapes[i] for i in index],
             edge_directions=None if self.edge_directions is None else self.edge_directions[edges],
         )

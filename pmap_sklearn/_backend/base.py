@@ -176,8 +176,8 @@ class Solver:
         nodes, labels, weights = nodes[solved], labels[solved], weights[solved]
         statistics = Statistics.zeros(potentials)
         copies = potentials.node_sample[nodes]
-        for chunk in query_chunks(potentials.lengths[copies]):
-            replicated = potentials.replicate(copies[chunk])
+        for chunk in chunks_by_size(potentials.lengths[copies]):
+            replicated = potentials.take(copies[chunk])
             clamp = np.full(replicated.n_nodes, -1)
             local = nodes[chunk] - potentials.node_offsets[copies[chunk]]
             clamp[replicated.node_offsets[:-1] + local] = labels[chunk]
@@ -233,9 +233,9 @@ def _solved(map_labels, nodes, labels, skip_agreeing: bool) -> np.ndarray:
     return np.ones(len(nodes), dtype=bool)
 
 
-def query_chunks(sizes: np.ndarray, limit: int = CHUNK_NODES) -> list[slice]:
-    """Consecutive groups of queries whose sizes (nodes) add up to about ``limit`` at most (a
-    single query may exceed it)."""
+def chunks_by_size(sizes: np.ndarray, limit: int = CHUNK_NODES) -> list[slice]:
+    """Consecutive groups of items (queries, samples) whose sizes add up to at most ``limit``
+    (a single larger item forms a group of its own)."""
     if len(sizes) == 0:
         return []
     ends = np.cumsum(sizes)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import ClampedSolution, Marginals, Solver, _check_queries, _solved, query_chunks
+from .base import ClampedSolution, Marginals, Solver, _check_queries, _solved, chunks_by_size
 from .potentials import ChainLayout, Potentials, Statistics, add_clamped_differences
 
 
@@ -324,7 +324,7 @@ class ChainSolver(Solver):
         chains = p.node_sample[nodes]
         statistics = Statistics.zeros(p)
         # Each traced labelling spans the padded length: chunk the queries on that size.
-        for chunk in query_chunks(np.full(len(chains), padded.shape[1])):
+        for chunk in chunks_by_size(np.full(len(chains), padded.shape[1])):
             clamped = clamped_maximizers(
                 alpha,
                 beta,

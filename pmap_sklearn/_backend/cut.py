@@ -168,8 +168,9 @@ def _build(potts: Potentials, clamp=None):
     if not isinstance(grid, GridLayout):
         return _build_graph(unary, potts.edges, weights, clamp)
     (height, width), offsets = grid.shapes[0], grid.offsets
-    grid_weights = np.zeros((len(offsets), height * width))
-    grid_weights[grid.directions, potts.edges[:, 0]] = weights
+    # The weight of the edge from pixel p in direction k sits at [k, p] of the grid weights.
+    place = grid.directions * (height * width) + potts.edges[:, 0]
+    grid_weights = np.bincount(place, weights, minlength=len(offsets) * height * width)
     return _build_grid(
         unary.reshape(height, width, 2),
         offsets,

@@ -283,8 +283,25 @@ class Potentials:
         """One :class:`Potentials` per sample."""
         return [self.sample(i) for i in range(self.n_samples)]
 
-    def replicate(self, samples) -> Potentials:
-        """The potentials of the samples ``samples`` (in that order, repeats allowed)."""
+    def take(self, samples) -> Potentials:
+        """The potentials of the samples ``samples``: a slice of consecutive samples (views, no
+        copy), or sample indices (gathered in that order; repeats allowed)."""
+        if isinstance(samples, slice):
+            start, stop, _ = samples.indices(self.n_samples)
+            stop = max(start, stop)
+            nodes = slice(self.node_offsets[start], self.node_offsets[stop])
+            edges = slice(self.edge_offsets[start], self.edge_offsets[stop])
+            layout = self.layout
+            if layout is not None:
+                layout = layout.subset(range(start, stop), edges)
+            return Potentials(
+                self.unary[nodes],
+                self.edges[edges] - nodes.start,
+                self.pairwise if self.pairwise_kind == "shared" else self.pairwise[edges],
+                self.node_offsets[start : stop + 1] - nodes.start,
+                self.edge_offsets[start : stop + 1] - edges.start,
+                layout,
+            )
         samples = np.asarray(samples, dtype=np.intp)
         nodes = ranges(self.node_offsets, samples)
         edge_index = ranges(self.edge_offsets, samples)
@@ -294,9 +311,9 @@ class Potentials:
         shift = np.repeat(node_offsets[:-1] - self.node_offsets[samples], n_edges)
         kind = self.pairwise_kind
         return Potentials(
-            self.unary[nodes],
-            self.edges[edge_index] + shift[:, None],
-            self.pairwise if kind == "shared" else self.pairwise[edge_index],
+            np.take(self.unary, nodes, axis=0),
+            np.take(self.edges, edge_index, axis=0) + shift[:, None],
+            self.pairwise if kind == "shared" else np.take(self.pairwise, edge_index, axis=0),
             node_offsets,
             np.concatenate([[0], np.cumsum(n_edges)]),
             None if self.layout is None else self.layout.subset(samples, edge_index),
@@ -345,9 +362,9 @@ class Statistics:
 
 
 def pair_statistics(first, second, edge_index, weight, kind, n_states, n_edges, groups=None):
-    """Pairwise statistics of the edges ``edge_index`` whose ends have labels ``first`` and
-    ``second`` (``-1`` = unknown: the edge contributes nothing), each counted ``weight`` times
-    (1 when None).
+    """Pairwise statistics of the edges ``edge_index`` (None: every edge, in order) whose ends
+    have labels ``first`` and ``second`` (``-1`` = unknown: the edge contributes nothing), each
+    counted ``weight`` times (1 when None).
 
     Parameters
     ----------
@@ -359,7 +376,7 @@ def pair_statistics(first, second, edge_index, weight, kind, n_states, n_edges, 
         values = ((first != second) & known).astype(float)
         if weight is not None:
             values *= weight
-        return np.bincount(edge_index, values, minlength=n_edges)
+        return values if edge_index is None else np.bincount(edge_index, values, minlength=n_edges)
     size = n_states * n_states
     code = first[known] * n_states + second[known]
     weight = None if weight is None else weight[known]
@@ -370,6 +387,7 @@ def pair_statistics(first, second, edge_index, weight, kind, n_states, n_edges, 
         code += group[known] * size
         counts = np.bincount(code, weight, minlength=n_groups * size).astype(float)
         return counts.reshape(n_groups, n_states, n_states)
+    edge_index = np.arange(n_edges) if edge_index is None else edge_index
     code += edge_index[known] * size
     counts = np.bincount(code, weight, minlength=n_edges * size).astype(float)
     return counts.reshape(n_edges, n_states, n_states)
@@ -390,11 +408,10 @@ def label_statistics(
         unary -= onehot(other[rows], n_states)
     if node_weight is not None:
         unary *= node_weight[rows][:, None]
-    every = np.arange(len(edges))
 
     def pairwise_of(y):
         return pair_statistics(
-            y[edges[:, 0]], y[edges[:, 1]], every, edge_weight, kind, n_states, len(edges), groups
+            y[edges[:, 0]], y[edges[:, 1]], None, edge_weight, kind, n_states, len(edges), groups
         )
 
     pairwise = pairwise_of(labels)
@@ -410,7 +427,7 @@ def add_clamped_differences(
 
     Query q's labelling ``y_q`` is one copy of sample ``copies[q]``: ``labellings`` holds the
     labels of the copies one after the other (the node layout of
-    ``potentials.replicate(copies)``); ``y*`` = ``map_labels``. Only the nodes where a copy
+    ``potentials.take(copies)``); ``y*`` = ``map_labels``. Only the nodes where a copy
     differs from ``y*``, and the edges touching them, are touched: the cost is linear in the
     size of the copies, whatever the number of samples in the batch.
     """
@@ -431,7 +448,7 @@ def add_clamped_differences(
     # Where each edge end sits in the labels of the copies.
     lengths = p.lengths[copies]
     shift = np.cumsum(lengths) - lengths - p.node_offsets[copies]
-    ends = p.edges[edge_index] + shift[edge_copy][:, None]
+    ends = np.take(p.edges, edge_index, axis=0) + shift[edge_copy][:, None]
     moved = changed[ends[:, 0]] | changed[ends[:, 1]]  # the other edges cancel
     edge_index, ends, edge_weight = edge_index[moved], ends[moved], weights[edge_copy[moved]]
     kind = p.pairwise_kind
@@ -466,14 +483,13 @@ def add_sample_differences(
         statistics.pairwise += weights @ (first != second) - total * (at_map[0] != at_map[1])
         return
     n_edges, k = p.n_edges, p.n_states
-    every = np.arange(n_edges)
     clamped = pair_statistics(
         first.ravel(),
         second.ravel(),
-        np.tile(every, len(weights)),
+        np.tile(np.arange(n_edges), len(weights)),
         np.repeat(weights, n_edges),
         kind,
         k,
         n_edges,
     )
-    statistics.pairwise += clamped - total * pair_statistics(*at_map, every, None, kind, k, n_edges)
+    statistics.pairwise += clamped - total * pair_statistics(*at_map, None, None, kind, k, n_edges)
