@@ -2,7 +2,37 @@
 
 from __future__ import annotations
 
+from functools import cached_property
+
 import numpy as np
+
+
+class StackedSamples:
+    """Sample bookkeeping of arrays that stack the nodes and edges of several samples: nodes
+    ``node_offsets[i]:node_offsets[i + 1]`` and edges ``edge_offsets[i]:edge_offsets[i + 1]``
+    belong to sample i."""
+
+    node_offsets: np.ndarray
+    edge_offsets: np.ndarray
+
+    @property
+    def n_samples(self) -> int:
+        return len(self.node_offsets) - 1
+
+    @cached_property
+    def lengths(self) -> np.ndarray:
+        """Number of nodes of each sample."""
+        return np.diff(self.node_offsets)
+
+    @cached_property
+    def node_sample(self) -> np.ndarray:
+        """Sample of each node."""
+        return np.repeat(np.arange(self.n_samples), self.lengths)
+
+    @cached_property
+    def edge_sample(self) -> np.ndarray:
+        """Sample of each edge."""
+        return np.repeat(np.arange(self.n_samples), np.diff(self.edge_offsets))
 
 
 def check_generator(random_state) -> np.random.Generator:

@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._utils import ranges
+from ._utils import StackedSamples, ranges
 
 __all__ = ["GraphSample", "SampleBatch", "ParsedSample"]
 
@@ -47,7 +47,7 @@ class GraphSample:
 
 
 @dataclass
-class SampleBatch:
+class SampleBatch(StackedSamples):
     """Samples stacked into flat arrays (the vectorised view every structure works on).
 
     Attributes
@@ -77,27 +77,8 @@ class SampleBatch:
     edge_directions: np.ndarray | None = None
 
     @property
-    def n_samples(self) -> int:
-        return len(self.node_offsets) - 1
-
-    @property
     def n_nodes(self) -> int:
         return int(self.node_offsets[-1])
-
-    @cached_property
-    def lengths(self) -> np.ndarray:
-        """Number of nodes of each sample."""
-        return np.diff(self.node_offsets)
-
-    @cached_property
-    def node_sample(self) -> np.ndarray:
-        """Index of the sample each node belongs to."""
-        return np.repeat(np.arange(self.n_samples), self.lengths)
-
-    @cached_property
-    def edge_sample(self) -> np.ndarray:
-        """Index of the sample each edge belongs to."""
-        return np.repeat(np.arange(self.n_samples), np.diff(self.edge_offsets))
 
     @cached_property
     def positions(self) -> np.ndarray:

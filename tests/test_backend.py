@@ -2,6 +2,7 @@
 models, and brute force equals an independent loop."""
 
 import itertools
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -219,7 +220,7 @@ def test_grid_fast_path_agrees_with_general_graph_cut(seed):
     batch = grid.prepare(X)
     w = grid.project(rng.normal(size=grid.size_))
     p = grid.potentials(batch, w, gumbel(rng, (batch.n_nodes, 2)))
-    general = p._replace(layout=None)
+    general = replace(p, layout=None)
     solver = GraphCutSolver()
     np.testing.assert_array_equal(solver.map(p), solver.map(general))
 
@@ -240,7 +241,7 @@ def test_binary_tables_reduce_to_potts_form(seed, shared):
     np.testing.assert_allclose(scores_of(potts)[1] + constant[0], scores, atol=1e-12)
     coupling = tables[..., 0, 0] + tables[..., 1, 1] - tables[..., 0, 1] - tables[..., 1, 0]
     np.testing.assert_allclose(potts.pairwise, np.broadcast_to(-coupling / 2, len(edges)))
-    attractive = p._replace(pairwise=tables + np.abs(coupling)[..., None, None] * np.eye(2))
+    attractive = replace(p, pairwise=tables + np.abs(coupling)[..., None, None] * np.eye(2))
     _assert_optimal(attractive, GraphCutSolver().map(attractive))
 
 

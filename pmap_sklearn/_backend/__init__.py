@@ -2,7 +2,7 @@
 
 A structure turns samples and weights into :class:`Potentials`; a :class:`Solver` answers MAP,
 clamped-MAP and (optionally) marginal queries on them. Nothing here knows about structures or
-estimators.
+estimators. :mod:`pmap_sklearn.solvers` makes these names public.
 """
 
 from .base import ClampedSolution, Marginals, Solver

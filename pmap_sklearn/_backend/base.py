@@ -10,8 +10,8 @@ A solver takes :class:`~pmap_sklearn._backend.potentials.Potentials` and answers
 - optionally ``marginals(potentials, clamp=None)``: exact node / pairwise marginals and ``log Z``.
 
 A new solver is one class: :class:`Solver` implements ``clamped_maps`` from ``map`` (each
-clamped problem solved from scratch, in bounded chunks); a solver overrides it when it has a
-faster way (max-product pointers on chains, dynamic graph cuts).
+clamped problem solved from scratch, in bounded chunks); a solver with a faster way
+(max-product pointers on chains, dynamic graph cuts) provides ``_incremental_clamped_maps``.
 """
 
 from __future__ import annotations
@@ -170,9 +170,13 @@ class Solver:
         ClampedSolution
         """
         self._check(potentials)
-        nodes, labels, weights = _check_queries(potentials, nodes, labels, weights)
+        nodes, labels, weights = check_queries(potentials, nodes, labels, weights)
+        if dynamic and self._incremental_clamped_maps is not None:
+            return self._incremental_clamped_maps(
+                potentials, nodes, labels, weights, skip_agreeing, n_jobs
+            )
         map_labels = self.map(potentials, n_jobs=n_jobs)
-        solved = _solved(map_labels, nodes, labels, skip_agreeing)
+        solved = solved_queries(map_labels, nodes, labels, skip_agreeing)
         nodes, labels, weights = nodes[solved], labels[solved], weights[solved]
         statistics = Statistics.zeros(potentials)
         copies = potentials.node_sample[nodes]
@@ -186,6 +190,10 @@ class Solver:
                 statistics, potentials, map_labels, copies[chunk], labellings, weights[chunk]
             )
         return ClampedSolution(map_labels, solved, statistics)
+
+    #: ``(potentials, nodes, labels, weights, skip_agreeing, n_jobs) -> ClampedSolution`` on
+    #: checked queries: a solver's incremental path for ``dynamic=True`` (None: from scratch).
+    _incremental_clamped_maps = None
 
     def marginals(self, potentials: Potentials, clamp=None) -> Marginals:
         """Exact marginals and log-partition of every sample (solvers that can)."""
@@ -211,7 +219,7 @@ def _first_bad_sample(potentials: Potentials, name: str) -> int:
     return int(potentials.edge_sample[np.flatnonzero(bad)[0]])
 
 
-def _check_queries(potentials: Potentials, nodes, labels, weights):
+def check_queries(potentials: Potentials, nodes, labels, weights):
     nodes = np.asarray(nodes, dtype=np.intp)
     labels = np.asarray(labels, dtype=np.intp)
     weights = np.asarray(weights, dtype=float)
@@ -227,7 +235,8 @@ def _check_queries(potentials: Potentials, nodes, labels, weights):
     return nodes, labels, weights
 
 
-def _solved(map_labels, nodes, labels, skip_agreeing: bool) -> np.ndarray:
+def solved_queries(map_labels, nodes, labels, skip_agreeing: bool) -> np.ndarray:
+    """The queries to solve: all, or with Gumbel reduction those that disagree with the MAP."""
     if skip_agreeing:
         return map_labels[nodes] != labels
     return np.ones(len(nodes), dtype=bool)

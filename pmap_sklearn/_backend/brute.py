@@ -6,6 +6,8 @@ small). Any number of labels and any pairwise kind.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from .base import Marginals, Solver
@@ -58,7 +60,7 @@ class BruteForceSolver(Solver):
         self._check(potentials)
         k = potentials.n_states
         unary = potentials.unary if clamp is None else clamp_scores(potentials.unary, clamp)
-        clamped = potentials._replace(unary=unary)
+        clamped = replace(potentials, unary=unary)
         for i in range(potentials.n_samples):
             size = k ** int(potentials.lengths[i])
             if size > self.max_labellings:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import ClampedSolution, Marginals, Solver, _check_queries, _solved, chunks_by_size
+from .base import ClampedSolution, Marginals, Solver, chunks_by_size, solved_queries
 from .potentials import ChainLayout, Potentials, Statistics, add_clamped_differences
 
 
@@ -306,20 +306,13 @@ class ChainSolver(Solver):
         labels = viterbi(padded, potentials.lengths, potentials.pairwise)
         return labels[potentials.node_sample, position]
 
-    def clamped_maps(
-        self, potentials, nodes, labels, weights, *, skip_agreeing=False, dynamic=True, n_jobs=None
-    ):
-        if not dynamic:
-            return super().clamped_maps(
-                potentials, nodes, labels, weights, skip_agreeing=skip_agreeing, n_jobs=n_jobs
-            )
-        self._check(potentials)
+    def _incremental_clamped_maps(self, potentials, nodes, labels, weights, skip, n_jobs):
+        """All clamped maximisers from one max-product pass, traced in bounded chunks."""
         p = potentials
-        nodes, labels, weights = _check_queries(p, nodes, labels, weights)
         padded, position = self._padded(p)
         alpha, beta = max_product_messages(padded, p.lengths, p.pairwise)
         map_labels = (alpha + beta).argmax(axis=2)[p.node_sample, position]
-        solved = _solved(map_labels, nodes, labels, skip_agreeing)
+        solved = solved_queries(map_labels, nodes, labels, skip)
         nodes, labels, weights = nodes[solved], labels[solved], weights[solved]
         chains = p.node_sample[nodes]
         statistics = Statistics.zeros(p)

@@ -11,11 +11,13 @@ PyMaxflow calls (``add_grid_*`` on grids, ``add_edges`` on general graphs), neve
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import maxflow
 import numpy as np
 
 from .._parallel import map_jobs
-from .base import CHUNK_NODES, ClampedSolution, Solver, _check_queries, _solved
+from .base import CHUNK_NODES, ClampedSolution, Solver, solved_queries
 from .potentials import GridLayout, Potentials, Statistics, add_sample_differences
 
 
@@ -120,19 +122,12 @@ class GraphCutSolver(Solver):
         ]
         return np.concatenate([labels.ravel() for labels in map_jobs(_solve, jobs, n_jobs)])
 
-    def clamped_maps(
-        self, potentials, nodes, labels, weights, *, skip_agreeing=False, dynamic=True, n_jobs=None
-    ):
-        if not dynamic:
-            return super().clamped_maps(
-                potentials, nodes, labels, weights, skip_agreeing=skip_agreeing, n_jobs=n_jobs
-            )
-        self._check(potentials)
+    def _incremental_clamped_maps(self, potentials, nodes, labels, weights, skip, n_jobs):
+        """Dynamic graph cuts, sample by sample (over ``n_jobs`` processes)."""
         p = potentials
-        nodes, labels, weights = _check_queries(p, nodes, labels, weights)
         bounds = np.searchsorted(p.node_sample[nodes], np.arange(p.n_samples + 1))
         jobs = [
-            (p.sample(i), nodes[a:b] - p.node_offsets[i], labels[a:b], weights[a:b], skip_agreeing)
+            (p.sample(i), nodes[a:b] - p.node_offsets[i], labels[a:b], weights[a:b], skip)
             for i, (a, b) in enumerate(zip(bounds[:-1], bounds[1:], strict=True))
         ]
         results = map_jobs(_dynamic_clamped_maps, jobs, n_jobs)
@@ -157,7 +152,7 @@ def _attractive_potts(potentials: Potentials) -> Potentials:
                 f"{potentials.edge_sample[edge]} has {potts.pairwise[edge]:.3g}"
             )
         if potts.pairwise.max() > 0:
-            potts = potts._replace(pairwise=np.minimum(potts.pairwise, 0.0))
+            potts = replace(potts, pairwise=np.minimum(potts.pairwise, 0.0))
     return potts
 
 
@@ -199,7 +194,7 @@ def _dynamic_clamped_maps(potentials, nodes, labels, weights, skip_agreeing):
     graph, ids = _build(potts)
     graph.maxflow()
     map_labels = _segments(graph, ids).ravel()
-    solved = _solved(map_labels, nodes, labels, skip_agreeing)
+    solved = solved_queries(map_labels, nodes, labels, skip_agreeing)
     nodes, labels, weights = nodes[solved], labels[solved], weights[solved]
     statistics = Statistics.zeros(potentials)
     flat_ids = ids.ravel().tolist()

@@ -19,12 +19,11 @@ to the potentials. A structure turns statistics into its joint feature map Ψ by
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from functools import cached_property
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from .._utils import check_edges, onehot, ranges
+from .._utils import StackedSamples, check_edges, onehot, ranges
 
 PAIRWISE_KINDS = ("potts", "shared", "tables")
 
@@ -72,7 +71,7 @@ class GridLayout:
 
 
 @dataclass(frozen=True, eq=False)
-class Potentials:
+class Potentials(StackedSamples):
     """Unary and pairwise scores of a batch of pairwise models (see the module docstring).
 
     Parameters
@@ -157,10 +156,6 @@ class Potentials:
         return self.unary.shape[1]
 
     @property
-    def n_samples(self) -> int:
-        return len(self.node_offsets) - 1
-
-    @property
     def n_edges(self) -> int:
         return len(self.edges)
 
@@ -168,21 +163,6 @@ class Potentials:
     def pairwise_kind(self) -> str:
         """``"potts"``, ``"shared"`` or ``"tables"`` (from the shape of ``pairwise``)."""
         return {1: "potts", 2: "shared", 3: "tables"}[self.pairwise.ndim]
-
-    @cached_property
-    def lengths(self) -> np.ndarray:
-        """Number of nodes of each sample."""
-        return np.diff(self.node_offsets)
-
-    @cached_property
-    def node_sample(self) -> np.ndarray:
-        """Sample of each node."""
-        return np.repeat(np.arange(self.n_samples), self.lengths)
-
-    @cached_property
-    def edge_sample(self) -> np.ndarray:
-        """Sample of each edge."""
-        return np.repeat(np.arange(self.n_samples), np.diff(self.edge_offsets))
 
     # ---- checks ----------------------------------------------------------------------------
     def check(self) -> Potentials:
@@ -203,18 +183,7 @@ class Potentials:
     def add_unary(self, extra: np.ndarray) -> Potentials:
         """The same model with ``extra`` (n_nodes, K) added to the unary scores (a perturbation,
         or the loss of a loss-augmented MAP)."""
-        return self._replace(unary=self.unary + extra)
-
-    def _replace(self, **changes) -> Potentials:
-        fields = dict(
-            unary=self.unary,
-            edges=self.edges,
-            pairwise=self.pairwise,
-            node_offsets=self.node_offsets,
-            edge_offsets=self.edge_offsets,
-            layout=self.layout,
-        )
-        return Potentials(**{**fields, **changes})
+        return replace(self, unary=self.unary + extra)
 
     def edge_tables(self) -> np.ndarray:
         """The pairwise scores as per-edge (E, K, K) tables, whatever their kind."""
@@ -245,7 +214,7 @@ class Potentials:
         unary = self.unary.copy()
         unary[:, 1] += gain
         constant = np.bincount(self.edge_sample, t00, minlength=self.n_samples)
-        return self._replace(unary=unary, pairwise=-coupling / 2), constant
+        return replace(self, unary=unary, pairwise=-coupling / 2), constant
 
     # ---- scores ---------------------------------------------------------------------------
     def score(self, labels: np.ndarray) -> np.ndarray:
