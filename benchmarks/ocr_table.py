@@ -27,8 +27,8 @@ from pmap_sklearn import (
     MarginalPerturbMAPCRF,
     PerturbMAPCRF,
     StructuredSVM,
-    hamming_loss,
     hamming_scorer,
+    mean_hamming_loss,
 )
 from pmap_sklearn.datasets import load_ocr
 
@@ -102,7 +102,7 @@ def run(ocr, method, protocol, fold):
     started = time.perf_counter()
     model.fit(X, y)
     seconds = time.perf_counter() - started
-    error = 100 * hamming_loss(
+    error = 100 * mean_hamming_loss(
         [ocr.target[i] for i in test], model.predict([ocr.data[i] for i in test])
     )
     print(

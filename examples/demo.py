@@ -13,7 +13,7 @@ import time
 import numpy as np
 from sklearn.linear_model import LogisticRegression
 
-from pmap_sklearn import PerturbMAPCRF, hamming_loss
+from pmap_sklearn import PerturbMAPCRF, mean_hamming_loss
 from pmap_sklearn.datasets import make_chain_data, make_grid_data
 
 
@@ -24,7 +24,7 @@ def independent_error(X_train, y_train, X_test, y_test):
         np.vstack(flat), np.concatenate([y.ravel() for y in y_train])
     )
     predicted = [model.predict(x.reshape(-1, x.shape[-1])) for x in X_test]
-    return hamming_loss(y_test, predicted)
+    return mean_hamming_loss(y_test, predicted)
 
 
 def run(name, estimator, data, n_train):

@@ -4,7 +4,12 @@ from ._backend import Potentials
 from .baselines import ChainCRF, StructuredSVM
 from .denoising import LogSupermodularDenoiser
 from .marginal import MarginalPerturbMAPCRF
-from .metrics import hamming_loss, hamming_scorer, weighted_hamming_loss, weighted_hamming_scorer
+from .metrics import (
+    hamming_scorer,
+    mean_hamming_loss,
+    weighted_hamming_loss,
+    weighted_hamming_scorer,
+)
 from .perturb_map import PerturbMAPCRF
 from .preprocessing import NodeTransformer
 from .samples import GraphSample
@@ -24,7 +29,7 @@ __all__ = [
     "GraphSample",
     "Potentials",
     "NodeTransformer",
-    "hamming_loss",
+    "mean_hamming_loss",
     "weighted_hamming_loss",
     "hamming_scorer",
     "weighted_hamming_scorer",

@@ -30,8 +30,9 @@ from sklearn.utils.validation import check_is_fitted
 
 from . import _sgd
 from ._backend import Potentials
+from ._labels import as_samples, encode
 from ._utils import check_generator
-from .metrics import hamming_loss
+from .metrics import mean_hamming_loss
 from .perturbation import perturb_and_map
 from .samples import SampleBatch
 from .structures import BaseStructure, check_structure
@@ -56,8 +57,13 @@ class BaseStructuredEstimator(BaseEstimator):
         "batch_size": [Interval(Integral, 1, None, closed="left")],
         "warm_start": ["boolean"],
         "random_state": ["random_state", np.random.Generator],
-        "n_jobs": [Integral, None],
+        "n_jobs": [
+            None,
+            Interval(Integral, 1, None, closed="left"),
+            Interval(Integral, None, -1, closed="right"),
+        ],
         "verbose": ["verbose"],
+        "unknown_label": [None, Real, str],
     }
     _marginal_methods: tuple = ()
     _perturbation = "gumbel"
@@ -78,9 +84,10 @@ class BaseStructuredEstimator(BaseEstimator):
         X : sequence of samples
             Samples in the structure's format (chain: (D, F) arrays; grid: (H, W[, F]) images;
             graph: :class:`~pmap_sklearn.GraphSample`).
-        y : sequence of int arrays
-            One label per node; ``-1`` marks an unknown label (see the estimator for how it is
-            used).
+        y : sequence of label arrays
+            One label per node, of any discrete kind (ints, strings, bools); ``classes_`` is
+            the sorted set of the labels seen. ``unknown_label`` (default ``-1``) marks an
+            unknown label (see the estimator for how it is used).
 
         Returns
         -------
@@ -101,12 +108,21 @@ class BaseStructuredEstimator(BaseEstimator):
         if warm:
             state = copy.deepcopy(self._state)  # the fit continues it; a failure must not
             structure, rng = self.structure_, state.rng
+            codes, classes = encode(y, self.unknown_label, self.classes_)
         else:
-            structure = check_structure(self.structure).fit(X, y)
+            structure = check_structure(self.structure)
+            codes, classes = encode(y, self.unknown_label, n_states=structure.fixed_n_states())
+            if len(classes) < 2:
+                raise ValueError(
+                    f"y holds {len(classes)} class{'es' if len(classes) != 1 else ''} "
+                    f"{list(classes)}: at least two are needed"
+                )
+            structure.fit(X, codes)
             rng = check_generator(getattr(self, "random_state", None))
         self._check_structure(structure)
         batch = structure.prepare(X)
-        labels = structure.prepare_labels(batch, y, allow_unknown=True)
+        labels = structure.prepare_labels(batch, codes, allow_unknown=True)
+        self.classes_ = classes
         self.structure_ = structure
         if not warm:
             state = self._new_state(rng)
@@ -115,7 +131,6 @@ class BaseStructuredEstimator(BaseEstimator):
         self.coef_ = state.estimate.copy()
         self.n_iter_ = state.n_iter
         self._set_fitted_attributes(state)
-        self.classes_ = np.arange(structure.n_states_)
         self.n_features_in_ = structure.n_features_in_
         return self
 
@@ -185,7 +200,7 @@ class BaseStructuredEstimator(BaseEstimator):
     def _validation_scorer(self, batch: SampleBatch, labels: np.ndarray):
         def score(w):
             predicted = self._map(batch, w)
-            return 1.0 - hamming_loss(batch.split(labels), batch.split(predicted))
+            return 1.0 - mean_hamming_loss(batch.split(labels), batch.split(predicted))
 
         return score
 
@@ -227,17 +242,21 @@ class BaseStructuredEstimator(BaseEstimator):
 
         Returns
         -------
-        y : list of int arrays
-            One array per sample, shaped like its labels ((D,) or (H, W)).
+        y : ndarray of shape (n_samples,) of arrays
+            One array of ``classes_`` per sample, shaped like its labels ((D,) or (H, W)); a
+            1-D object array, which indexes like a list (and works with
+            ``cross_val_predict``).
         """
         if decoding == "marginal":
             if not self._marginal_methods:
                 raise ValueError(f"{type(self).__name__} has no marginals: use decoding='map'")
-            return [m.argmax(axis=-1) for m in self.predict_marginals(X)]
-        if decoding != "map":
+            codes = [m.argmax(axis=-1) for m in self.predict_marginals(X)]
+        elif decoding == "map":
+            batch = self._prepare_fitted(X)
+            codes = batch.split(self._map(batch, self.coef_))
+        else:
             raise ValueError(f"decoding must be 'map' or 'marginal', got {decoding!r}")
-        batch = self._prepare_fitted(X)
-        return batch.split(self._map(batch, self.coef_))
+        return as_samples([self.classes_[c] for c in codes])
 
     def predict_marginals(self, X, method: str | None = None, n_perturbations=None):
         """Node marginals ``P(y_d = k | x)`` of each sample.
@@ -256,8 +275,9 @@ class BaseStructuredEstimator(BaseEstimator):
 
         Returns
         -------
-        marginals : list of float arrays
-            One array of shape (D, K) (or (H, W, K)) per sample; rows sum to 1.
+        marginals : ndarray of shape (n_samples,) of arrays
+            One float array of shape (D, K) (or (H, W, K)) per sample, its last axis over
+            ``classes_``; rows sum to 1.
         """
         name = type(self).__name__
         if not self._marginal_methods:
@@ -277,8 +297,13 @@ class BaseStructuredEstimator(BaseEstimator):
                     f"solver='brute_force' on tiny models); {type(structure).__name__} uses "
                     f"{structure.solver_.name!r}: use method='perturb'"
                 )
-            return batch.split(structure.solver_.marginals(potentials).node)
-        n_perturbations = n_perturbations or self.n_perturbations
+            return as_samples(batch.split(structure.solver_.marginals(potentials).node))
+        if n_perturbations is None:
+            n_perturbations = self.n_perturbations
+        elif isinstance(n_perturbations, bool) or not isinstance(n_perturbations, Integral):
+            raise ValueError(f"n_perturbations must be an int >= 1, got {n_perturbations!r}")
+        if n_perturbations < 1:
+            raise ValueError(f"n_perturbations must be an int >= 1, got {n_perturbations!r}")
         average = perturb_and_map(
             structure.solver_,
             potentials,
@@ -288,21 +313,22 @@ class BaseStructuredEstimator(BaseEstimator):
             n_jobs=getattr(self, "n_jobs", None),
             maxima=False,
         )
-        return batch.split(average.marginals)
+        return as_samples(batch.split(average.marginals))
 
     def score(self, X, y) -> float:
-        """``1 − Hamming loss`` of the MAP labelling (mean over samples).
+        """``1 −`` the Hamming loss of the MAP labelling, averaged over samples (unknown labels
+        are not counted).
 
         Parameters
         ----------
         X : sequence of samples
-        y : sequence of int arrays
+        y : sequence of label arrays
 
         Returns
         -------
         float
         """
-        return 1.0 - hamming_loss(y, self.predict(X))
+        return 1.0 - mean_hamming_loss(y, self.predict(X), unknown_label=self.unknown_label)
 
 
 class BaseStructuredSGD(BaseStructuredEstimator):
@@ -347,6 +373,7 @@ class BaseStructuredSGD(BaseStructuredEstimator):
         random_state,
         n_jobs,
         verbose,
+        unknown_label,
     ):
         self.structure = structure
         self.alpha = alpha
@@ -365,6 +392,7 @@ class BaseStructuredSGD(BaseStructuredEstimator):
         self.random_state = random_state
         self.n_jobs = n_jobs
         self.verbose = verbose
+        self.unknown_label = unknown_label
 
     def _check_fit_parameters(self) -> None:
         if self.learning_rate == "optimal" and self.alpha == 0:
@@ -420,6 +448,7 @@ class BaseStructuredSGD(BaseStructuredEstimator):
             project=self.structure_.project,
             validation_score=validation_score,
             verbose=self.verbose,
+            name=type(self).__name__,
         )
 
     def _perturbed_marginals(self, batch, w, rng, clamp=None) -> np.ndarray:

@@ -12,11 +12,13 @@ calibration, mini-batches, projection, iterate averaging, early stopping and pro
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from ._progress import Progress
+from ._utils import NonFiniteError
 
 
 @dataclass
@@ -52,9 +54,10 @@ def _step(oracle: Oracle, part: slice, w, rng, eta, alpha, project, scale=None) 
     """One projected ascent step on ``(1/T) Σ_batch ℓ − (1/2) Σ α_i w_i²`` over the samples
     ``part``, in place; ``scale`` (per coordinate) multiplies the step. Returns Σ ℓ."""
     gradient, value = oracle(part, w, rng)
-    rate = eta if scale is None else eta * scale
-    w *= 1.0 - rate * alpha
-    w += (rate / (part.stop - part.start)) * gradient
+    with np.errstate(over="ignore", invalid="ignore"):  # divergence is checked by the caller
+        rate = eta if scale is None else eta * scale
+        w *= 1.0 - rate * alpha
+        w += (rate / (part.stop - part.start)) * gradient
     project(w)
     return value
 
@@ -86,7 +89,10 @@ def calibrate_eta0(
     samples, then the regularised objective of the last (or, with ``average``, the averaged)
     iterate is estimated on them. Candidates and evaluations
     share their perturbations (common random numbers), so they are compared on equal terms.
-    The search moves from ``start`` by ``factor`` while the objective improves.
+    The step is searched among ``start · factor**m``: upwards first, downwards if a larger step
+    does not improve; galloping then bisection over ``m`` find the maximum of a unimodal
+    objective in O(log |m|) passes (a few on well-scaled features, ~20 when they are scaled by
+    1e150). Passes that diverge count as −∞.
     """
     index = rng.choice(n_samples, size=min(n_samples, n_calibration), replace=False)
     pass_seed, eval_seed = rng.integers(2**63, size=2)
@@ -105,15 +111,42 @@ def calibrate_eta0(
         value = oracle(slice(None), trial, np.random.default_rng(eval_seed))[1]
         return value / len(index) - _penalty(alpha, trial)
 
-    best_eta, best = start, objective_after_pass(start)
-    for direction in (factor, 1.0 / factor):
-        eta, moved = best_eta * direction, False
-        while (value := objective_after_pass(eta)) > best:
-            best_eta, best, moved = eta, value, True
-            eta *= direction
-        if moved:
-            break
-    return best_eta
+    values = {}
+
+    def value(k: int) -> float:
+        """The objective after a pass with step ``start · factor**k`` (−inf if it diverged)."""
+        if k not in values:
+            try:
+                with np.errstate(over="ignore", invalid="ignore"):
+                    result = objective_after_pass(start * factor**k)
+            except (NonFiniteError, OverflowError):
+                result = -np.inf
+            values[k] = result if np.isfinite(result) else -np.inf
+        return values[k]
+
+    for direction in (1, -1):
+        if not value(direction) > value(0):
+            continue
+        # The objective still improves at m = low; galloping finds an m = high where it no
+        # longer does, and bisection the first such m: a maximum of the (unimodal) objective
+        # over the exponents, in O(log |m|) passes instead of |m|.
+        low, high = 0, 1
+        while value((high + 1) * direction) > value(high * direction):
+            low, high = high, 2 * high
+            if high > _MAX_EXPONENT:
+                return start * factor ** (low * direction)
+        while high - low > 1:
+            middle = (low + high) // 2
+            if value((middle + 1) * direction) > value(middle * direction):
+                low = middle
+            else:
+                high = middle
+        return start * factor ** (high * direction)
+    return start
+
+
+#: Exponents of ``factor`` the step-size search spans (2**±1100 covers every double).
+_MAX_EXPONENT = 1100
 
 
 def learning_rate(schedule: str, t: int, alpha: float, eta0: float, power_t: float) -> float:
@@ -150,6 +183,7 @@ def run_sgd(
     verbose: int = 0,
     scale: np.ndarray | None = None,
     average_weights: str = "uniform",
+    name: str = "SGD",
 ) -> SGDState:
     """Run epochs of projected mini-batch SGD ascent, updating ``state`` in place.
 
@@ -172,17 +206,23 @@ def run_sgd(
     average_weights : {"uniform", "linear"}, default="uniform"
         Weights of the averaged iterates: equal, or proportional to the step number h (the
         average the ``1/√h`` rate of projected SGD is proved for).
+    name : str
+        The estimator's name in progress messages and warnings.
     tol, n_iter_no_change :
         Stop when the epoch objective (or the validation score, if ``validation_score`` is given)
         has not improved by ``tol`` for ``n_iter_no_change`` epochs. ``tol=None`` disables it.
     validation_score : callable ``w -> float``, optional
         Score (higher is better) of weights on held-out samples.
+    verbose : int
+        Progress after each epoch (see :class:`~pmap_sklearn._progress.Progress`); a
+        ``ConvergenceWarning`` when ``tol`` is set and ``max_iter`` ends the run first.
     """
     w = state.coef
     start_average = 0 if average is True else (int(average) if average else None)
     best, no_improvement = -np.inf, 0
     state.n_iter = 0
-    started = time.perf_counter()
+    progress = Progress(name, max_iter, verbose)
+    converged = None if tol is None else False
     for epoch in range(max_iter):
         oracle = make_oracle(rng.permutation(n_samples))
         objective = 0.0
@@ -190,6 +230,12 @@ def run_sgd(
             part = slice(begin, min(begin + batch_size, n_samples))
             eta = learning_rate(schedule, state.t, alpha, eta0, power_t)
             objective += _step(oracle, part, w, rng, eta, alpha, project, scale)
+            if not np.isfinite(w).all():
+                raise NonFiniteError(
+                    f"SGD diverged in epoch {epoch + 1} (update {state.t + 1}): the weights are "
+                    "no longer finite; lower the step size (eta0, or eta0='auto'), scale the "
+                    "features or regularise more"
+                )
             state.t += 1
             state.n_seen += part.stop - part.start
             if start_average is not None and state.n_seen > start_average:
@@ -204,16 +250,20 @@ def run_sgd(
                         state.average += (w - state.average) / state.n_averaged
         state.n_iter = epoch + 1
         regularised = objective / n_samples - _penalty(alpha, w)
+        if not np.isfinite(regularised):
+            raise NonFiniteError(
+                f"the objective of epoch {epoch + 1} is not finite ({regularised}): scale the "
+                "features or regularise more"
+            )
         state.loss_curve.append(-regularised)
         current = regularised
         if validation_score is not None:
             current = validation_score(state.estimate)
             state.validation_scores.append(current)
-        if verbose:
-            message = f"-- Epoch {epoch + 1}: objective {regularised:.5g}"
-            if validation_score is not None:
-                message += f", validation score {current:.4f}"
-            print(f"{message}, {time.perf_counter() - started:.2f} s", flush=True)
+        details = {"step size": eta}
+        if validation_score is not None:
+            details["validation score"] = current
+        progress.update(epoch + 1, -regularised, **details)
         if tol is not None:
             if current > best + tol:
                 no_improvement = 0
@@ -221,7 +271,8 @@ def run_sgd(
                 no_improvement += 1
             best = max(best, current)
             if no_improvement >= n_iter_no_change:
-                if verbose:
-                    print(f"Convergence after {epoch + 1} epochs", flush=True)
+                converged = True
                 break
+    rule = f"no gain above tol={tol} in n_iter_no_change={n_iter_no_change} epochs"
+    progress.finish(state.n_iter, converged, rule)
     return state

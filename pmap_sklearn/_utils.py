@@ -7,6 +7,11 @@ from functools import cached_property
 import numpy as np
 
 
+class NonFiniteError(ValueError):
+    """Scores, weights or an objective that overflowed or became NaN (the message says what to
+    change: usually scale the features, regularise more or lower the step size)."""
+
+
 class StackedSamples:
     """Sample bookkeeping of arrays that stack the nodes and edges of several samples: nodes
     ``node_offsets[i]:node_offsets[i + 1]`` and edges ``edge_offsets[i]:edge_offsets[i + 1]``

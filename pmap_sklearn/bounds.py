@@ -42,6 +42,8 @@ def _one_sample(potentials) -> Potentials:
             f"expected the Potentials of one sample, got {potentials.n_samples}: use "
             "potentials.split() and call the bound on each"
         )
+    if potentials.n_nodes == 0:
+        raise ValueError("the model has no node (D = 0): nothing to bound")
     return potentials.check()
 
 
@@ -80,7 +82,7 @@ def log_partition_exact(potentials: Potentials) -> float:
     >>> from pmap_sklearn.bounds import log_partition_exact
     >>> unary = np.array([[0.0, 1.0], [0.0, -1.0]])
     >>> round(log_partition_exact(Potentials(unary)), 6)  # separable: Σ_d log Σ_k e^u
-    1.64112
+    1.626523
     """
     potentials = _one_sample(potentials)
     size = potentials.n_states**potentials.n_nodes

@@ -10,7 +10,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._base import BaseStructuredSGD
 from ._utils import onehot
-from .metrics import loss_weights
+from .metrics import class_weight_by_code, loss_weights
 from .perturbation import gumbel
 
 
@@ -34,8 +34,8 @@ class MarginalPerturbMAPCRF(BaseStructuredSGD):
     class_weight : None, "balanced" or dict, default=None
         Loss weights θ: None = Hamming (``θ_d = 1/D``); "balanced" = size-balanced weighted
         Hamming (``θ_d(k) = V_d / (K' V_k)`` with the node sizes of the sample, Kolesnikov et al.
-        2014); a dict
-        ``{label: weight}`` multiplies ``1/D``.
+        2014); a dict ``{label: weight}`` (labels among ``classes_``, weights finite and
+        ``>= 0``) multiplies ``1/D``.
     unlabeled_weight : float, default=1.0
         κ: weight of the unknown-label terms (Alg. 4) relative to the labelled ones.
     gumbel_reduction : bool, default=True
@@ -53,7 +53,8 @@ class MarginalPerturbMAPCRF(BaseStructuredSGD):
         of this objective is too noisy for a stopping rule on the training objective (use
         ``early_stopping=True`` to stop on a validation score instead).
     alpha, learning_rate, eta0, power_t, average, n_iter_no_change, early_stopping, \
-validation_fraction, warm_start, n_perturbations, random_state, n_jobs, verbose
+validation_fraction, warm_start, n_perturbations, random_state, n_jobs, verbose, \
+unknown_label
         As in :class:`~pmap_sklearn.PerturbMAPCRF`. ``n_perturbations`` is also the M used for
         the marginals q of the unknown labels.
 
@@ -120,6 +121,7 @@ validation_fraction, warm_start, n_perturbations, random_state, n_jobs, verbose
         random_state=None,
         n_jobs=None,
         verbose=0,
+        unknown_label=-1,
     ):
         super().__init__(
             structure,
@@ -139,6 +141,7 @@ validation_fraction, warm_start, n_perturbations, random_state, n_jobs, verbose
             random_state=random_state,
             n_jobs=n_jobs,
             verbose=verbose,
+            unknown_label=unknown_label,
         )
         self.class_weight = class_weight
         self.unlabeled_weight = unlabeled_weight
@@ -148,7 +151,8 @@ validation_fraction, warm_start, n_perturbations, random_state, n_jobs, verbose
     def node_weights(self, batch, distribution: np.ndarray) -> np.ndarray:
         """Loss weights ``θ_d(k)`` (n_nodes, K) of the stacked nodes of ``batch`` (see
         :func:`~pmap_sklearn.metrics.loss_weights`)."""
-        return loss_weights(distribution, batch.node_sizes, batch.node_sample, self.class_weight)
+        class_weight = class_weight_by_code(self.class_weight, self.classes_)
+        return loss_weights(distribution, batch.node_sizes, batch.node_sample, class_weight)
 
     def _targets(self, batch, labels, w_supervised, rng):
         """The coefficients ``C_d(k) = θ_d(k) q_d(k)`` (× κ on unknown nodes), (n_nodes, K)."""

@@ -62,6 +62,9 @@ class PerturbMAPCRF(BaseStructuredSGD):
         Processes for per-sample graph cuts (joblib); chains are solved in one vectorised call.
     verbose : int, default=0
         Print the objective after each epoch.
+    unknown_label : int, float, str or None, default=-1
+        The label that marks an unknown node in ``y`` (use e.g. ``"?"`` with string labels;
+        None: every label is known).
 
     Attributes
     ----------
@@ -125,6 +128,7 @@ class PerturbMAPCRF(BaseStructuredSGD):
         random_state=None,
         n_jobs=None,
         verbose=0,
+        unknown_label=-1,
     ):
         super().__init__(
             structure,
@@ -144,6 +148,7 @@ class PerturbMAPCRF(BaseStructuredSGD):
             random_state=random_state,
             n_jobs=n_jobs,
             verbose=verbose,
+            unknown_label=unknown_label,
         )
 
     def _targets(self, batch, labels, w_supervised, rng):

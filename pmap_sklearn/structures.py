@@ -80,14 +80,20 @@ class BaseStructure(BaseEstimator):
         self.solver_.check_states(self.n_states_)
         return self
 
+    def fixed_n_states(self) -> int | None:
+        """The ``n_states`` parameter, validated: an int >= 2, or None (inferred from labels)."""
+        n_states = self.n_states
+        if n_states is None:
+            return None
+        if isinstance(n_states, bool) or not isinstance(n_states, int | np.integer):
+            raise ValueError(f"n_states must be an int >= 2 or None, got {n_states!r}")
+        if n_states < 2:
+            raise ValueError(f"n_states must be at least 2, got {n_states}")
+        return int(n_states)
+
     def _infer_n_states(self, y) -> int:
         if self.n_states is not None:
-            n_states = self.n_states
-            if isinstance(n_states, bool) or not isinstance(n_states, int | np.integer):
-                raise ValueError(f"n_states must be an int >= 2 or None, got {n_states!r}")
-            if n_states < 2:
-                raise ValueError(f"n_states must be at least 2, got {n_states}")
-            return int(n_states)
+            return self.fixed_n_states()
         if y is None:
             if self._default_n_states is None:
                 raise ValueError("n_states is None and no labels y were given to infer it from")

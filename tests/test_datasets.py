@@ -1,4 +1,5 @@
 import gzip
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -58,3 +59,37 @@ def test_generators_shapes():
     grids = make_grid_data(n_samples=2, shape=(8, 6), random_state=0)
     assert grids.data[0].shape == (8, 6, 1) and grids.target[0].shape == (8, 6)
     assert set(np.unique(grids.target[0])) <= {0, 1}
+
+
+@pytest.mark.parametrize("damage", ["empty", "truncated", "corrupted", "not gzip"])
+def test_load_ocr_damaged_files_name_the_file(tmp_path, damage):
+    good = tmp_path / "good.gz"
+    _write_letters(good, [[i + 1, "a", -1, i + 1, 1, 0, *([0] * 128)] for i in range(300)])
+    content = good.read_bytes()
+    damaged = tmp_path / "letter.data.gz"
+    damaged.write_bytes(
+        {
+            "empty": b"",
+            "truncated": content[: len(content) // 2],
+            "corrupted": content[:20] + bytes(range(256)) * 4 + content[-20:],
+            "not gzip": b"this is not a gzip file\n" * 10,
+        }[damage]
+    )
+    with pytest.raises(ValueError, match="letter.data.gz"):
+        load_ocr(damaged)
+
+
+def test_data_roots_skip_an_installed_package(tmp_path, monkeypatch):
+    """Inside a source checkout the shared folder beside it is tried; an installed package
+    (no pyproject.toml two levels up) never gives a root inside the virtualenv."""
+    from pmap_sklearn.datasets import _paths
+
+    monkeypatch.delenv("PMAP_SKLEARN_DATA", raising=False)
+    monkeypatch.chdir(tmp_path)
+    roots = candidate_roots()
+    checkout = Path(_paths.__file__).resolve().parents[2]
+    assert roots[0] == checkout.parent / "shared" / "data"
+    installed = tmp_path / "venv" / "lib" / "site-packages" / "pmap_sklearn" / "datasets"
+    installed.mkdir(parents=True)
+    monkeypatch.setattr(_paths, "__file__", str(installed / "_paths.py"))
+    assert candidate_roots() == [tmp_path.parent / "shared" / "data"]

@@ -67,3 +67,66 @@ def test_bad_data_folders(tmp_path):
     (tmp_path / "rgb" / "horse001.jpg").write_bytes(b"not a jpeg")
     with pytest.raises(ValueError, match="cannot read image .*horse001.jpg"):
         load_weizmann_horses(tmp_path, cache=False)
+
+
+def _fake_horses(folder, rng, n_images=2):
+    from skimage import io
+
+    (folder / "rgb").mkdir(parents=True)
+    (folder / "figure_ground").mkdir()
+    for i in range(n_images):
+        mask = np.zeros((24, 32), np.uint8)
+        mask[6:18, 8:24] = 255
+        photo = (rng.random((24, 32, 3)) * 255).astype(np.uint8)
+        io.imsave(folder / "figure_ground" / f"horse{i:03d}.jpg", mask, check_contrast=False)
+        io.imsave(folder / "rgb" / f"horse{i:03d}.jpg", photo, check_contrast=False)
+    return folder
+
+
+def test_loader_arguments_are_checked(tmp_path, rng):
+    folder = _fake_horses(tmp_path / "horses", rng)
+    with pytest.raises(ValueError, match="index 2 is out of range: there are 2 horse images"):
+        load_weizmann_horses(folder, indices=[0, 2], cache=False)
+    with pytest.raises(ValueError, match="n_segments must be an int >= 1"):
+        load_weizmann_horses(folder, n_segments=0, cache=False)
+    with pytest.raises(ValueError, match="compactness must be > 0"):
+        load_weizmann_horses(folder, compactness=-1.0, cache=False)
+    from pmap_sklearn.datasets import load_weizmann_horse_masks
+
+    with pytest.raises(ValueError, match="index -3 is out of range: there are 2 horse masks"):
+        load_weizmann_horse_masks(folder, indices=[-3])
+
+
+def test_feature_cache_follows_the_files_and_shows_progress(tmp_path, rng, capsys):
+    from skimage import io
+
+    folder = _fake_horses(tmp_path / "horses", rng)
+    cache = tmp_path / "cache"
+    first = load_weizmann_horses(folder, n_segments=20, cache=cache)
+    assert "superpixel features: 2/2 images" in capsys.readouterr().err  # computed: progress
+    again = load_weizmann_horses(folder, n_segments=20, cache=cache)
+    assert capsys.readouterr().err == ""  # all cached: silent
+    np.testing.assert_array_equal(again.data[0].node_features, first.data[0].node_features)
+    photo = folder / "rgb" / "horse000.jpg"
+    io.imsave(photo, 255 - io.imread(photo), check_contrast=False)  # the image changes
+    changed = load_weizmann_horses(folder, n_segments=20, cache=cache)
+    assert "superpixel features" in capsys.readouterr().err  # one image recomputed
+    old, new = first.data[0].node_features, changed.data[0].node_features
+    assert old.shape != new.shape or not np.allclose(old, new)
+    np.testing.assert_array_equal(changed.data[1].node_features, first.data[1].node_features)
+
+
+def test_missing_scikit_image_names_the_extra(tmp_path, rng, monkeypatch):
+    import importlib
+
+    folder = _fake_horses(tmp_path / "horses", rng, n_images=1)
+    real = importlib.import_module
+
+    def without_skimage(name, *args, **kwargs):
+        if name.startswith("skimage"):
+            raise ImportError(f"No module named {name!r}")
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(importlib, "import_module", without_skimage)
+    with pytest.raises(ImportError, match=r"pip install 'pmap_sklearn\[datasets\]'"):
+        load_weizmann_horses(folder, cache=False)

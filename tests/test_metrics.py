@@ -5,7 +5,7 @@ from sklearn.model_selection import GridSearchCV
 from pmap_sklearn import (
     GraphSample,
     PerturbMAPCRF,
-    hamming_loss,
+    mean_hamming_loss,
     weighted_hamming_loss,
     weighted_hamming_scorer,
 )
@@ -14,12 +14,12 @@ from pmap_sklearn.metrics import balanced_node_weights
 
 def test_hamming_loss_is_the_mean_of_per_sample_losses():
     # sample losses 1/4 and 1/2 -> 3/8 (not 2/6 pooled over nodes)
-    assert hamming_loss([[0, 1, 2, 3], [1, 1]], [[0, 1, 2, 0], [1, 0]]) == pytest.approx(3 / 8)
-    assert hamming_loss([[0, -1, 2]], [[0, 1, 1]]) == pytest.approx(1 / 2)  # -1 skipped
+    assert mean_hamming_loss([[0, 1, 2, 3], [1, 1]], [[0, 1, 2, 0], [1, 0]]) == pytest.approx(3 / 8)
+    assert mean_hamming_loss([[0, -1, 2]], [[0, 1, 1]]) == pytest.approx(1 / 2)  # -1 skipped
     with pytest.raises(ValueError, match="sample 0: y_true has 2 labels but y_pred has 3"):
-        hamming_loss([[0, 1]], [[0, 1, 1]])
+        mean_hamming_loss([[0, 1]], [[0, 1, 1]])
     with pytest.raises(ValueError, match="1 samples but y_pred has 2"):
-        hamming_loss([[0, 1]], [[0, 1], [1]])
+        mean_hamming_loss([[0, 1]], [[0, 1], [1]])
 
 
 def test_balanced_weights_follow_the_spec():
@@ -36,7 +36,7 @@ def test_balanced_weights_follow_the_spec():
 def test_weighted_hamming_balances_classes():
     truth = [np.array([1, 0, 0, 0, 0, 0, 0, 0, 0, 0])]
     all_background = [np.zeros(10, dtype=int)]
-    assert hamming_loss(truth, all_background) == pytest.approx(0.1)
+    assert mean_hamming_loss(truth, all_background) == pytest.approx(0.1)
     assert weighted_hamming_loss(truth, all_background) == pytest.approx(0.5)
     sizes = [np.array([9.0] + [1.0] * 9)]  # the foreground node is half the image
     assert weighted_hamming_loss(truth, all_background, sizes) == pytest.approx(0.5)

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from pmap_sklearn import GraphSample, hamming_loss, weighted_hamming_loss
+from pmap_sklearn import GraphSample, mean_hamming_loss, weighted_hamming_loss
 from pmap_sklearn.baselines import StructuredSVM
 from pmap_sklearn.datasets import make_chain_data, make_grid_data
 
@@ -83,7 +83,7 @@ def test_learns_chains_and_grids():
     assert svm.duality_gaps_[-1] < svm.duality_gaps_[0]
     grids = make_grid_data(n_samples=10, shape=(16, 16), noise=1.0, random_state=0)
     svm = StructuredSVM("grid", max_iter=10, random_state=0).fit(grids.data[:6], grids.target[:6])
-    pixelwise = hamming_loss(grids.target[6:], [x[..., 0] > 0.5 for x in grids.data[6:]])
+    pixelwise = mean_hamming_loss(grids.target[6:], [x[..., 0] > 0.5 for x in grids.data[6:]])
     assert 1 - svm.score(grids.data[6:], grids.target[6:]) < pixelwise - 0.05
     assert np.all(svm.structure_.unpack(svm.coef_)[1] <= 0)
 

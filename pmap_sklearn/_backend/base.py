@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._utils import NonFiniteError
 from .potentials import Potentials, Statistics, add_clamped_differences
 
 #: Nodes of clamped copies held at once: bounds the memory of the clamped maximisers.
@@ -111,7 +112,7 @@ class Solver:
             values = getattr(potentials, name)
             if values.size and not np.isfinite(values).all():
                 sample = _first_bad_sample(potentials, name)
-                raise ValueError(
+                raise NonFiniteError(
                     f"the {name} scores of sample {sample} are not finite (NaN or overflow): "
                     "scale the features (e.g. with NodeTransformer(StandardScaler())) or "
                     "regularise more"

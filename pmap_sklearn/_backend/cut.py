@@ -17,6 +17,7 @@ import maxflow
 import numpy as np
 
 from .._parallel import map_jobs
+from .._utils import NonFiniteError
 from .base import CHUNK_NODES, ClampedSolution, Solver, solved_queries
 from .potentials import GridLayout, Potentials, Statistics, add_sample_differences
 
@@ -138,10 +139,28 @@ class GraphCutSolver(Solver):
         )
 
 
+#: Largest sum of capacities of one sample: beyond it a clamp (± that sum) overflows double
+#: precision, and max-flow on such numbers can loop without end.
+MAX_CAPACITY = 1e290
+
+
 def _attractive_potts(potentials: Potentials) -> Potentials:
-    """The Potts form of binary potentials, or a ValueError if a term is repulsive. Weights
-    above 0 by rounding only (the reparametrisation of a table on the boundary) become 0."""
+    """The Potts form of binary potentials, or a ValueError if a term is repulsive or the
+    capacities are beyond double precision. Weights above 0 by rounding only (the
+    reparametrisation of a table on the boundary) become 0."""
     potts, _ = potentials.as_potts()
+    gain = np.abs(potts.unary[:, 1] - potts.unary[:, 0])
+    with np.errstate(over="ignore"):
+        total = np.bincount(potts.node_sample, gain, minlength=potts.n_samples)
+        total += np.bincount(potts.edge_sample, np.abs(potts.pairwise), minlength=potts.n_samples)
+    too_large = ~(total < MAX_CAPACITY)
+    if too_large.any():
+        sample = int(np.flatnonzero(too_large)[0])
+        raise NonFiniteError(
+            f"sample {sample}: its scores are too large for exact graph cuts (the capacities sum "
+            f"to {total[sample]:.3g}, beyond double precision): scale the features (e.g. with "
+            "NodeTransformer(StandardScaler())) or regularise more"
+        )
     if potts.pairwise.size:
         tolerance = 1e-12 * (1.0 + np.abs(potentials.pairwise).max())
         if potts.pairwise.max() > tolerance:

@@ -10,6 +10,8 @@ from scipy.optimize import minimize
 from sklearn.utils._param_validation import Interval
 
 from .._base import BaseStructuredEstimator
+from .._progress import Progress
+from .._utils import NonFiniteError
 
 
 @dataclass
@@ -50,6 +52,9 @@ class ChainCRF(BaseStructuredEstimator):
     warm_start : bool, default=False
         Start from the previous ``coef_``.
     verbose : int, default=0
+    unknown_label : int, float, str or None, default=-1
+        The label that marks an unknown node in ``y`` (use e.g. ``"?"`` with string labels;
+        None: every label is known).
 
     Attributes
     ----------
@@ -86,11 +91,20 @@ class ChainCRF(BaseStructuredEstimator):
         "tol": [Interval(Real, 0, None, closed="left")],
         "warm_start": ["boolean"],
         "verbose": ["verbose"],
+        "unknown_label": BaseStructuredEstimator._parameter_constraints["unknown_label"],
     }
     _marginal_methods = ("exact",)
 
     def __init__(
-        self, structure="chain", *, alpha=1e-4, max_iter=300, tol=1e-6, warm_start=False, verbose=0
+        self,
+        structure="chain",
+        *,
+        alpha=1e-4,
+        max_iter=300,
+        tol=1e-6,
+        warm_start=False,
+        verbose=0,
+        unknown_label=-1,
     ):
         self.structure = structure
         self.alpha = alpha
@@ -98,6 +112,7 @@ class ChainCRF(BaseStructuredEstimator):
         self.tol = tol
         self.warm_start = warm_start
         self.verbose = verbose
+        self.unknown_label = unknown_label
 
     def _check_structure(self, structure):
         if not structure.solver_.has_marginals:
@@ -143,7 +158,19 @@ class ChainCRF(BaseStructuredEstimator):
 
         def negative_objective(w):
             value, gradient = self.log_likelihood(batch, labels, w, observed)
+            if not (np.isfinite(value) and np.isfinite(gradient).all()):
+                raise NonFiniteError(
+                    "the log-likelihood or its gradient is not finite (features too large): "
+                    "scale the features (e.g. with NodeTransformer(StandardScaler())) or "
+                    "regularise more"
+                )
             return -(value - 0.5 * self.alpha * w @ w), -(gradient - self.alpha * w)
+
+        progress = Progress(type(self).__name__, self.max_iter, self.verbose, unit="iteration")
+        iteration = iter(range(1, self.max_iter + 1))
+
+        def report(intermediate_result):
+            progress.update(next(iteration), intermediate_result.fun)
 
         result = minimize(
             negative_objective,
@@ -151,10 +178,8 @@ class ChainCRF(BaseStructuredEstimator):
             jac=True,
             method="L-BFGS-B",
             options=dict(maxiter=self.max_iter, gtol=self.tol),
+            callback=report,
         )
-        if self.verbose:
-            print(
-                f"L-BFGS: {result.nit} iterations, objective {-result.fun:.6g}, {result.message}",
-                flush=True,
-            )
+        # status 1: the iteration budget ran out before the gradient tolerance was met
+        progress.finish(result.nit, result.status != 1, f"projected gradient < tol={self.tol}")
         return _LBFGSState(coef=result.x, n_iter=int(result.nit), objective=float(-result.fun))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from numbers import Real
 
@@ -10,8 +9,9 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._base import BaseStructuredEstimator
+from .._progress import Progress
 from .._utils import onehot
-from ..metrics import loss_weights
+from ..metrics import class_weight_by_code, loss_weights
 
 
 @dataclass
@@ -75,6 +75,9 @@ class StructuredSVM(BaseStructuredEstimator):
     n_jobs : int or None, default=None
         Processes for the per-sample graph cuts.
     verbose : int, default=0
+    unknown_label : int, float, str or None, default=-1
+        The label that marks an unknown node in ``y`` (use e.g. ``"?"`` with string labels;
+        None: every label is known).
 
     Attributes
     ----------
@@ -133,6 +136,7 @@ class StructuredSVM(BaseStructuredEstimator):
         random_state=None,
         n_jobs=None,
         verbose=0,
+        unknown_label=-1,
     ):
         self.structure = structure
         self.alpha = alpha
@@ -145,6 +149,7 @@ class StructuredSVM(BaseStructuredEstimator):
         self.random_state = random_state
         self.n_jobs = n_jobs
         self.verbose = verbose
+        self.unknown_label = unknown_label
 
     def _new_state(self, rng):
         size = self.structure_.size_
@@ -159,7 +164,8 @@ class StructuredSVM(BaseStructuredEstimator):
         if w_supervised is not None:
             labels = self._map(batch, w_supervised, clamp=labels)
         distribution = onehot(labels, self.structure_.n_states_)
-        theta = loss_weights(distribution, batch.node_sizes, batch.node_sample, self.class_weight)
+        class_weight = class_weight_by_code(self.class_weight, self.classes_)
+        theta = loss_weights(distribution, batch.node_sizes, batch.node_sample, class_weight)
         return labels, theta[np.arange(len(labels)), labels]
 
     def loss_augmented_map(self, batch, w, labels, theta):
@@ -180,7 +186,8 @@ class StructuredSVM(BaseStructuredEstimator):
             state.coef = np.zeros(structure.size_)
             state.average = np.zeros(structure.size_) if self.average else None
             state.n_steps = 0
-        started = time.perf_counter()
+        progress = Progress(type(self).__name__, self.max_iter, self.verbose, unit="pass")
+        converged = False if self.tol > 0 else None
         scale = 1.0 / (self.alpha * n)
         for epoch in range(self.max_iter):
             gap = 0.0
@@ -197,14 +204,15 @@ class StructuredSVM(BaseStructuredEstimator):
                     gap += self._block_step(state, i, corners[j], losses[j] / n)
             state.n_iter = epoch + 1
             state.gaps.append(gap)
-            if self.verbose:
-                print(
-                    f"-- Pass {epoch + 1}: duality gap {gap:.3g}, "
-                    f"{time.perf_counter() - started:.2f} s",
-                    flush=True,
-                )
+            # The primal objective is the dual one plus the duality gap (estimated along the
+            # pass, as the block gaps are taken at the iterate of their step).
+            current = state.current
+            dual = state.block_losses.sum() - 0.5 * self.alpha * current @ current
+            progress.update(epoch + 1, dual + gap, **{"duality gap": gap})
             if gap < self.tol:
+                converged = True
                 break
+        progress.finish(state.n_iter, converged, f"duality gap < tol={self.tol}")
 
     def _block_step(self, state, i, corner, corner_loss) -> float:
         """Frank-Wolfe step on block i towards ``(corner, corner_loss)``; returns its gap."""

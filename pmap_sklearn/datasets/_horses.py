@@ -3,13 +3,15 @@
 Each colour photo is resized to its mask's shape, cut into SLIC superpixels and described per
 superpixel (colour, texture, position, size); superpixels that touch become graph edges. Node
 labels are the majority of the mask; node sizes are pixel counts (for the size-weighted Hamming
-loss of SPEC §1). Features are computed in parallel over images and cached on disk with
+loss). Features are computed in parallel over images and cached on disk with
 ``joblib.Memory``, so a second load takes seconds.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +26,8 @@ N_IMAGES = 328
 
 
 def horse_split(n_images: int = N_IMAGES, seed: int = 0) -> Bunch:
-    """The fixed split of SPEC §4 over the sorted file names.
+    """The fixed split of the horse experiments over the sorted file names (the protocol of
+    the benchmarks: test, labelled, weakly labelled images).
 
     Returns ``test`` = perm[:100], ``labeled`` = perm[100:150], ``weak`` = perm[150:],
     ``small`` = perm[100:105] (10 % of the labelled images) and ``perm`` itself.
@@ -69,9 +72,18 @@ def _pairs(folder: Path) -> list[tuple[Path, Path]]:
     return pairs
 
 
-def _read(file: Path) -> np.ndarray:
-    from skimage import io
+def _skimage(module: str):
+    """A scikit-image module, or an ImportError that names the extra to install."""
+    try:
+        return importlib.import_module(f"skimage.{module}")
+    except ImportError:
+        raise ImportError(
+            "the Weizmann horse loaders need scikit-image: pip install 'pmap_sklearn[datasets]'"
+        ) from None
 
+
+def _read(file: Path) -> np.ndarray:
+    io = _skimage("io")
     try:
         return io.imread(file)
     except Exception as exc:  # noqa: BLE001 - any decoder error becomes a clear message
@@ -86,14 +98,12 @@ def _read_mask_levels(file: Path) -> np.ndarray:
 
 def _read_pair(photo: Path, mask_file: Path):
     """Photo resized to the mask's shape (float RGB in [0, 1]) and the binary mask."""
-    from skimage.color import gray2rgb
-    from skimage.transform import resize
-
+    color, transform = _skimage("color"), _skimage("transform")
     mask = _read_mask_levels(mask_file)
     image = _read(photo)
     if image.ndim == 2:
-        image = gray2rgb(image)
-    image = resize(image[..., :3], mask.shape, anti_aliasing=True)
+        image = color.gray2rgb(image)
+    image = transform.resize(image[..., :3], mask.shape, anti_aliasing=True)
     return image, (mask >= 128).astype(np.intp)
 
 
@@ -135,32 +145,30 @@ def superpixel_graph(image, mask, n_segments=150, compactness=10.0):
     segments : ndarray of shape (H, W)
         Superpixel index of each pixel.
     """
-    from skimage.color import rgb2gray, rgb2lab
-    from skimage.feature import local_binary_pattern
-    from skimage.filters import sobel_h, sobel_v
-    from skimage.segmentation import slic
-
+    color, feature, filters = _skimage("color"), _skimage("feature"), _skimage("filters")
     height, width = mask.shape
-    segments = slic(image, n_segments=n_segments, compactness=compactness, start_label=0)
+    segments = _skimage("segmentation").slic(
+        image, n_segments=n_segments, compactness=compactness, start_label=0
+    )
     _, segments = np.unique(segments, return_inverse=True)  # consecutive labels
     segments = segments.reshape(height, width)
     n_nodes = int(segments.max()) + 1
     sizes = np.bincount(segments.ravel(), minlength=n_nodes).astype(float)
 
-    lab = rgb2lab(image)
+    lab = color.rgb2lab(image)
     lab_mean = _per_node(segments, lab, n_nodes)
     lab_std = np.sqrt(np.maximum(_per_node(segments, lab**2, n_nodes) - lab_mean**2, 0))
     scale = np.array([100.0, 128.0, 128.0])
     bins = np.clip(((lab + [0, 128, 128]) / (2 * scale) * [16, 8, 8]).astype(int), 0, 7)
     colour_hist = [_histogram(segments, bins[..., c], 8, n_nodes) for c in range(3)]
 
-    gray = rgb2gray(image)
-    gy, gx = sobel_h(gray), sobel_v(gray)
+    gray = color.rgb2gray(image)
+    gy, gx = filters.sobel_h(gray), filters.sobel_v(gray)
     magnitude = np.hypot(gx, gy)
     orientation = np.clip(((np.arctan2(gy, gx) % np.pi) / np.pi * 8).astype(int), 0, 7)
     gradient_hist = _histogram(segments, orientation, 8, n_nodes, magnitude.ravel())
     gradient_mean = _per_node(segments, magnitude, n_nodes)
-    lbp = local_binary_pattern((gray * 255).astype(np.uint8), 8, 1, "uniform").astype(int)
+    lbp = feature.local_binary_pattern((gray * 255).astype(np.uint8), 8, 1, "uniform").astype(int)
     texture_hist = _histogram(segments, lbp, 10, n_nodes)
 
     rows, cols = np.mgrid[:height, :width]
@@ -205,9 +213,29 @@ def superpixel_graph(image, mask, n_segments=150, compactness=10.0):
     return sample, labels, box_labels, segments
 
 
-def _load_one(photo: str, mask: str, n_segments: int, compactness: float):
+def _load_one(photo: str, mask: str, n_segments: int, compactness: float, stamps: tuple):
+    """Superpixel graph of one photo; ``stamps`` (size and modification time of both files)
+    only key the cache, so that a changed image is recomputed."""
     image, binary = _read_pair(Path(photo), Path(mask))
     return superpixel_graph(image, binary, n_segments, compactness)
+
+
+def _stamps(*files: Path) -> tuple:
+    return tuple((f.stat().st_size, f.stat().st_mtime_ns) for f in files)
+
+
+def _select(items: list, indices, what: str) -> list:
+    """``items[i]`` for i in ``indices`` (all when None), or a ValueError naming the bad one."""
+    if indices is None:
+        return items
+    chosen = []
+    for i in indices:
+        if isinstance(i, bool) or not isinstance(i, int | np.integer):
+            raise ValueError(f"indices must be ints, got {i!r}")
+        if not -len(items) <= i < len(items):
+            raise ValueError(f"index {i} is out of range: there are {len(items)} {what}")
+        chosen.append(items[i])
+    return chosen
 
 
 def _cache_dir(cache) -> str | None:
@@ -234,12 +262,16 @@ def load_weizmann_horses(
     path : str or Path, optional
         Folder holding ``rgb/`` and ``figure_ground/``; by default
         ``$PMAP_SKLEARN_DATA/weizmann_horse`` then ``../shared/data/weizmann_horse``.
-    n_segments, compactness : SLIC parameters.
+    n_segments : int, default=150
+        SLIC's target number of superpixels (>= 1).
+    compactness : float, default=10.0
+        SLIC's compactness (> 0).
     indices : sequence of int, optional
         Load only these images (positions in the sorted file list, as in :func:`horse_split`).
     cache : bool or path, default=True
         Cache the per-image results with ``joblib.Memory`` (``True``: ``$PMAP_SKLEARN_CACHE``
-        or ``~/.cache/pmap_sklearn``).
+        or ``~/.cache/pmap_sklearn``), keyed by the files' sizes and modification times. When
+        some images are not cached yet, progress goes to standard error.
     n_jobs : int, optional
         Processes over images.
 
@@ -256,17 +288,38 @@ def load_weizmann_horses(
     FileNotFoundError
         Missing folders (naming every place tried) or a mask without its photo.
     ValueError
-        An unreadable image (naming the file).
+        An unreadable image (naming the file), an index out of range, bad SLIC parameters.
+    ImportError
+        scikit-image is missing (``pip install 'pmap_sklearn[datasets]'``).
     """
+    if isinstance(n_segments, bool) or not isinstance(n_segments, int | np.integer):
+        raise ValueError(f"n_segments must be an int >= 1, got {n_segments!r}")
+    if n_segments < 1:
+        raise ValueError(f"n_segments must be an int >= 1, got {n_segments}")
+    if not compactness > 0:
+        raise ValueError(f"compactness must be > 0, got {compactness!r}")
     folder = _horse_folder(path)
-    pairs = _pairs(folder)
-    if indices is not None:
-        pairs = [pairs[i] for i in indices]
+    pairs = _select(_pairs(folder), indices, "horse images")
     location = _cache_dir(cache)
     load = Memory(location, verbose=0).cache(_load_one) if location else _load_one
-    results = Parallel(n_jobs=n_jobs)(
-        delayed(load)(str(photo), str(mask), n_segments, compactness) for photo, mask in pairs
-    )
+    jobs = [
+        (str(photo), str(mask), int(n_segments), float(compactness), _stamps(photo, mask))
+        for photo, mask in pairs
+    ]
+    pending = len(jobs)
+    if location:
+        pending = sum(not load.check_call_in_cache(*job) for job in jobs)
+    results = []
+    stream = Parallel(n_jobs=n_jobs, return_as="generator")(delayed(load)(*job) for job in jobs)
+    for done, result in enumerate(stream, start=1):
+        results.append(result)
+        if pending and (done % max(1, len(jobs) // 10) == 0 or done == len(jobs)):
+            where = f" (cached in {location})" if location else ""
+            print(
+                f"superpixel features: {done}/{len(jobs)} images{where}",
+                file=sys.stderr,
+                flush=True,
+            )
     return Bunch(
         data=[r[0] for r in results],
         target=[r[1] for r in results],
@@ -282,14 +335,14 @@ def paint(segments: np.ndarray, node_values: np.ndarray) -> np.ndarray:
 
 
 def _read_mask(file: Path, size) -> np.ndarray:
-    from skimage.transform import resize
-
-    small = resize(_read_mask_levels(file).astype(float) / 255.0, size, anti_aliasing=True)
+    small = _skimage("transform").resize(
+        _read_mask_levels(file).astype(float) / 255.0, size, anti_aliasing=True
+    )
     return (small >= 0.5).astype(np.int8)
 
 
 def load_weizmann_horse_masks(path=None, size=(50, 50), indices=None) -> Bunch:
-    """Binary horse silhouettes for denoising (SPEC §4): every mask downscaled to ``size``.
+    """Binary horse silhouettes for denoising (thesis Ch. 2): every mask downscaled to ``size``.
 
     Parameters
     ----------
@@ -309,9 +362,7 @@ def load_weizmann_horse_masks(path=None, size=(50, 50), indices=None) -> Bunch:
     size = tuple(int(s) for s in size)
     if len(size) != 2 or min(size) < 1:
         raise ValueError(f"size must be two positive ints, got {size}")
-    masks = _mask_files(_horse_folder(path))
-    if indices is not None:
-        masks = [masks[i] for i in indices]
+    masks = _select(_mask_files(_horse_folder(path)), indices, "horse masks")
     return Bunch(
         images=np.stack([_read_mask(m, size) for m in masks]),
         filenames=[str(m) for m in masks],

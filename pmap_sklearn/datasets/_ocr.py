@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import string
+import zlib
 
 import numpy as np
 from sklearn.utils import Bunch
@@ -34,13 +35,23 @@ def load_ocr(path=None) -> Bunch:
     ------
     FileNotFoundError
         Naming every place the file was looked for and where to download it.
+    ValueError
+        An empty, truncated or corrupted file (naming it).
     """
     file = find_data_file(
         path, ["ocr/letter.data.gz", "ocr/letter.data"], "OCR file letter.data(.gz)", OCR_URL
     )
     opener = gzip.open if file.suffix == ".gz" else open
-    with opener(file, "rt") as handle:
-        rows = [line.rstrip("\t\n").split("\t") for line in handle if line.strip()]
+    try:
+        with opener(file, "rt") as handle:
+            rows = [line.rstrip("\t\n").split("\t") for line in handle if line.strip()]
+    except (OSError, EOFError, zlib.error, UnicodeDecodeError) as exc:
+        raise ValueError(
+            f"cannot read {file} ({type(exc).__name__}: {exc}): the file is truncated or "
+            f"corrupted; download it again from {OCR_URL}"
+        ) from None
+    if not rows:
+        raise ValueError(f"{file} holds no letters (empty file); download it again from {OCR_URL}")
     try:
         letters = np.array([ord(row[1]) - ord("a") for row in rows])
         numbers = np.array([row[2:6] for row in rows], dtype=np.int64)

@@ -1,5 +1,5 @@
 """Where the data files are looked for: an explicit path, ``$PMAP_SKLEARN_DATA``, or the shared
-data folder beside the repository (``../shared/data``)."""
+data folder beside the source checkout (``../shared/data``) or beside the working directory."""
 
 from __future__ import annotations
 
@@ -15,7 +15,9 @@ def candidate_roots() -> list[Path]:
     if os.environ.get(ENV_VAR):
         roots.append(Path(os.environ[ENV_VAR]))
     repo = Path(__file__).resolve().parents[2]
-    roots += [repo.parent / "shared" / "data", Path.cwd().parent / "shared" / "data"]
+    if (repo / "pyproject.toml").is_file():  # a source checkout, not an installed package
+        roots.append(repo.parent / "shared" / "data")
+    roots.append(Path.cwd().parent / "shared" / "data")
     return list(dict.fromkeys(roots))
 
 

@@ -1,0 +1,96 @@
+"""Labels as users give them (ints, strings, bools) ↔ the codes ``0..K-1`` structures work on."""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.utils.multiclass import type_of_target
+
+
+def unknown_mask(values: np.ndarray, unknown_label) -> np.ndarray:
+    """Where ``values`` equal the unknown-label marker (never for a marker of another kind, e.g.
+    the default ``-1`` among string labels)."""
+    if unknown_label is None:
+        return np.zeros(values.shape, dtype=bool)
+    textual = values.dtype.kind in "US" or (
+        values.dtype.kind == "O" and values.size and isinstance(values.flat[0], str)
+    )
+    if bool(textual) != isinstance(unknown_label, str):
+        return np.zeros(values.shape, dtype=bool)
+    return np.asarray(values == unknown_label, dtype=bool)
+
+
+def _flat(y) -> tuple[list[np.ndarray], np.ndarray]:
+    arrays = [np.asarray(yi) for yi in y]
+    if not arrays:
+        return arrays, np.zeros(0)
+    if len({a.dtype.kind in "USO" for a in arrays}) > 1:
+        raise ValueError("y mixes numeric and string labels: give every sample labels of one kind")
+    return arrays, np.concatenate([a.ravel() for a in arrays])
+
+
+def encode(y, unknown_label=-1, classes=None, n_states=None):
+    """Encode label arrays to int codes (``-1`` = unknown) and give the classes.
+
+    Parameters
+    ----------
+    y : sequence of array-like
+        One label array per sample.
+    unknown_label : scalar or None
+        The marker of an unknown label.
+    classes : ndarray, optional
+        Known classes (a fitted estimator's ``classes_``): labels outside them are an error.
+    n_states : int, optional
+        Fixed number of labels: the labels must then be the ints ``0..n_states-1`` and the
+        classes are exactly those (a class need not appear).
+
+    Returns
+    -------
+    codes : list of int arrays
+        Shaped like the label arrays.
+    classes : ndarray
+        Sorted.
+    """
+    arrays, flat = _flat(y)
+    unknown = unknown_mask(flat, unknown_label)
+    known = flat[~unknown]
+    if classes is None:
+        if known.size:
+            kind = type_of_target(known, input_name="y")
+            if kind not in ("binary", "multiclass"):
+                raise ValueError(
+                    f"labels must be discrete classes (ints, strings or bools); got {kind} values"
+                    " (e.g. floats that are not whole numbers)"
+                )
+        if n_states is not None:
+            classes = np.arange(n_states)
+        else:
+            classes = np.unique(known)
+    codes = np.full(flat.shape, -1, dtype=np.intp)
+    if known.size:
+        try:
+            position = np.searchsorted(classes, known)
+            position = np.minimum(position, len(classes) - 1)
+            valid = classes[position] == known
+        except (TypeError, np.exceptions.DTypePromotionError):
+            valid = np.zeros(known.shape, dtype=bool)
+        if not np.all(valid):
+            bad = known[~valid][0]
+            marker = "" if unknown_label is None else f"; unknown labels are {unknown_label!r}"
+            raise ValueError(
+                f"label {bad!r} is not one of the classes {np.asarray(classes).tolist()}{marker}"
+            )
+        codes[~unknown] = position
+    out, start = [], 0
+    for a in arrays:
+        out.append(codes[start : start + a.size].reshape(a.shape))
+        start += a.size
+    return out, classes
+
+
+def as_samples(arrays) -> np.ndarray:
+    """A 1-D object array holding one array per sample: it indexes and iterates like a list,
+    and concatenates like an array (``cross_val_predict`` on ragged samples)."""
+    out = np.empty(len(arrays), dtype=object)
+    for i, array in enumerate(arrays):
+        out[i] = array
+    return out
