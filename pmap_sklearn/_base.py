@@ -31,6 +31,7 @@ from sklearn.utils.validation import check_is_fitted
 from . import _sgd
 from ._backend import Potentials
 from ._labels import as_samples, encode
+from ._parallel import uses_workers
 from ._utils import check_generator
 from .metrics import mean_hamming_loss
 from .perturbation import perturb_and_map
@@ -76,6 +77,7 @@ class BaseStructuredEstimator(BaseEstimator):
 
     # ---- fitting ---------------------------------------------------------------------------
     @_fit_context(prefer_skip_nested_validation=True)
+    @uses_workers
     def fit(self, X, y):
         """Fit the model (see the estimator for its optimiser).
 
@@ -230,7 +232,8 @@ class BaseStructuredEstimator(BaseEstimator):
         """
         return self.structure_.potentials(self._prepare_fitted(X), self.coef_)
 
-    def predict(self, X, decoding: str = "map") -> list[np.ndarray]:
+    @uses_workers
+    def predict(self, X, decoding: str = "map") -> np.ndarray:
         """Labelling of each sample.
 
         Parameters
@@ -258,6 +261,7 @@ class BaseStructuredEstimator(BaseEstimator):
             raise ValueError(f"decoding must be 'map' or 'marginal', got {decoding!r}")
         return as_samples([self.classes_[c] for c in codes])
 
+    @uses_workers
     def predict_marginals(self, X, method: str | None = None, n_perturbations=None):
         """Node marginals ``P(y_d = k | x)`` of each sample.
 

@@ -26,6 +26,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from . import _sgd
 from ._backend import Potentials
+from ._parallel import uses_workers
 from ._utils import check_binary_images, check_generator, like_input
 from .perturb_map import perturb_and_map_oracle
 from .perturbation import draw, perturb_and_map
@@ -229,6 +230,7 @@ class LogSupermodularDenoiser(BaseEstimator):
 
     # ---- fitting ---------------------------------------------------------------------------
     @_fit_context(prefer_skip_nested_validation=True)
+    @uses_workers
     def fit(self, X, y=None):
         """Learn ``t``, ``α`` (and π if asked) from noisy images, with or without clean ones.
 
@@ -379,6 +381,7 @@ class LogSupermodularDenoiser(BaseEstimator):
         """
         return self.structure_.potentials(self._batch(X), self.coef_)
 
+    @uses_workers
     def predict_marginals(self, X):
         """Posterior marginals of every pixel: the label frequencies over ``n_perturbations``
         logistic-perturbed posterior MAPs.
@@ -405,6 +408,7 @@ class LogSupermodularDenoiser(BaseEstimator):
         )
         return like_input(batch.split(average.marginals), X)
 
+    @uses_workers
     def predict(self, X, decoding=None):
         """Denoised images.
 
@@ -431,6 +435,7 @@ class LogSupermodularDenoiser(BaseEstimator):
         labels = self.structure_.solver_.map(potentials, n_jobs=self.n_jobs)
         return like_input(batch.split(labels), X)
 
+    @uses_workers
     def score_samples(self, X) -> np.ndarray:
         """Log-likelihood of each noisy image per pixel, ``log p(z) / D``, with every
         log-partition function replaced by its logistic perturb-and-MAP bound (``n_perturbations``

@@ -126,15 +126,25 @@ def perturb_and_map(
     n_perturbations = int(n_perturbations)
     seeds = check_generator(random_state).integers(2**63, size=p.n_samples)
     workers = effective_n_jobs(n_jobs)
-    if workers > 1:  # several chunks per worker, so that they stay busy
-        max_nodes = min(max_nodes, -(-p.n_nodes // (4 * workers)))
-    chunks = chunks_by_size(p.lengths, max_nodes)
+    if workers > 1:
+        # As many chunks of equal nodes as workers (each round's fixed costs paid once per
+        # worker), more if a chunk would exceed max_nodes.
+        n_chunks = max(workers, -(-p.n_nodes // max_nodes))
+        ends = np.cumsum(p.lengths)
+        cuts = np.searchsorted(ends, np.arange(1, n_chunks) * (ends[-1] / n_chunks), "right")
+        bounds = np.unique(np.concatenate([[0], cuts, [p.n_samples]]))
+        chunks = [slice(a, b) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+    else:
+        chunks = chunks_by_size(p.lengths, max_nodes)
     jobs = []
     for chunk in chunks:
         nodes = slice(p.node_offsets[chunk.start], p.node_offsets[chunk.stop])
         fixed = None if clamp is None else clamp[nodes]
-        jobs.append((solver, p.take(chunk), n_perturbations, seeds[chunk], kind, fixed, maxima))
-    results = map_jobs(_perturb_chunk, jobs, n_jobs)
+        jobs.append(
+            (solver, p.take(chunk), n_perturbations, seeds[chunk], kind, fixed, maxima, max_nodes)
+        )
+    work = [n_perturbations * job[1].n_nodes for job in jobs]
+    results = map_jobs(_perturb_chunk, jobs, n_jobs, work=work)
     counts = np.concatenate([r[0] for r in results]) / n_perturbations
     total = np.concatenate([r[1] for r in results])
     squares = np.concatenate([r[2] for r in results])
@@ -145,25 +155,31 @@ def perturb_and_map(
     return PerturbedAverage(counts, mean, sem)
 
 
-def _perturb_chunk(solver, part, n_perturbations, seeds, kind, clamp, maxima):
+def _perturb_chunk(solver, part, n_perturbations, seeds, kind, clamp, maxima, max_nodes):
     """Label counts (n_nodes, K) and the sums of the maxima and of their squares over
-    ``n_perturbations`` perturbed MAPs of the samples of ``part`` (one stream per sample)."""
+    ``n_perturbations`` perturbed MAPs of the samples of ``part`` (one stream per sample).
+
+    The perturbations of a block of rounds are drawn with one call per sample (the same values
+    as one call per round), the block holding at most ``max_nodes`` nodes × K draws."""
     streams = [np.random.default_rng(seed) for seed in seeds]
-    counts = np.zeros(part.n_nodes * part.n_states)
-    flat = np.arange(part.n_nodes) * part.n_states
+    k, offsets, lengths = part.n_states, part.node_offsets, part.lengths.tolist()
+    counts = np.zeros(part.n_nodes * k)
+    flat = np.arange(part.n_nodes) * k
     total, squares = np.zeros(part.n_samples), np.zeros(part.n_samples)
-    for _ in range(n_perturbations):
-        perturbation = np.concatenate(
-            [
-                draw(stream, n, part.n_states, kind)
-                for stream, n in zip(streams, part.lengths, strict=True)
-            ]
-        )
-        perturbed = part.add_unary(perturbation)
-        labels = solver.map(perturbed, clamp)
-        counts += np.bincount(flat + labels, minlength=counts.size)
-        if maxima:
-            values = perturbed.score(labels)
-            total += values
-            squares += values**2
-    return counts.reshape(part.n_nodes, part.n_states), total, squares
+    per_block = max(1, max_nodes // max(part.n_nodes, 1))
+    for start in range(0, n_perturbations, per_block):
+        rounds = min(per_block, n_perturbations - start)
+        block = np.empty((rounds, part.n_nodes, k))
+        for i, (stream, n) in enumerate(zip(streams, lengths, strict=True)):
+            block[:, offsets[i] : offsets[i + 1]] = draw(stream, rounds * n, k, kind).reshape(
+                rounds, n, k
+            )
+        for perturbation in block:
+            perturbed = part.add_unary(perturbation)
+            labels = solver.map(perturbed, clamp)
+            counts += np.bincount(flat + labels, minlength=counts.size)
+            if maxima:
+                values = perturbed.score(labels)
+                total += values
+                squares += values**2
+    return counts.reshape(part.n_nodes, k), total, squares

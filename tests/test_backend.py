@@ -18,7 +18,7 @@ from pmap_sklearn._backend import (
     chain,
     check_solver,
 )
-from pmap_sklearn._backend.potentials import Statistics
+from pmap_sklearn._backend.potentials import Statistics, add_sample_differences, incidence
 from pmap_sklearn.datasets import make_grid_data
 from pmap_sklearn.perturbation import gumbel
 from pmap_sklearn.samples import GraphSample
@@ -317,3 +317,24 @@ def test_exact_distribution_of_a_chain_sums_to_one(rng):
     labellings, prob = exact_distribution(p)
     assert labellings.shape == (81, 4)
     np.testing.assert_allclose(prob.sum(), 1.0)
+
+
+@SETTINGS
+@given(seed=st.integers(0, 2**32 - 1), kind=st.sampled_from(["potts", "shared", "tables"]))
+def test_dense_and_sparse_clamped_statistics_agree(seed, kind):
+    """The two ways of folding a block of clamped labellings into statistics (dense products
+    for small graphs, visits of the changed nodes for large ones) give the same statistics."""
+    rng = np.random.default_rng(seed)
+    n, n_queries = int(rng.integers(2, 30)), int(rng.integers(1, 6))
+    edges = np.array([(i, j) for i, j in itertools.combinations(range(n), 2)])
+    edges = edges[rng.random(len(edges)) < 0.3].reshape(-1, 2)
+    shape = {"potts": (len(edges),), "shared": (2, 2)}.get(kind, (len(edges), 2, 2))
+    p = Potentials(rng.normal(size=(n, 2)), edges, rng.normal(size=shape))
+    map_labels = rng.integers(0, 2, n)
+    labellings = np.where(rng.random((n_queries, n)) < 0.2, 1 - map_labels, map_labels)
+    weights = rng.random(n_queries)
+    dense, sparse = Statistics.zeros(p), Statistics.zeros(p)
+    add_sample_differences(dense, p, map_labels, labellings, weights, None)
+    add_sample_differences(sparse, p, map_labels, labellings, weights, incidence(edges, n))
+    np.testing.assert_allclose(sparse.unary, dense.unary, atol=1e-12)
+    np.testing.assert_allclose(sparse.pairwise, dense.pairwise, atol=1e-12)

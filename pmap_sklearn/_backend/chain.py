@@ -121,13 +121,16 @@ def viterbi(unary: np.ndarray, lengths: np.ndarray, transition: np.ndarray) -> n
     return _map_labels(alpha, lengths, transition)
 
 
-def clamped_maximizers(alpha, beta, unary, lengths, transition, chains, nodes, labels):
+def clamped_maximizers(alpha, beta, unary, lengths, transition, map_labels, chains, nodes, labels):
     """Single-node clamped MAP labellings traced from the max-product messages of
     :func:`max_product_messages` (no Viterbi per clamp).
 
     The maximiser with node d clamped to k is traced left of d through the best predecessors
     under the forward messages and right of d through the best successors under the backward
-    messages (Shpakova et al. 2018, §4: all clamped maximisers of a chain from one pass).
+    messages (Shpakova et al. 2018, §4: all clamped maximisers of a chain from one pass). A
+    predecessor (successor) depends only on the current label, so once a trace meets the MAP
+    labelling it follows it: each trace stops there, and the loop runs as many steps as the
+    longest stretch where a clamped maximiser differs from the MAP, not the chain length.
 
     Parameters
     ----------
@@ -135,6 +138,8 @@ def clamped_maximizers(alpha, beta, unary, lengths, transition, chains, nodes, l
         Forward and backward max-product messages.
     unary, lengths, transition :
         As in :func:`viterbi`.
+    map_labels : ndarray of shape (B, L)
+        The MAP labelling of each chain.
     chains, nodes, labels : ndarray of shape (Q,)
         Query q clamps node ``nodes[q]`` of chain ``chains[q]`` to ``labels[q]``.
 
@@ -143,16 +148,27 @@ def clamped_maximizers(alpha, beta, unary, lengths, transition, chains, nodes, l
     clamped : ndarray of shape (Q, L)
         ``argmax_{y: y_d = k} f(y)`` of each query's chain (columns beyond its length unused).
     """
-    clamped = np.zeros((len(chains), unary.shape[1]), dtype=np.intp)
-    if len(chains) == 0:
-        return clamped
+    clamped = map_labels[chains]
     clamped[np.arange(len(chains)), nodes] = labels
-    _trace_left(alpha, transition, chains, clamped, nodes)
-    last = int(lengths[chains].max()) - 1
-    for pos in range(int(nodes.min()), last):  # right of the clamp: best successors
-        following = unary[chains, pos + 1] + beta[chains, pos + 1]
-        successor = (transition[clamped[:, pos]] + following).argmax(axis=1)
-        clamped[:, pos + 1] = np.where(pos >= nodes, successor, clamped[:, pos + 1])
+    differs = labels != map_labels[chains, nodes]
+    incoming = np.ascontiguousarray(transition.T)  # row j: scores of (k -> j)
+    for step in (-1, 1):
+        position = nodes.copy()
+        end = 0 if step < 0 else lengths[chains] - 1
+        active = np.flatnonzero(differs & (position != end))
+        while len(active):
+            at, chain = position[active], chains[active]
+            current = clamped[active, at]
+            if step < 0:  # best predecessor: argmax_k alpha[d-1, k] + T[k, y_d]
+                scores = alpha[chain, at - 1] + incoming[current]
+            else:  # best successor: argmax_k T[y_d, k] + u[d+1, k] + beta[d+1, k]
+                scores = transition[current] + unary[chain, at + 1] + beta[chain, at + 1]
+            chosen = scores.argmax(axis=1)
+            at = at + step
+            clamped[active, at] = chosen
+            position[active] = at
+            ended = at == (0 if step < 0 else end[active])
+            active = active[~(ended | (chosen == map_labels[chain, at]))]
     return clamped
 
 
@@ -311,7 +327,8 @@ class ChainSolver(Solver):
         p = potentials
         padded, position = self._padded(p)
         alpha, beta = max_product_messages(padded, p.lengths, p.pairwise)
-        map_labels = (alpha + beta).argmax(axis=2)[p.node_sample, position]
+        map_padded = (alpha + beta).argmax(axis=2)
+        map_labels = map_padded[p.node_sample, position]
         solved = solved_queries(map_labels, nodes, labels, skip)
         nodes, labels, weights = nodes[solved], labels[solved], weights[solved]
         chains = p.node_sample[nodes]
@@ -324,6 +341,7 @@ class ChainSolver(Solver):
                 padded,
                 p.lengths,
                 p.pairwise,
+                map_padded,
                 chains[chunk],
                 position[nodes[chunk]],
                 labels[chunk],

@@ -19,7 +19,14 @@ import numpy as np
 from .._parallel import map_jobs
 from .._utils import NonFiniteError
 from .base import CHUNK_NODES, ClampedSolution, Solver, solved_queries
-from .potentials import GridLayout, Potentials, Statistics, add_sample_differences
+from .potentials import (
+    DENSE_BLOCK,
+    GridLayout,
+    Potentials,
+    Statistics,
+    add_sample_differences,
+    incidence,
+)
 
 
 def terminal_capacities(unary: np.ndarray, weights: np.ndarray, clamp: np.ndarray | None):
@@ -107,12 +114,11 @@ class GraphCutSolver(Solver):
             "multi-label loopy graphs"
         )
 
-    def _check(self, potentials):
-        super()._check(potentials)
-        _attractive_potts(potentials)
+    # The checks of the pairwise terms and capacities come with their Potts form
+    # (_attractive_potts), once per call of map / _incremental_clamped_maps.
 
     def map(self, potentials, clamp=None, n_jobs=None):
-        super()._check(potentials)
+        self._check(potentials)
         potts = _attractive_potts(potentials)
         jobs = [
             (
@@ -121,17 +127,28 @@ class GraphCutSolver(Solver):
             )
             for i in range(potts.n_samples)
         ]
-        return np.concatenate([labels.ravel() for labels in map_jobs(_solve, jobs, n_jobs)])
+        solved = map_jobs(_solve, jobs, n_jobs, work=potts.lengths)
+        return np.concatenate([labels.ravel() for labels in solved])
 
     def _incremental_clamped_maps(self, potentials, nodes, labels, weights, skip, n_jobs):
         """Dynamic graph cuts, sample by sample (over ``n_jobs`` processes)."""
         p = potentials
+        potts = _attractive_potts(p)
         bounds = np.searchsorted(p.node_sample[nodes], np.arange(p.n_samples + 1))
         jobs = [
-            (p.sample(i), nodes[a:b] - p.node_offsets[i], labels[a:b], weights[a:b], skip)
+            (
+                potts.sample(i),
+                p.sample(i),
+                nodes[a:b] - p.node_offsets[i],
+                labels[a:b],
+                weights[a:b],
+                skip,
+            )
             for i, (a, b) in enumerate(zip(bounds[:-1], bounds[1:], strict=True))
         ]
-        results = map_jobs(_dynamic_clamped_maps, jobs, n_jobs)
+        # A sample's work: its unclamped cut plus one re-solve (and read-out) per query.
+        work = p.lengths * (1 + np.diff(bounds))
+        results = map_jobs(_dynamic_clamped_maps, jobs, n_jobs, work=work)
         return ClampedSolution(
             np.concatenate([r.map_labels for r in results]),
             np.concatenate([r.solved for r in results]),
@@ -200,8 +217,9 @@ def _solve(potts: Potentials, clamp=None) -> np.ndarray:
     return _segments(graph, ids).ravel()
 
 
-def _dynamic_clamped_maps(potentials, nodes, labels, weights, skip_agreeing):
-    """:meth:`GraphCutSolver.clamped_maps` of one sample by dynamic graph cuts.
+def _dynamic_clamped_maps(potts, potentials, nodes, labels, weights, skip_agreeing):
+    """:meth:`GraphCutSolver.clamped_maps` of one sample by dynamic graph cuts (``potts``: its
+    checked Potts form; the statistics are in the kind of ``potentials``).
 
     The unclamped problem is solved once; each clamp (node ``nodes[q]`` forced to
     ``labels[q]``) is a change of one terminal edge by ``±big``, applied to the residual graph
@@ -209,7 +227,6 @@ def _dynamic_clamped_maps(potentials, nodes, labels, weights, skip_agreeing):
     ``maxflow(reuse_trees=True)`` after marking the changed nodes. The clamped labellings are
     folded into the statistics in chunks of at most ``CHUNK_NODES`` labels.
     """
-    potts = _attractive_potts(potentials)
     graph, ids = _build(potts)
     graph.maxflow()
     map_labels = _segments(graph, ids).ravel()
@@ -219,6 +236,8 @@ def _dynamic_clamped_maps(potentials, nodes, labels, weights, skip_agreeing):
     flat_ids = ids.ravel().tolist()
     big = clamp_capacity(potts.unary, potts.pairwise)
     per_chunk = max(1, CHUNK_NODES // max(len(map_labels), 1))
+    block = min(per_chunk, len(nodes)) * (potentials.n_nodes + potentials.n_edges)
+    touching = None if block <= DENSE_BLOCK else incidence(potentials.edges, potentials.n_nodes)
     buffer = np.empty((min(per_chunk, len(nodes)), len(map_labels)), dtype=np.intp)
     previous = None
     for start in range(0, len(nodes), per_chunk):
@@ -233,7 +252,9 @@ def _dynamic_clamped_maps(potentials, nodes, labels, weights, skip_agreeing):
             buffer[row] = _segments(graph, ids).ravel()
             previous = (node, label)
         count = chunk.stop - chunk.start
-        add_sample_differences(statistics, potentials, map_labels, buffer[:count], weights[chunk])
+        add_sample_differences(
+            statistics, potentials, map_labels, buffer[:count], weights[chunk], touching
+        )
     return ClampedSolution(map_labels, solved, statistics)
 
 

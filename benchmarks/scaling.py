@@ -1,0 +1,363 @@
+"""Scaling: time and peak memory against the size of a sample, and n_jobs = 1 vs 2.
+
+Part 1 — one epoch of every estimator on one sample of growing size, each run in a fresh
+process so that its peak resident memory (``VmHWM``) is its own:
+
+- binary grid images of side 32 … 512 (``make_grid_data``): PerturbMAPCRF, MarginalPerturbMAPCRF
+  (Hamming loss, Gumbel reduction, dynamic cuts), StructuredSVM (one BCFW pass) and
+  LogSupermodularDenoiser (one supervised pass), and ``predict_marginals`` of the image with
+  M = 100 perturbations;
+- chains of D = 100 … 10^4 nodes (``make_chain_data``, K = 5): the same learners and ChainCRF
+  (one L-BFGS iteration).
+
+Steps are fixed (``learning_rate="constant"``) so that no step-size calibration is timed. For
+the marginal learner the number of clamped problems solved is counted: its time should grow
+like nodes × solved queries, its memory like the nodes. Slopes are least-squares fits in
+log-log scale.
+
+Part 2 — n_jobs = 1 against 2 in one process (results checked identical): small fits on the 50
+labelled Weizmann-horse superpixel graphs (5 epochs / passes), ``predict_marginals`` of the 100
+test horse graphs (M = 100), the denoiser's marginal decoding of 100 50×50 horse masks, and a
+MarginalPerturbMAPCRF epoch over 8 128×128 grid images. The worker processes are started and import
+the library before timing (joblib keeps them for the next calls).
+
+Run: ``python benchmarks/scaling.py [--max-side 512] [--max-length 10000]``; writes
+``docs/results/scaling.{md,json,png}``.
+"""
+
+import argparse
+import importlib
+import json
+import subprocess
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+
+RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
+GRID_ESTIMATORS = ["PerturbMAPCRF", "MarginalPerturbMAPCRF", "StructuredSVM", "denoiser"]
+CHAIN_ESTIMATORS = ["PerturbMAPCRF", "MarginalPerturbMAPCRF", "StructuredSVM", "ChainCRF"]
+
+
+def _peak_mb() -> float:
+    status = Path("/proc/self/status").read_text()
+    return int(status.split("VmHWM:")[1].split()[0]) / 1024
+
+
+def _current_mb() -> float:
+    status = Path("/proc/self/status").read_text()
+    return int(status.split("VmRSS:")[1].split()[0]) / 1024
+
+
+def run_one(kind: str, name: str, size: int) -> dict:
+    """One timed run (in its own process): fit one epoch, or predict marginals."""
+    from pmap_sklearn import (
+        ChainCRF,
+        LogSupermodularDenoiser,
+        MarginalPerturbMAPCRF,
+        PerturbMAPCRF,
+        StructuredSVM,
+    )
+    from pmap_sklearn._backend import GraphCutSolver
+    from pmap_sklearn._backend.chain import ChainSolver
+    from pmap_sklearn.datasets import make_chain_data, make_grid_data
+
+    if kind == "grid":
+        data = make_grid_data(n_samples=1, shape=(size, size), noise=1.0, random_state=0)
+        X, y, structure = data.data, data.target, "grid"
+    else:
+        data = make_chain_data(
+            n_samples=1, n_states=5, n_features=10, length=(size, size), random_state=0
+        )
+        X, y, structure = data.data, data.target, "chain"
+    solved = [0]
+    for solver in (GraphCutSolver, ChainSolver):  # count the clamped problems solved
+        original = solver.clamped_maps
+
+        def counting(self, *args, _original=original, **kwargs):
+            solution = _original(self, *args, **kwargs)
+            solved[0] += int(solution.solved.sum())
+            return solution
+
+        solver.clamped_maps = counting
+    sgd = dict(max_iter=1, learning_rate="constant", eta0=0.01, tol=None, random_state=0)
+    models = {
+        "PerturbMAPCRF": lambda: PerturbMAPCRF(structure, **sgd),
+        "MarginalPerturbMAPCRF": lambda: MarginalPerturbMAPCRF(structure, **sgd),
+        "StructuredSVM": lambda: StructuredSVM(structure, max_iter=1, random_state=0),
+        "ChainCRF": lambda: ChainCRF(structure, max_iter=1),
+        "predict_marginals": lambda: PerturbMAPCRF(structure, **sgd),
+    }
+    before = _current_mb()
+    if name == "denoiser":
+        clean = y[0]
+        noisy = np.where(np.random.default_rng(0).random(clean.shape) < 0.1, 1 - clean, clean)
+        start = time.perf_counter()
+        LogSupermodularDenoiser(max_iter=1, noise_level=0.1, random_state=0).fit(
+            noisy[None], clean[None]
+        )
+    elif name == "predict_marginals":
+        model = models[name]().fit(X, y)
+        before = _current_mb()
+        start = time.perf_counter()
+        model.predict_marginals(X, n_perturbations=100)
+    else:
+        model = models[name]()
+        start = time.perf_counter()
+        model.fit(X, y)
+    seconds = time.perf_counter() - start
+    return dict(seconds=seconds, peak_mb=_peak_mb(), before_mb=before, solved=solved[0])
+
+
+def measure(kind, name, size, timeout):
+    command = [sys.executable, __file__, "--one", kind, name, str(size)]
+    try:
+        out = subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=True)
+    except subprocess.TimeoutExpired:
+        return None
+    except subprocess.CalledProcessError as error:
+        raise RuntimeError(error.stderr) from None
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def slope(x, y) -> float:
+    return float(np.polyfit(np.log(x), np.log(y), 1)[0])
+
+
+def size_runs(sides, lengths, timeout):
+    rows = []
+    plans = [("grid", name, side, side * side) for name in GRID_ESTIMATORS for side in sides]
+    plans += [("grid", "predict_marginals", side, side * side) for side in sides]
+    plans += [("chain", name, d, d) for name in CHAIN_ESTIMATORS for d in lengths]
+    for kind, name, size, nodes in plans:
+        result = measure(kind, name, size, timeout)
+        if result is None:
+            print(f"{kind:5} {name:22} {size:>6}: over {timeout} s, not measured", flush=True)
+            continue
+        rows.append(dict(kind=kind, name=name, size=size, nodes=nodes, **result))
+        print(
+            f"{kind:5} {name:22} {size:>6}: {result['seconds']:8.3f} s, peak "
+            f"{result['peak_mb']:7.1f} MB (before {result['before_mb']:.0f} MB)"
+            + (f", {result['solved']} clamped problems" if result["solved"] else ""),
+            flush=True,
+        )
+    return rows
+
+
+def _timed(function):
+    start = time.perf_counter()
+    out = function()
+    return time.perf_counter() - start, out
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, np.ndarray) and a.dtype != object:
+        return np.array_equal(a, b)
+    return all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))
+
+
+def n_jobs_ratios(data_path):
+    from joblib import Parallel, delayed
+    from sklearn.preprocessing import StandardScaler
+
+    from pmap_sklearn import (
+        LogSupermodularDenoiser,
+        MarginalPerturbMAPCRF,
+        NodeTransformer,
+        PerturbMAPCRF,
+        StructuredSVM,
+    )
+    from pmap_sklearn.datasets import (
+        add_flip_noise,
+        horse_split,
+        load_weizmann_horse_masks,
+        load_weizmann_horses,
+        make_grid_data,
+    )
+
+    # Start the workers and import the library in them, so that no case pays for it.
+    Parallel(n_jobs=2)(delayed(importlib.import_module)("pmap_sklearn") for _ in range(8))
+    split = horse_split()
+    horses = load_weizmann_horses(data_path, n_jobs=2)
+    labeled = list(split.labeled)
+    scaler = NodeTransformer(StandardScaler()).fit([horses.data[i] for i in labeled])
+    X = scaler.transform([horses.data[i] for i in labeled])
+    y = [horses.target[i] for i in labeled]
+    X_test = scaler.transform([horses.data[i] for i in split.test])
+    masks = load_weizmann_horse_masks(data_path).images
+    noisy = add_flip_noise(masks[split.perm[:100]], 0.1, random_state=0)
+    grids = make_grid_data(n_samples=8, shape=(128, 128), noise=1.0, random_state=0)
+
+    def fits(name, make):
+        return name, lambda n_jobs: make(n_jobs).fit(X, y).coef_
+
+    cases = [
+        fits(
+            "PerturbMAPCRF fit, 50 horse graphs",
+            lambda j: PerturbMAPCRF("graph", max_iter=5, tol=None, random_state=0, n_jobs=j),
+        ),
+        fits(
+            "MarginalPerturbMAPCRF fit, 50 horse graphs",
+            lambda j: MarginalPerturbMAPCRF(
+                "graph", class_weight="balanced", max_iter=5, random_state=0, n_jobs=j
+            ),
+        ),
+        fits(
+            "StructuredSVM fit, 50 horse graphs",
+            lambda j: StructuredSVM("graph", max_iter=5, random_state=0, n_jobs=j),
+        ),
+    ]
+    marginal = MarginalPerturbMAPCRF("graph", max_iter=5, random_state=0).fit(X, y)
+    cases.append(
+        (
+            "predict_marginals, 100 horse graphs, M = 100",
+            lambda j: marginal.set_params(n_jobs=j).predict_marginals(X_test, n_perturbations=100),
+        )
+    )
+    denoiser = LogSupermodularDenoiser(noise_level=0.1, max_iter=5, random_state=0)
+    denoiser.fit(noisy[:50], masks[split.perm[:50]])
+    cases.append(
+        (
+            "denoiser marginal decoding, 100 50x50 masks, M = 100",
+            lambda j: denoiser.set_params(n_jobs=j).predict(noisy, decoding="marginal"),
+        )
+    )
+    cases.append(
+        (
+            "MarginalPerturbMAPCRF epoch, 8 128x128 grids",
+            lambda j: (
+                MarginalPerturbMAPCRF(
+                    "grid",
+                    max_iter=1,
+                    learning_rate="constant",
+                    eta0=0.01,
+                    random_state=0,
+                    n_jobs=j,
+                )
+                .fit(grids.data, grids.target)
+                .coef_
+            ),
+        )
+    )
+    rows = []
+    for name, run in cases:
+        serial, first = _timed(lambda run=run: run(1))
+        parallel, second = _timed(lambda run=run: run(2))
+        same = _same(first, second)
+        rows.append(dict(case=name, serial=serial, parallel=parallel, identical=bool(same)))
+        print(
+            f"{name:55} n_jobs=1 {serial:7.2f} s, n_jobs=2 {parallel:7.2f} s, ratio "
+            f"{serial / parallel:4.2f}x, identical {same}",
+            flush=True,
+        )
+    return rows
+
+
+def plot(rows, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    for axis, kind in zip(axes, ("grid", "chain"), strict=True):
+        for name in sorted({r["name"] for r in rows if r["kind"] == kind}):
+            points = [r for r in rows if r["kind"] == kind and r["name"] == name]
+            axis.loglog(
+                [p["nodes"] for p in points], [p["seconds"] for p in points], "o-", label=name
+            )
+        axis.set_xlabel("nodes of the sample")
+        axis.set_ylabel("seconds (one epoch / one predict call)")
+        axis.set_title("binary grid images" if kind == "grid" else "chains (K = 5)")
+        axis.grid(True, which="both", alpha=0.3)
+        axis.legend(fontsize=8)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--one", nargs=3, help=argparse.SUPPRESS)
+    parser.add_argument("--max-side", type=int, default=512)
+    parser.add_argument("--max-length", type=int, default=10_000)
+    parser.add_argument("--timeout", type=float, default=1200.0, help="seconds per run")
+    parser.add_argument("--data", default=None, help="folder with the Weizmann horses")
+    args = parser.parse_args()
+    if args.one:
+        kind, name, size = args.one
+        warnings.simplefilter("ignore", ConvergenceWarning)  # one epoch, by design
+        print(json.dumps(run_one(kind, name, int(size))))
+        return
+    started = time.perf_counter()
+    sides = [s for s in (32, 64, 128, 256, 512) if s <= args.max_side]
+    lengths = [d for d in (100, 316, 1000, 3162, 10_000) if d <= args.max_length]
+    rows = size_runs(sides, lengths, args.timeout)
+    slopes = []
+    for kind, name in sorted({(r["kind"], r["name"]) for r in rows}):
+        points = [r for r in rows if r["kind"] == kind and r["name"] == name]
+        if len(points) < 2:
+            continue
+        nodes = np.array([p["nodes"] for p in points], float)
+        seconds = np.array([p["seconds"] for p in points])
+        extra = np.array([max(p["peak_mb"] - p["before_mb"], 1e-3) for p in points])
+        entry = dict(kind=kind, name=name, time=slope(nodes, seconds), memory=slope(nodes, extra))
+        if all(p["solved"] for p in points):
+            work = nodes * np.array([p["solved"] for p in points], float)
+            entry["time_vs_nodes_x_queries"] = slope(work, seconds)
+        slopes.append(entry)
+    ratios = n_jobs_ratios(args.data)
+    minutes = (time.perf_counter() - started) / 60
+    lines = [
+        "| sample | estimator | nodes | seconds | peak RSS MB | above start MB | clamped "
+        "problems |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {r['kind']} {r['size']} | {r['name']} | {r['nodes']} | {r['seconds']:.3f} | "
+        f"{r['peak_mb']:.0f} | {r['peak_mb'] - r['before_mb']:.0f} | {r['solved'] or ''} |"
+        for r in rows
+    ]
+    lines += [
+        "",
+        "Log-log slopes against the nodes of the sample (memory: peak above the start of the run):",
+        "",
+        "| sample | estimator | time | memory | time vs nodes × solved queries |",
+        "|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {s['kind']} | {s['name']} | {s['time']:.2f} | {s['memory']:.2f} | "
+        f"{s.get('time_vs_nodes_x_queries', float('nan')):.2f} |"
+        for s in slopes
+    ]
+    lines += [
+        "",
+        "n_jobs = 1 against 2 (same run, workers started beforehand):",
+        "",
+        "| case | n_jobs=1 s | n_jobs=2 s | ratio | identical results |",
+        "|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {r['case']} | {r['serial']:.2f} | {r['parallel']:.2f} | "
+        f"{r['serial'] / r['parallel']:.2f}x | {r['identical']} |"
+        for r in ratios
+    ]
+    command = (
+        "python benchmarks/scaling.py"
+        + (f" --max-side {args.max_side}" if args.max_side != 512 else "")
+        + (f" --max-length {args.max_length}" if args.max_length != 10_000 else "")
+    )
+    text = "\n".join(lines) + f"\n\nWhole run: {minutes:.1f} min on 2 cores; `{command}`.\n"
+    print("\n" + text)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "scaling.md").write_text("# Scaling\n\n" + text)
+    (RESULTS / "scaling.json").write_text(
+        json.dumps(dict(command=command, rows=rows, slopes=slopes, n_jobs=ratios), indent=1)
+    )
+    plot(rows, RESULTS / "scaling.png")
+
+
+if __name__ == "__main__":
+    main()
