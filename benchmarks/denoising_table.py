@@ -1,4 +1,4 @@
-"""Binary image denoising, thesis Tables 2.1-2.3 (SPEC §4).
+"""Binary image denoising, Shpakova (2019), Tables 2.1-2.3.
 
 Horse masks downscaled to 50×50; train = perm[100:200], test = perm[:100] of the fixed split;
 every pixel flipped with probability π ∈ {1, 5, 10, 20} %; pixel error % on the 100 test images,

@@ -1,7 +1,8 @@
 """OCR, paper Table 2: 10-fold rotation, small and large protocols, four chain learners.
 
 small = train on fold k, test on the other nine; large = train on the other nine, test on
-fold k (SPEC §4). Methods: ChainCRF (exact likelihood, L-BFGS), StructuredSVM (BCFW),
+fold k (the protocol of Taskar et al. 2003, Table 2 of Shpakova et al. 2018). Methods:
+ChainCRF (exact likelihood, L-BFGS), StructuredSVM (BCFW),
 PerturbMAPCRF, MarginalPerturbMAPCRF. Each method's regularisation α is chosen per outer fold
 by GridSearchCV on the training words only (small: 3-fold CV over the training fold's words;
 large: one of the nine training folds held out), then refitted on all training words.

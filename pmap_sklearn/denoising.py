@@ -152,6 +152,11 @@ class LogSupermodularDenoiser(BaseEstimator):
         Shape every image must have (``field="pixel"``), else None.
     n_iter_ : int
 
+    See Also
+    --------
+    PerturbMAPCRF : the general perturb-and-MAP CRF (e.g. on ``GridStructure``).
+    pmap_sklearn.bounds.log_partition_perturb : the logistic bound on one model.
+
     References
     ----------
     .. [1] T. Shpakova and F. Bach. Parameter learning for log-supermodular distributions.

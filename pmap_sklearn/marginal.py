@@ -70,6 +70,11 @@ unknown_label
     structure_, classes_, n_features_in_, n_iter_, t_, eta0_, loss_curve_, validation_scores_
         As in :class:`~pmap_sklearn.PerturbMAPCRF`.
 
+    See Also
+    --------
+    PerturbMAPCRF : the perturb-and-MAP likelihood of whole labellings.
+    StructuredSVM : the max-margin baseline with the same (weighted) Hamming losses.
+
     References
     ----------
     .. [1] T. Shpakova, F. Bach and A. Osokin. Marginal weighted maximum log-likelihood for

@@ -72,7 +72,7 @@ def mean_hamming_loss(y_true, y_pred, unknown_label=-1) -> float:
 
 
 def balanced_node_weights(label_distribution, node_sizes=None) -> np.ndarray:
-    """Size-balanced weights ``θ_d(k)`` of one sample (Kolesnikov et al., SPEC §1).
+    """Size-balanced weights ``θ_d(k)`` of one sample (Kolesnikov et al. 2014).
 
     ``θ_d(k) = V_d / (K' V_k)`` with ``V_d`` the size of node d, ``V_k = Σ_d V_d P(y_d = k)`` the
     total size of class k in the sample and ``K'`` the number of classes present; for K = 2 this

@@ -87,7 +87,8 @@ class PerturbMAPCRF(BaseStructuredSGD):
 
     See Also
     --------
-    MarginalPerturbMAPCRF : marginal (Hamming-loss) variant.
+    MarginalPerturbMAPCRF : marginal (Hamming-loss) variant, semi-supervised labels.
+    ChainCRF : the exact likelihood, where exact marginals exist.
 
     References
     ----------

@@ -177,6 +177,9 @@ def test_warm_start_continues(chains):
     crf.fit(X, y)
     assert crf.t_ == 2 * first_t
     assert not np.array_equal(first_coef, crf.coef_)
+    # two warm-started fits of 2 epochs are one fit of 4: schedule, average and stream go on
+    once = PerturbMAPCRF(max_iter=4, tol=None, random_state=0).fit(X, y)
+    np.testing.assert_array_equal(crf.coef_, once.coef_)
 
 
 def test_early_stopping_uses_validation_scores(chains):

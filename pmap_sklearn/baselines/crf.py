@@ -67,6 +67,10 @@ class ChainCRF(BaseStructuredEstimator):
     objective_ : float
         Final regularised mean log-likelihood.
 
+    See Also
+    --------
+    PerturbMAPCRF : the perturb-and-MAP likelihood, for models without exact marginals.
+
     References
     ----------
     .. [1] J. Lafferty, A. McCallum and F. Pereira. Conditional random fields: probabilistic

@@ -97,6 +97,10 @@ class StructuredSVM(BaseStructuredEstimator):
     or balanced weights summing to 1 per sample) ask for small weights. Watch
     ``duality_gaps_`` and raise ``max_iter`` (or α) when the gap is still large.
 
+    See Also
+    --------
+    MarginalPerturbMAPCRF : a probabilistic model fitted to the same losses.
+
     References
     ----------
     .. [1] S. Lacoste-Julien, M. Jaggi, M. Schmidt and P. Pletscher. Block-coordinate
