@@ -1,9 +1,10 @@
 """HorseSeg-style tables (paper Tables 3-4) on Weizmann-horse superpixel graphs.
 
 Settings (the fixed split of ``horse_split``): (a) small = 50 labelled images, (b) small +
-bounding boxes of the 178 weak images, (c) small + the weak images unlabelled, (d) 10 % small = 5 labelled images,
-(e) 10 % small + bounding boxes, (f) 10 % small + unlabelled. Methods: S-SVM+BCFW,
-perturb&MAP, weighted-marginal perturb&MAP, with node features standardised in a Pipeline.
+bounding boxes of the 178 weak images, (c) small + the weak images unlabelled, (d) 10 % small
+= 5 labelled images, (e) 10 % small + bounding boxes, (f) 10 % small + unlabelled. Methods:
+S-SVM+BCFW, perturb&MAP, weighted-marginal perturb&MAP, with node features standardised in a
+Pipeline.
 Hyper-parameters are chosen by GridSearchCV on the training images only: validation folds hold
 fully labelled images, weak images always stay in training; the score is the size-weighted
 Hamming loss. The table reports the weighted Hamming loss ×100 on the 100 test images.

@@ -31,6 +31,7 @@ class MarginalPerturbMAPCRF(BaseStructuredSGD):
     Parameters
     ----------
     structure : {"chain", "grid", "graph"} or structure instance, default="chain"
+        Graph structure of the samples (see :ref:`choosing`).
     class_weight : None, "balanced" or dict, default=None
         Loss weights θ: None = Hamming (``θ_d = 1/D``); "balanced" = size-balanced weighted
         Hamming (``θ_d(k) = V_d / (K' V_k)`` with the node sizes of the sample, Kolesnikov et al.
@@ -48,15 +49,40 @@ class MarginalPerturbMAPCRF(BaseStructuredSGD):
         Epochs. The marginal objective supervises one node per term, so it needs more passes
         than :class:`~pmap_sklearn.PerturbMAPCRF` (about 100 epochs on OCR).
     batch_size : int, default=32
+        Samples per SGD step.
     tol : float or None, default=None
         As in :class:`~pmap_sklearn.PerturbMAPCRF`, but off by default: the stochastic estimate
         of this objective is too noisy for a stopping rule on the training objective (use
         ``early_stopping=True`` to stop on a validation score instead).
-    alpha, learning_rate, eta0, power_t, average, n_iter_no_change, early_stopping, \
-validation_fraction, warm_start, n_perturbations, random_state, n_jobs, verbose, \
-unknown_label
-        As in :class:`~pmap_sklearn.PerturbMAPCRF`. ``n_perturbations`` is also the M used for
-        the marginals q of the unknown labels.
+    alpha : float, default=1e-4
+        L2 regularisation strength (the paper's λ).
+    learning_rate : {"optimal", "constant", "invscaling"}, default="optimal"
+        Step-size schedule, as in :class:`~pmap_sklearn.PerturbMAPCRF`.
+    eta0 : float or "auto", default="auto"
+        Initial step size; ``"auto"`` calibrates it on a subsample before the first epoch.
+    power_t : float, default=0.5
+        Exponent of the ``"invscaling"`` schedule.
+    average : bool or int, default=True
+        Average the SGD iterates (from the start, or after that many samples).
+    n_iter_no_change : int, default=5
+        Epochs without improvement by ``tol`` before stopping.
+    early_stopping : bool, default=False
+        Hold out ``validation_fraction`` of the samples and stop on their score (1 − Hamming).
+    validation_fraction : float, default=0.1
+        Fraction of the samples held out with ``early_stopping``.
+    warm_start : bool, default=False
+        Continue from the previous fit (weights, schedule position and average).
+    n_perturbations : int, default=100
+        Perturbations M used by :meth:`predict_marginals` and for the marginals q of the
+        unknown labels.
+    random_state : int, Generator, RandomState or None, default=None
+        Seeds the perturbations and the sample order; results do not depend on ``n_jobs``.
+    n_jobs : int or None, default=None
+        Processes for per-sample graph cuts (joblib); see :ref:`parallel`.
+    verbose : int, default=0
+        Report progress after each epoch (``verbose >= 2``: more detail).
+    unknown_label : int, float, str or None, default=-1
+        The label that marks an unknown node in ``y`` (None: every label is known).
 
     Attributes
     ----------
@@ -153,7 +179,7 @@ unknown_label
         self.gumbel_reduction = gumbel_reduction
         self.dynamic = dynamic
 
-    def node_weights(self, batch, distribution: np.ndarray) -> np.ndarray:
+    def _node_weights(self, batch, distribution: np.ndarray) -> np.ndarray:
         """Loss weights ``θ_d(k)`` (n_nodes, K) of the stacked nodes of ``batch`` (see
         :func:`~pmap_sklearn.metrics.loss_weights`)."""
         class_weight = class_weight_by_code(self.class_weight, self.classes_)
@@ -170,7 +196,7 @@ unknown_label
             distribution[unknown] = q[unknown]
             self.target_distributions_ = batch.split(distribution)
         scale = np.where(unknown, self.unlabeled_weight, 1.0)
-        return self.node_weights(batch, distribution) * distribution * scale[:, None]
+        return self._node_weights(batch, distribution) * distribution * scale[:, None]
 
     def _make_oracle(self, batch, coefficients):
         structure = self.structure_

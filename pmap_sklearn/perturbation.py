@@ -28,6 +28,18 @@ def gumbel(rng: np.random.Generator, shape) -> np.ndarray:
 
     Added to the unary scores, one per node and label, they make ``argmax_y f(y) + z(y)`` an
     exact sample of ``P(y) ∝ exp f(y)`` when the model is separable (the Gumbel-max trick).
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        Source of the uniforms.
+    shape : int or tuple of int
+        Shape of the draw.
+
+    Returns
+    -------
+    ndarray of float64
+        Draws of the requested shape.
     """
     # -log(-log U) from single-precision uniforms: twice as fast as Generator.gumbel, and
     # 2^-24 resolution is far finer than any score difference that matters to a MAP.
@@ -42,15 +54,41 @@ def logistic(rng: np.random.Generator, shape) -> np.ndarray:
     For a binary model, adding one logistic draw per node to the score of label 1 gives the
     same perturbed MAP distribution as one zero-mean Gumbel per node and label, and the same
     expected maximum (Shpakova 2019, Eq. 2.4.2) with a smaller variance.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        Source of the draws.
+    shape : int or tuple of int
+        Shape of the draw.
+
+    Returns
+    -------
+    ndarray of float64
+        Draws of the requested shape.
     """
     return rng.logistic(loc=0.0, scale=1.0, size=shape)
 
 
 def draw(rng: np.random.Generator, n_nodes: int, n_states: int, kind: str = "gumbel"):
-    """One perturbation of the unary scores, shape (n_nodes, K).
+    """One perturbation of the unary scores.
 
-    ``"gumbel"``: a zero-mean Gumbel per node and label; ``"logistic"`` (K = 2): a logistic per
-    node on label 1, zero on label 0.
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        Source of the draws.
+    n_nodes : int
+        Number of nodes.
+    n_states : int
+        K, the number of labels.
+    kind : {"gumbel", "logistic"}, default="gumbel"
+        ``"gumbel"``: a zero-mean Gumbel per node and label; ``"logistic"`` (K = 2): a
+        logistic per node on label 1, zero on label 0.
+
+    Returns
+    -------
+    ndarray of shape (n_nodes, K)
+        The perturbation, to add to the unary scores.
     """
     if kind == "gumbel":
         return gumbel(rng, (n_nodes, n_states))
@@ -67,7 +105,7 @@ def draw(rng: np.random.Generator, n_nodes: int, n_states: int, kind: str = "gum
 class PerturbedAverage:
     """Averages over the perturbed MAPs of every sample.
 
-    Attributes
+    Parameters
     ----------
     marginals : ndarray of shape (n_nodes, K)
         Frequency of each label at each node.

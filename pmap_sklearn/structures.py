@@ -81,7 +81,13 @@ class BaseStructure(BaseEstimator):
         return self
 
     def fixed_n_states(self) -> int | None:
-        """The ``n_states`` parameter, validated: an int >= 2, or None (inferred from labels)."""
+        """The ``n_states`` parameter, validated.
+
+        Returns
+        -------
+        int or None
+            K (at least 2), or None when it is to be inferred from the labels.
+        """
         n_states = self.n_states
         if n_states is None:
             return None
@@ -116,13 +122,39 @@ class BaseStructure(BaseEstimator):
         return self.n_unary_weights_ + self._n_pairwise_weights()
 
     def unpack(self, w: np.ndarray):
-        """Split ``w`` into the unary weights (n_node_features, K) and the pairwise weights."""
+        """Split a weight vector into its unary and pairwise parts.
+
+        Parameters
+        ----------
+        w : ndarray of shape (n_weights,)
+            A weight vector, e.g. a fitted ``coef_`` (``n_weights`` is ``size_``).
+
+        Returns
+        -------
+        unary : ndarray of shape (n_node_features, K)
+            Weights of the node features for each label (a view of ``w``).
+        pairwise : ndarray
+            The pairwise weights (a view of ``w``): the K×K transition table for chains, one
+            Potts weight per edge feature for grids and graphs.
+        """
         unary = w[: self.n_unary_weights_].reshape(self.n_node_features_, self.n_states_)
         return unary, w[self.n_unary_weights_ :]
 
     def project(self, w: np.ndarray) -> np.ndarray:
-        """Project ``w`` (in place) onto the weights the solver accepts: attractive pairwise
-        terms for graph cuts, no constraint otherwise. Returns ``w``."""
+        """Project weights onto those the solver accepts, in place.
+
+        Graph cuts need attractive pairwise terms; other solvers accept every ``w``.
+
+        Parameters
+        ----------
+        w : ndarray of shape (n_weights,)
+            Weights, modified in place.
+
+        Returns
+        -------
+        ndarray of shape (n_weights,)
+            ``w`` itself.
+        """
         if self.solver_.needs_attractive:
             self._make_attractive(w[self.n_unary_weights_ :])
         return w
@@ -132,7 +164,17 @@ class BaseStructure(BaseEstimator):
 
     # ---- samples -------------------------------------------------------------------------
     def prepare(self, X) -> SampleBatch:
-        """Validate samples and stack them into a :class:`~pmap_sklearn.samples.SampleBatch`.
+        """Validate samples and stack them into one batch.
+
+        Parameters
+        ----------
+        X : sequence of samples
+            Samples in the structure's format (see :ref:`datasets`).
+
+        Returns
+        -------
+        SampleBatch
+            The samples' node features, edges and edge features as flat arrays with offsets.
 
         Raises
         ------
@@ -176,12 +218,21 @@ class BaseStructure(BaseEstimator):
         )
 
     def prepare_labels(self, batch: SampleBatch, y, allow_unknown: bool = False) -> np.ndarray:
-        """Validate int labels ``0..K-1`` against the batch; one flat int array over its nodes.
+        """Validate integer labels ``0..K-1`` against the batch.
 
         Parameters
         ----------
-        allow_unknown : bool
+        batch : SampleBatch
+            The prepared samples.
+        y : sequence of int arrays
+            One label per node of each sample (label codes, not classes).
+        allow_unknown : bool, default=False
             Whether ``-1`` (unknown label) is accepted.
+
+        Returns
+        -------
+        ndarray of shape (n_nodes,)
+            The labels of all nodes of the batch, in order.
         """
         if len(y) != batch.n_samples:
             raise ValueError(f"X has {batch.n_samples} samples but y has {len(y)} label arrays")
@@ -215,13 +266,16 @@ class BaseStructure(BaseEstimator):
         Parameters
         ----------
         batch : SampleBatch
-        w : ndarray of shape (size_,)
+            The prepared samples.
+        w : ndarray of shape (n_weights,)
+            Weights (``n_weights`` is ``size_``).
         perturbation : ndarray of shape (n_nodes, K), optional
             Added to the unary scores (the perturbation of perturb-and-MAP).
 
         Returns
         -------
         Potentials
+            Unary scores, edges and pairwise potentials of every sample.
         """
         unary_weights, pairwise_weights = self.unpack(w)
         unary = self._unary_potentials(batch, unary_weights)
@@ -245,11 +299,25 @@ class BaseStructure(BaseEstimator):
 
     # ---- joint feature map Ψ -----------------------------------------------------------------
     def joint_feature_of(self, batch, statistics: Statistics, per_sample: bool = False):
-        """Ψ-space image of statistics: ``Σ_n Ψ(x_n, y_n)`` for the statistics of labellings,
-        ``Σ_n E[Ψ(x_n, y)]`` for marginals, a gradient for a weighted difference.
+        """Map sufficient statistics to the joint feature space Ψ.
 
-        With ``per_sample`` (statistics grouped by sample, see :meth:`joint_feature_per_sample`)
-        one row per sample, shape (n_samples, size_).
+        ``Σ_n Ψ(x_n, y_n)`` for the statistics of labellings, ``Σ_n E[Ψ(x_n, y)]`` for
+        marginals, a gradient for a weighted difference of either.
+
+        Parameters
+        ----------
+        batch : SampleBatch
+            The prepared samples.
+        statistics : Statistics
+            Node and pairwise statistics (e.g. a solver's ``ClampedSolution.statistics``).
+        per_sample : bool, default=False
+            Whether the statistics are grouped by sample (as built by
+            :meth:`joint_feature_per_sample`), giving one row per sample.
+
+        Returns
+        -------
+        ndarray of shape (n_weights,) or (n_samples, n_weights)
+            The image in Ψ space, laid out like ``w``.
         """
         unary = self._unary_joint_feature(batch, statistics.unary, statistics.rows, per_sample)
         pairwise = self._pairwise_joint_feature(batch, statistics.pairwise, per_sample)
@@ -297,19 +365,63 @@ class BaseStructure(BaseEstimator):
         )
 
     def joint_feature(self, batch: SampleBatch, labels: np.ndarray, sample_weight=None):
-        """``Σ_n c_n Ψ(x_n, y_n)`` over the batch (``c_n = 1`` unless ``sample_weight``);
-        nodes with label -1 contribute nothing."""
+        """Joint feature ``Σ_n c_n Ψ(x_n, y_n)`` of labellings over the batch.
+
+        Parameters
+        ----------
+        batch : SampleBatch
+            The prepared samples.
+        labels : ndarray of shape (n_nodes,)
+            Label codes of all nodes; nodes labelled -1 contribute nothing.
+        sample_weight : array-like of shape (n_samples,), optional
+            The weights ``c_n`` (1 when None).
+
+        Returns
+        -------
+        ndarray of shape (n_weights,)
+            The weighted sum, laid out like ``w``.
+        """
         return self.joint_feature_of(batch, self._statistics(batch, labels, None, sample_weight))
 
     def joint_feature_difference(self, batch, labels, other_labels, sample_weight=None):
-        """``Σ_n c_n [Ψ(x_n, y_n) − Ψ(x_n, y'_n)]`` in one pass: the shape of every SGD
-        gradient (only the nodes whose labels differ are touched)."""
+        """Joint feature difference ``Σ_n c_n [Ψ(x_n, y_n) − Ψ(x_n, y'_n)]`` in one pass.
+
+        The shape of every SGD gradient; only the nodes whose labels differ are touched.
+
+        Parameters
+        ----------
+        batch : SampleBatch
+            The prepared samples.
+        labels, other_labels : ndarray of shape (n_nodes,)
+            Label codes ``y`` and ``y'`` of all nodes.
+        sample_weight : array-like of shape (n_samples,), optional
+            The weights ``c_n`` (1 when None).
+
+        Returns
+        -------
+        ndarray of shape (n_weights,)
+            The weighted difference, laid out like ``w``.
+        """
         statistics = self._statistics(batch, labels, other_labels, sample_weight)
         return self.joint_feature_of(batch, statistics)
 
     def joint_feature_per_sample(self, batch: SampleBatch, labels, other_labels=None):
-        """``Ψ(x_n, y_n)`` of every sample — or, with ``other_labels``, the differences
-        ``Ψ(x_n, y_n) − Ψ(x_n, y'_n)`` — shape (n_samples, size_), in one vectorised pass."""
+        """Joint feature of every sample, in one vectorised pass.
+
+        Parameters
+        ----------
+        batch : SampleBatch
+            The prepared samples.
+        labels : ndarray of shape (n_nodes,)
+            Label codes ``y`` of all nodes.
+        other_labels : ndarray of shape (n_nodes,), optional
+            Label codes ``y'``: the rows are then the differences ``Ψ(x_n, y_n) − Ψ(x_n, y'_n)``.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_weights)
+            ``Ψ(x_n, y_n)`` (or the difference) of each sample.
+        """
         statistics = self._statistics(batch, labels, other_labels, per_sample=True)
         return self.joint_feature_of(batch, statistics, per_sample=True)
 
@@ -357,7 +469,18 @@ class ChainStructure(BaseStructure):
         return self.n_states_**2
 
     def transition(self, w: np.ndarray) -> np.ndarray:
-        """The K×K transition scores of ``w``."""
+        """The transition scores of a weight vector.
+
+        Parameters
+        ----------
+        w : ndarray of shape (n_weights,)
+            Weights, e.g. a fitted ``coef_``.
+
+        Returns
+        -------
+        ndarray of shape (K, K)
+            Score of label ``a`` followed by label ``b`` at ``[a, b]`` (a view of ``w``).
+        """
         return self.unpack(w)[1].reshape(self.n_states_, self.n_states_)
 
     def _pairwise_potentials(self, batch, pairwise_weights):

@@ -38,13 +38,13 @@ def test_log_likelihood_and_gradient_are_exact(tiny, rng, unknown):
     if unknown:
         labels[[1, 5, 6]] = -1  # marginalised exactly
     w = rng.normal(size=crf.structure_.size_)
-    value, gradient = crf.log_likelihood(batch, labels, w)
+    value, gradient = crf._log_likelihood(batch, labels, w)
     np.testing.assert_allclose(value, _brute_log_likelihood(crf, batch, labels, w))
-    numeric = approx_fprime(w, lambda v: crf.log_likelihood(batch, labels, v)[0], 1e-6)
+    numeric = approx_fprime(w, lambda v: crf._log_likelihood(batch, labels, v)[0], 1e-6)
     np.testing.assert_allclose(gradient, numeric, atol=1e-5)
     if not unknown:  # the fit's shortcut: Ψ(x, y) computed once instead of a clamped pass
         observed = crf.structure_.joint_feature(batch, labels)
-        shortcut = crf.log_likelihood(batch, labels, w, observed)
+        shortcut = crf._log_likelihood(batch, labels, w, observed)
         np.testing.assert_allclose(shortcut[0], value)
         np.testing.assert_allclose(shortcut[1], gradient, atol=1e-12)
 

@@ -93,7 +93,7 @@ def test_separable_gradient_is_the_exact_marginal_likelihood_gradient(soft, rng)
         labels[[1, 3]] = -1
         coefficients = estimator._targets(batch, labels, None, None)
         q = np.array([[0.3, 0.7], [0.8, 0.2]])
-        theta = estimator.node_weights(batch, np.array([[0, 1], q[0], [1, 0], q[1]]))
+        theta = estimator._node_weights(batch, np.array([[0, 1], q[0], [1, 0], q[1]]))
         coefficients[[1, 3]] = 0.5 * theta[[1, 3]] * q
     else:
         coefficients = estimator._targets(batch, labels, None, None)

@@ -44,7 +44,7 @@ def test_loss_augmented_map_is_exact(rng):
     batch = structure.prepare(X)
     labels, theta = svm._targets(batch, structure.prepare_labels(batch, y), None, None)
     w = structure.project(rng.normal(size=structure.size_))
-    predicted = svm.loss_augmented_map(batch, w, labels, theta)
+    predicted = svm._loss_augmented_map(batch, w, labels, theta)
     for i, sample in enumerate(structure.potentials(batch, w).split()):
         labellings, scores = scores_of(sample)
         objective = scores + (labellings != labels[batch.nodes_of(i)]) @ theta[batch.nodes_of(i)]

@@ -31,7 +31,7 @@ CHUNK_NODES = 1 << 18
 class ClampedSolution:
     """Result of :meth:`Solver.clamped_maps`.
 
-    Attributes
+    Parameters
     ----------
     map_labels : ndarray of shape (n_nodes,)
         ``y*_A``, the MAP labelling of every sample.
@@ -47,8 +47,18 @@ class ClampedSolution:
     statistics: Statistics
 
     def perturbation_gap(self, perturbation: np.ndarray) -> float:
-        """``Σ_q weights[q] [z(y*_B,q) − z(y*_A)]``: the part of the weighted score differences
-        that comes from a unary perturbation ``z`` (n_nodes, K) included in the potentials."""
+        """The perturbation part of the weighted score differences.
+
+        Parameters
+        ----------
+        perturbation : ndarray of shape (n_nodes, K)
+            A unary perturbation ``z`` that was included in the solved potentials.
+
+        Returns
+        -------
+        float
+            ``Σ_q weights[q] [z(y*_B,q) − z(y*_A)]``.
+        """
         return self.statistics.dot_unary(perturbation)
 
 
@@ -56,7 +66,7 @@ class ClampedSolution:
 class Marginals:
     """Result of :meth:`Solver.marginals`.
 
-    Attributes
+    Parameters
     ----------
     statistics : Statistics
         Expected sufficient statistics: node marginals ``P(y_d = k)`` (n_nodes, K) and pairwise
@@ -70,21 +80,19 @@ class Marginals:
 
     @property
     def node(self) -> np.ndarray:
+        """Node marginals ``P(y_d = k)``, shape (n_nodes, K)."""
         return self.statistics.unary
 
 
 class Solver:
-    """Base class of the solvers (see the module docstring for the protocol).
+    """Base class of the solvers (the protocol is described in :ref:`solvers`).
 
-    Attributes a solver declares
-    ----------------------------
-    name : str
-        Its name in ``structure(solver=name)``.
-    max_states : int or None
-        Largest number of labels it solves (graph cuts: 2).
-    needs_attractive : bool
-        Whether it needs attractive (supermodular) pairwise terms; structures then keep their
-        pairwise weights in that set.
+    A solver declares these class attributes:
+
+    - ``name`` (str): its name in ``structure(solver=name)``;
+    - ``max_states`` (int or None): the largest number of labels it solves (graph cuts: 2);
+    - ``needs_attractive`` (bool): whether it needs attractive (supermodular) pairwise terms;
+      structures then keep their pairwise weights in that set.
     """
 
     name = ""
@@ -96,7 +104,18 @@ class Solver:
 
     # ---- checks ----------------------------------------------------------------------------
     def check_states(self, n_states: int) -> None:
-        """Raise a ValueError if models with ``n_states`` labels are beyond this solver."""
+        """Check that the solver handles a number of labels.
+
+        Parameters
+        ----------
+        n_states : int
+            K, the number of labels of the models to solve.
+
+        Raises
+        ------
+        ValueError
+            If models with ``n_states`` labels are beyond this solver.
+        """
         if self.max_states is not None and n_states > self.max_states:
             raise ValueError(self._states_message(n_states))
 
@@ -197,7 +216,25 @@ class Solver:
     _incremental_clamped_maps = None
 
     def marginals(self, potentials: Potentials, clamp=None) -> Marginals:
-        """Exact marginals and log-partition of every sample (solvers that can)."""
+        """Exact marginals and log-partition of every sample (solvers that can).
+
+        Parameters
+        ----------
+        potentials : Potentials
+            The models.
+        clamp : ndarray of shape (n_nodes,), optional
+            A label ``>= 0`` fixes the node's label; ``-1`` leaves it free.
+
+        Returns
+        -------
+        Marginals
+            Expected sufficient statistics and the log-partition function of every sample.
+
+        Raises
+        ------
+        ValueError
+            If the solver computes no marginals (graph cuts).
+        """
         raise ValueError(
             f"the {self.name} solver computes no marginals: use a solver with exact marginals "
             "(forward-backward on chains, brute force on tiny models) or perturb-and-MAP "

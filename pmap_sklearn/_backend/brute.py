@@ -82,7 +82,20 @@ class BruteForceSolver(Solver):
         return np.concatenate(out).astype(np.intp)
 
     def log_partition(self, potentials, clamp=None) -> np.ndarray:
-        """``log Σ_y exp f_n(y)`` of every sample, shape (n_samples,) (no marginals: cheaper)."""
+        """The log-partition function of every sample by enumeration (cheaper than marginals).
+
+        Parameters
+        ----------
+        potentials : Potentials
+            Tiny models (K^D labellings are enumerated per sample).
+        clamp : ndarray of shape (n_nodes,), optional
+            A label ``>= 0`` fixes the node's label; ``-1`` leaves it free.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            ``log Σ_y exp f_n(y)`` over the labellings that respect the clamps.
+        """
         out = []
         for sample in self._samples(potentials, clamp):
             parts = [np.logaddexp.reduce(scores) for _, scores in enumerate_scores(sample)]

@@ -353,9 +353,23 @@ class ChainSolver(Solver):
         return ClampedSolution(map_labels, solved, statistics)
 
     def marginals(self, potentials, clamp=None, chunk=256):
-        """Exact marginals by forward-backward, ``chunk`` chains at a time (small padded arrays
-        stay in cache). The pairwise marginals are the expected transition counts summed over
-        the batch."""
+        """Exact marginals and log-partition of every chain by forward-backward.
+
+        Parameters
+        ----------
+        potentials : Potentials
+            Chain models (a shared K×K transition table).
+        clamp : ndarray of shape (n_nodes,), optional
+            A label ``>= 0`` fixes the node's label; ``-1`` leaves it free.
+        chunk : int, default=256
+            Chains processed at a time (small padded arrays stay in cache).
+
+        Returns
+        -------
+        Marginals
+            Node marginals, the expected transition counts summed over the batch, and the
+            log-partition of every chain.
+        """
         self._check(potentials)
         p = potentials
         unary = p.unary if clamp is None else clamp_scores(p.unary, clamp)

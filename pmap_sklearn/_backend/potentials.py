@@ -47,7 +47,7 @@ class GridLayout:
     Solvers with an image fast path (graph cuts) read it; others ignore it. Nodes are the pixels
     in row-major order; an edge of direction k joins ``(r, c)`` to ``(r + dr_k, c + dc_k)``.
 
-    Attributes
+    Parameters
     ----------
     shapes : tuple of (H, W)
         Image shape of each sample.
@@ -72,11 +72,12 @@ class GridLayout:
 
 @dataclass(frozen=True, eq=False)
 class Potentials(StackedSamples):
-    """Unary and pairwise scores of a batch of pairwise models (see the module docstring).
+    """Unary and pairwise scores of a batch of pairwise models (see :ref:`solvers`).
 
     Parameters
     ----------
     unary : ndarray of shape (n_nodes, K)
+        Score of each label at each node (all samples, one after the other).
     edges : ndarray of shape (E, 2), optional
         Global node indices; no edge when omitted.
     pairwise : ndarray of shape (E,), (K, K) or (E, K, K), optional
@@ -166,8 +167,20 @@ class Potentials(StackedSamples):
 
     # ---- checks ----------------------------------------------------------------------------
     def check(self) -> Potentials:
-        """Full validation of user-built potentials: finite scores, edges inside their sample,
-        no self-loop. Returns self; raises ValueError naming the problem."""
+        """Fully validate user-built potentials.
+
+        Finite scores, non-decreasing offsets, edges inside their sample and no self-loop.
+
+        Returns
+        -------
+        Potentials
+            ``self``.
+
+        Raises
+        ------
+        ValueError
+            Naming the problem (and the sample).
+        """
         if not np.isfinite(self.unary).all():
             raise ValueError("unary scores contain non-finite values (NaN or inf)")
         if not np.isfinite(self.pairwise).all():
@@ -181,12 +194,29 @@ class Potentials(StackedSamples):
 
     # ---- derived potentials ---------------------------------------------------------------
     def add_unary(self, extra: np.ndarray) -> Potentials:
-        """The same model with ``extra`` (n_nodes, K) added to the unary scores (a perturbation,
-        or the loss of a loss-augmented MAP)."""
+        """The same model with scores added to the unary scores.
+
+        Parameters
+        ----------
+        extra : ndarray of shape (n_nodes, K)
+            Added scores: a perturbation, or the loss of a loss-augmented MAP.
+
+        Returns
+        -------
+        Potentials
+            A new object; ``self`` is unchanged.
+        """
         return replace(self, unary=self.unary + extra)
 
     def edge_tables(self) -> np.ndarray:
-        """The pairwise scores as per-edge (E, K, K) tables, whatever their kind."""
+        """The pairwise scores as per-edge tables, whatever their kind.
+
+        Returns
+        -------
+        ndarray of shape (E, K, K)
+            ``[e, a, b]`` is the score of edge e's endpoints labelled a and b (a read-only
+            broadcast view for a shared table).
+        """
         k = self.n_states
         if self.pairwise_kind == "tables":
             return self.pairwise
@@ -201,6 +231,13 @@ class Potentials(StackedSamples):
         ``c = T00 + T11 − T01 − T10``, and ``y_i y_j = (y_i + y_j − [y_i != y_j]) / 2``: the
         model equals unary terms plus Potts weights ``−c/2`` plus a constant per sample. The
         Potts weights are ``<= 0`` exactly when the score is supermodular (attractive).
+
+        Returns
+        -------
+        potentials : Potentials
+            The model with Potts pairwise weights.
+        constant : ndarray of shape (n_samples,)
+            What each sample's score differs by: ``f_n(y) = potts_n(y) + constant_n``.
         """
         if self.pairwise_kind == "potts":
             return self, np.zeros(self.n_samples)
@@ -218,7 +255,18 @@ class Potentials(StackedSamples):
 
     # ---- scores ---------------------------------------------------------------------------
     def score(self, labels: np.ndarray) -> np.ndarray:
-        """``f_n(y_n)`` of every sample for flat labels (n_nodes,), shape (n_samples,)."""
+        """The score ``f_n(y_n)`` of a labelling of every sample.
+
+        Parameters
+        ----------
+        labels : ndarray of shape (n_nodes,)
+            Labels of all nodes, samples one after the other.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            Unary plus pairwise scores of each sample.
+        """
         labels = np.asarray(labels)
         unary = self.unary[np.arange(self.n_nodes), labels]
         total = np.bincount(self.node_sample, unary, minlength=self.n_samples)
@@ -234,7 +282,18 @@ class Potentials(StackedSamples):
 
     # ---- samples --------------------------------------------------------------------------
     def sample(self, i: int) -> Potentials:
-        """The potentials of sample i alone (node indices local to it; views, no copy)."""
+        """The potentials of one sample alone.
+
+        Parameters
+        ----------
+        i : int
+            Sample index.
+
+        Returns
+        -------
+        Potentials
+            One sample, node indices local to it (views, no copy).
+        """
         nodes = slice(self.node_offsets[i], self.node_offsets[i + 1])
         edges = slice(self.edge_offsets[i], self.edge_offsets[i + 1])
         pairwise = self.pairwise if self.pairwise_kind == "shared" else self.pairwise[edges]
@@ -249,12 +308,29 @@ class Potentials(StackedSamples):
         )
 
     def split(self) -> list[Potentials]:
-        """One :class:`Potentials` per sample."""
+        """The potentials of each sample alone.
+
+        Returns
+        -------
+        list of Potentials
+            One per sample, as given by :meth:`sample`.
+        """
         return [self.sample(i) for i in range(self.n_samples)]
 
     def take(self, samples) -> Potentials:
-        """The potentials of the samples ``samples``: a slice of consecutive samples (views, no
-        copy), or sample indices (gathered in that order; repeats allowed)."""
+        """The potentials of a subset of the samples.
+
+        Parameters
+        ----------
+        samples : slice or array-like of int
+            A slice of consecutive samples (views, no copy), or sample indices (gathered in
+            that order; repeats allowed).
+
+        Returns
+        -------
+        Potentials
+            The selected samples, in order.
+        """
         if isinstance(samples, slice):
             start, stop, _ = samples.indices(self.n_samples)
             stop = max(start, stop)
@@ -294,7 +370,7 @@ class Statistics:
     """Sufficient statistics (or a weighted sum / difference / expectation of them) in the
     space of :class:`Potentials`.
 
-    Attributes
+    Parameters
     ----------
     unary : ndarray of shape (n_rows, K)
         Per-node one-hot rows (or marginals) of the nodes ``rows``.
@@ -312,18 +388,53 @@ class Statistics:
 
     @classmethod
     def zeros(cls, potentials: Potentials) -> Statistics:
-        """All-zero statistics over every node and edge of ``potentials``."""
+        """All-zero statistics over every node and edge of some potentials.
+
+        Parameters
+        ----------
+        potentials : Potentials
+            The model whose nodes and edges the statistics cover.
+
+        Returns
+        -------
+        Statistics
+            Zeros shaped like ``potentials.unary`` and ``potentials.pairwise``.
+        """
         return cls(np.zeros(potentials.unary.shape), np.zeros(potentials.pairwise.shape))
 
     def dot_unary(self, values: np.ndarray) -> float:
-        """``Σ_d Σ_k unary[d, k] values[d, k]`` with ``values`` over every node (e.g. the
-        perturbation: the perturbation part of a score difference)."""
+        """The inner product ``Σ_d Σ_k unary[d, k] values[d, k]`` with node values.
+
+        Parameters
+        ----------
+        values : ndarray of shape (n_nodes, K)
+            Values over every node, e.g. a perturbation (the product is then the perturbation
+            part of a score difference).
+
+        Returns
+        -------
+        float
+            The inner product over the nodes ``rows``.
+        """
         rows = slice(None) if self.rows is None else self.rows
         return float(np.sum(self.unary * values[rows]))
 
     @classmethod
     def concatenate(cls, parts: list[Statistics], kind: str) -> Statistics:
-        """Statistics of consecutive samples (each over all its nodes) put together."""
+        """Statistics of consecutive samples put together.
+
+        Parameters
+        ----------
+        parts : list of Statistics
+            Statistics of consecutive samples, each over all its nodes (``rows`` None).
+        kind : {"potts", "shared", "tables"}
+            The pairwise kind of the potentials (shared transition counts are summed).
+
+        Returns
+        -------
+        Statistics
+            Over all the nodes and edges of the parts, in order.
+        """
         unary = np.concatenate([p.unary for p in parts])
         if kind == "shared":
             return cls(unary, sum(p.pairwise for p in parts))

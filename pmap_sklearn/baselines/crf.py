@@ -132,7 +132,7 @@ class ChainCRF(BaseStructuredEstimator):
     def _set_fitted_attributes(self, state) -> None:
         self.objective_ = state.objective
 
-    def log_likelihood(self, batch, labels, w, observed_feature=None):
+    def _log_likelihood(self, batch, labels, w, observed_feature=None):
         """Mean log-likelihood of the labelled batch and its gradient (unregularised).
 
         Nodes labelled -1 are summed over (exact marginal likelihood of the known labels):
@@ -161,7 +161,7 @@ class ChainCRF(BaseStructuredEstimator):
             observed = self.structure_.joint_feature(batch, labels)
 
         def negative_objective(w):
-            value, gradient = self.log_likelihood(batch, labels, w, observed)
+            value, gradient = self._log_likelihood(batch, labels, w, observed)
             if not (np.isfinite(value) and np.isfinite(gradient).all()):
                 raise NonFiniteError(
                     "the log-likelihood or its gradient is not finite (features too large): "

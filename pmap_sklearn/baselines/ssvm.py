@@ -172,7 +172,7 @@ class StructuredSVM(BaseStructuredEstimator):
         theta = loss_weights(distribution, batch.node_sizes, batch.node_sample, class_weight)
         return labels, theta[np.arange(len(labels)), labels]
 
-    def loss_augmented_map(self, batch, w, labels, theta):
+    def _loss_augmented_map(self, batch, w, labels, theta):
         """``argmax_y Δ(y_n, y) + f(y|x_n)`` for every sample: the loss is added to the unary
         scores of the wrong labels, so the structure's exact oracle solves it."""
         augmentation = np.repeat(theta[:, None], self.structure_.n_states_, axis=1)
@@ -200,7 +200,9 @@ class StructuredSVM(BaseStructuredEstimator):
                 index = order[begin : begin + self.batch_size]
                 sub = batch.subset(index)
                 nodes = batch.node_index(index)
-                predicted = self.loss_augmented_map(sub, state.current, labels[nodes], theta[nodes])
+                predicted = self._loss_augmented_map(
+                    sub, state.current, labels[nodes], theta[nodes]
+                )
                 wrong = theta[nodes] * (predicted != labels[nodes])
                 losses = np.bincount(sub.node_sample, wrong, minlength=len(index))
                 corners = scale * structure.joint_feature_per_sample(sub, labels[nodes], predicted)
@@ -238,6 +240,12 @@ class StructuredSVM(BaseStructuredEstimator):
         return gap
 
     def dual_objective(self) -> float:
-        """``Σ ℓ_i − (α/2)‖Π_C(ŵ)‖²``: a lower bound of the optimal primal objective."""
+        """The BCFW dual objective of the current state.
+
+        Returns
+        -------
+        float
+            ``Σ ℓ_i − (α/2)‖Π_C(ŵ)‖²``, a lower bound of the optimal primal objective.
+        """
         w = self._state.current
         return float(self._state.block_losses.sum() - 0.5 * self.alpha * w @ w)

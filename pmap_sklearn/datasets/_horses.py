@@ -26,11 +26,24 @@ N_IMAGES = 328
 
 
 def horse_split(n_images: int = N_IMAGES, seed: int = 0) -> Bunch:
-    """The fixed split of the horse experiments over the sorted file names (the protocol of
-    the benchmarks: test, labelled, weakly labelled images).
+    """The fixed split of the horse experiments over the sorted file names.
 
-    Returns ``test`` = perm[:100], ``labeled`` = perm[100:150], ``weak`` = perm[150:],
-    ``small`` = perm[100:105] (10 % of the labelled images) and ``perm`` itself.
+    The protocol of the benchmarks (Shpakova et al. 2018, §5): test, labelled and weakly
+    labelled images.
+
+    Parameters
+    ----------
+    n_images : int, default=328
+        Number of images in the data set.
+    seed : int, default=0
+        Seed of the permutation.
+
+    Returns
+    -------
+    split : Bunch
+        Positions in the sorted file list: ``test`` = perm[:100], ``labeled`` =
+        perm[100:150], ``weak`` = perm[150:], ``small`` = perm[100:105] (10 % of the
+        labelled images) and ``perm`` itself.
     """
     perm = np.random.default_rng(seed).permutation(n_images)
     return Bunch(
@@ -132,6 +145,10 @@ def superpixel_graph(image, mask, n_segments=150, compactness=10.0):
         RGB in [0, 1].
     mask : ndarray of shape (H, W)
         Binary foreground mask.
+    n_segments : int, default=150
+        Approximate number of SLIC superpixels.
+    compactness : float, default=10.0
+        SLIC's balance of colour against space (higher: more square superpixels).
 
     Returns
     -------
@@ -330,7 +347,20 @@ def load_weizmann_horses(
 
 
 def paint(segments: np.ndarray, node_values: np.ndarray) -> np.ndarray:
-    """Pixel image of per-node values (labels or marginals): ``node_values[segments]``."""
+    """Pixel image of per-node values (labels or marginals).
+
+    Parameters
+    ----------
+    segments : ndarray of shape (H, W)
+        Superpixel index of each pixel (from :func:`superpixel_graph`).
+    node_values : array-like of shape (n_nodes, ...)
+        A value (or a row of values) per superpixel.
+
+    Returns
+    -------
+    ndarray of shape (H, W, ...)
+        ``node_values[segments]``.
+    """
     return np.asarray(node_values)[segments]
 
 
@@ -357,7 +387,8 @@ def load_weizmann_horse_masks(path=None, size=(50, 50), indices=None) -> Bunch:
     Returns
     -------
     data : Bunch
-        ``images``: int8 array (n_images, *size) with 1 = horse; ``filenames``: mask files.
+        ``images``: int8 array of shape ``(n_images, *size)`` with 1 = horse;
+        ``filenames``: mask files.
     """
     size = tuple(int(s) for s in size)
     if len(size) != 2 or min(size) < 1:

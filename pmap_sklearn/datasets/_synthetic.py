@@ -22,6 +22,23 @@ def make_chain_data(
     The labels follow a chain that stays in its state with probability ``stickiness``, so a model
     with transition weights beats independent per-node classification.
 
+    Parameters
+    ----------
+    n_samples : int, default=200
+        Number of sequences.
+    n_states : int, default=5
+        Number of labels.
+    n_features : int, default=10
+        Node features: the label's prototype plus Gaussian noise.
+    length : (int, int), default=(4, 12)
+        Smallest and largest sequence length (uniform).
+    noise : float, default=1.5
+        Standard deviation of the feature noise.
+    stickiness : float, default=0.7
+        Probability of keeping the previous label.
+    random_state : int, Generator, RandomState or None, default=None
+        Seed of the draws.
+
     Returns
     -------
     data : Bunch
@@ -51,6 +68,17 @@ def make_grid_data(
     random_state=None,
 ) -> Bunch:
     """Binary images of random ellipses observed through Gaussian noise.
+
+    Parameters
+    ----------
+    n_samples : int, default=20
+        Number of images.
+    shape : (int, int), default=(32, 32)
+        Image shape.
+    noise : float, default=1.0
+        Standard deviation of the Gaussian noise added to the 0/1 mask.
+    random_state : int, Generator, RandomState or None, default=None
+        Seed of the draws.
 
     Returns
     -------

@@ -1,0 +1,90 @@
+"""Sphinx configuration of the pmap_sklearn documentation.
+
+Build: ``python -m pip install ".[docs]" && python -m sphinx -W -b html docs docs/_build/html``.
+"""
+
+import sys
+
+import pmap_sklearn
+from pmap_sklearn.datasets._paths import candidate_roots
+
+project = "pmap_sklearn"
+author = "the pmap_sklearn developers"
+copyright = "2026, the pmap_sklearn developers"
+release = version = pmap_sklearn.__version__
+
+extensions = [
+    "sphinx.ext.autodoc",
+    "sphinx.ext.autosummary",
+    "sphinx.ext.mathjax",
+    "numpydoc",
+    "sphinx_gallery.gen_gallery",
+    "myst_parser",
+]
+
+source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
+exclude_patterns = ["_build", "results", "auto_examples/*.ipynb", "**.py", "**.zip"]
+templates_path = ["_templates"]
+
+autosummary_generate = True
+autodoc_default_options = {"inherited-members": True}
+numpydoc_show_class_members = False
+numpydoc_class_members_toctree = False
+# The public API's docstrings are checked: every parameter documented and typed, a Returns
+# section wherever something is returned.
+numpydoc_validation_checks = {"PR01", "PR02", "PR04", "RT01"}
+numpydoc_validation_exclude = {
+    r"\.get_params$",
+    r"\.set_params$",
+    r"\.set_\w+_request$",
+    r"\.get_metadata_routing$",
+    r"\.fit_transform$",
+    r"\.set_output$",
+    r"\.__init__$",
+    r"\.__call__$",
+}
+
+
+def _skip_scikit_learn_members(app, what, name, obj, skip, options):
+    """Leave out what the estimators inherit from scikit-learn (metadata routing, get_params…):
+    scikit-learn documents it, and its docstrings refer to scikit-learn's own glossary."""
+    module = getattr(obj, "__module__", None) or ""
+    return True if module.startswith("sklearn") else None
+
+
+def setup(app):
+    app.connect("autodoc-skip-member", _skip_scikit_learn_members)
+
+
+myst_enable_extensions = ["dollarmath"]
+myst_heading_anchors = 3
+
+html_theme = "pydata_sphinx_theme"
+html_title = "pmap_sklearn"
+html_theme_options = {"navigation_depth": 2, "show_toc_level": 2}
+
+# Examples on the shared OCR / horse data are left out of the gallery when it is not found.
+_NEEDS = {
+    "plot_ocr_words": "ocr/letter.data.gz",
+    "plot_horse_segmentation": "weizmann_horse/rgb",
+    "plot_semi_supervised": "weizmann_horse/rgb",
+}
+_MISSING = [
+    name
+    for name, relative in _NEEDS.items()
+    if not any((root / relative).exists() for root in candidate_roots())
+]
+if _MISSING:
+    print(f"shared data not found: the gallery leaves out {', '.join(_MISSING)}", file=sys.stderr)
+
+sphinx_gallery_conf = {
+    "examples_dirs": "../examples",
+    "gallery_dirs": "auto_examples",
+    "filename_pattern": r"/plot_",
+    "ignore_pattern": r"demo\.py" + "".join(rf"|{name}\.py" for name in _MISSING),
+    "download_all_examples": False,
+    "remove_config_comments": True,
+    "within_subsection_order": "FileNameSortKey",
+    "abort_on_example_error": True,
+    "show_memory": False,
+}
