@@ -3,6 +3,7 @@
 from ._backend import Potentials
 from .baselines import ChainCRF, StructuredSVM
 from .denoising import LogSupermodularDenoiser
+from .epsilon import EpsilonCRF
 from .marginal import MarginalPerturbMAPCRF
 from .metrics import (
     hamming_scorer,
@@ -22,6 +23,7 @@ __all__ = [
     "MarginalPerturbMAPCRF",
     "StructuredSVM",
     "ChainCRF",
+    "EpsilonCRF",
     "LogSupermodularDenoiser",
     "ChainStructure",
     "GridStructure",

@@ -112,7 +112,7 @@ class BaseStructuredEstimator(BaseEstimator):
             structure, rng = self.structure_, state.rng
             codes, classes = encode(y, self.unknown_label, self.classes_)
         else:
-            structure = check_structure(self.structure)
+            structure = self._make_structure()
             codes, classes = encode(y, self.unknown_label, n_states=structure.fixed_n_states())
             if len(classes) < 2:
                 raise ValueError(
@@ -135,6 +135,10 @@ class BaseStructuredEstimator(BaseEstimator):
         self._set_fitted_attributes(state)
         self.n_features_in_ = structure.n_features_in_
         return self
+
+    def _make_structure(self) -> BaseStructure:
+        """A fresh structure from the ``structure`` parameter."""
+        return check_structure(self.structure)
 
     def _check_fit_parameters(self) -> None:
         """Checks between parameters that ``_parameter_constraints`` cannot express."""

@@ -85,6 +85,12 @@ class SampleBatch(StackedSamples):
         """Index of each node within its sample."""
         return np.arange(self.n_nodes) - np.repeat(self.node_offsets[:-1], self.lengths)
 
+    @cached_property
+    def edge_positions(self) -> np.ndarray:
+        """Index of each edge within its sample."""
+        n_edges = np.diff(self.edge_offsets)
+        return np.arange(self.edge_offsets[-1]) - np.repeat(self.edge_offsets[:-1], n_edges)
+
     def nodes_of(self, i: int) -> slice:
         return slice(self.node_offsets[i], self.node_offsets[i + 1])
 

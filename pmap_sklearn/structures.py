@@ -500,33 +500,61 @@ class ChainStructure(BaseStructure):
             pairwise -= (coupling / 4.0) * direction
 
 
-class _PottsStructure(BaseStructure):
-    """Structures with the Potts term ``Σ_(i,j) (v · ψ_ij) [y_i != y_j]`` (edge features ψ)."""
+class _EdgeFeatureStructure(BaseStructure):
+    """Structures whose pairwise terms are linear in edge features ψ_ij: a Potts term
+    ``Σ_(i,j) (v · ψ_ij) [y_i != y_j]`` (``pairwise="potts"``), or a K×K table per edge feature,
+    ``Σ_(i,j) Σ_g ψ_ij,g V_g[y_i, y_j]`` (``pairwise="table"``, any sign and any K)."""
 
-    pairwise_kind = "potts"
     _default_n_states = 2
 
+    @property
+    def pairwise_kind(self) -> str:
+        if self.pairwise not in ("potts", "table"):
+            raise ValueError(f"pairwise must be 'potts' or 'table', got {self.pairwise!r}")
+        return "potts" if self.pairwise == "potts" else "tables"
+
+    def _table_shape(self) -> tuple[int, int, int]:
+        return self.n_edge_features_, self.n_states_, self.n_states_
+
     def _n_pairwise_weights(self) -> int:
-        return self.n_edge_features_
+        return (
+            int(np.prod(self._table_shape())) if self.pairwise == "table" else self.n_edge_features_
+        )
 
     def _make_attractive(self, pairwise):
-        """Keep ``v <= 0``: with edge features ``ψ >= 0`` every edge is attractive."""
-        np.minimum(pairwise, 0.0, out=pairwise)
+        """Potts: keep ``v <= 0``; tables (K = 2): keep every ``V_g`` supermodular. With edge
+        features ``ψ >= 0`` every edge is then attractive."""
+        if self.pairwise_kind == "potts":
+            np.minimum(pairwise, 0.0, out=pairwise)
+            return
+        direction = np.array([1.0, -1.0, -1.0, 1.0])  # V00 + V11 − V01 − V10 >= 0
+        tables = pairwise.reshape(-1, 4)
+        coupling = np.minimum(tables @ direction, 0.0)
+        tables -= coupling[:, None] / 4.0 * direction
 
     def _pairwise_potentials(self, batch, pairwise_weights):
-        return batch.edge_features @ pairwise_weights
+        if self.pairwise_kind == "potts":
+            return batch.edge_features @ pairwise_weights
+        n_features, k, _ = self._table_shape()
+        tables = batch.edge_features @ pairwise_weights.reshape(n_features, k * k)
+        return tables.reshape(-1, k, k)
 
     def _pairwise_joint_feature(self, batch, statistics, per_sample):
+        if self.pairwise_kind == "tables":
+            statistics = statistics.reshape(len(statistics), -1)
         if not per_sample:
-            return batch.edge_features.T @ statistics
+            return (batch.edge_features.T @ statistics).ravel()
         selector = sparse.csr_matrix(
-            (statistics, (batch.edge_sample, np.arange(len(statistics)))),
+            (np.ones(len(statistics)), (batch.edge_sample, np.arange(len(statistics)))),
             shape=(batch.n_samples, len(statistics)),
         )
-        return selector @ batch.edge_features
+        if self.pairwise_kind == "potts":
+            return selector @ (batch.edge_features * statistics[:, None])
+        outer = batch.edge_features[:, :, None] * statistics[:, None, :]
+        return selector @ outer.reshape(len(statistics), -1)
 
 
-class GraphStructure(_PottsStructure):
+class GraphStructure(_EdgeFeatureStructure):
     """Labelling of general graphs (superpixels).
 
     A sample is a :class:`~pmap_sklearn.GraphSample` (or a tuple ``(node_features, edges[,
@@ -540,13 +568,25 @@ class GraphStructure(_PottsStructure):
         Append a constant feature to every node.
     n_states : int, optional
         Number of labels K; inferred from the training labels when None.
+    pairwise : {"potts", "table"}, default="potts"
+        ``"potts"``: one Potts weight per edge feature; ``"table"``: a K×K table per edge
+        feature (any K, any sign; with graph cuts K = 2 and supermodular tables).
     solver : str or Solver, default="graph_cut"
-        ``"graph_cut"`` (exact, K = 2) or ``"brute_force"`` (tiny models, any K).
+        ``"graph_cut"`` (exact, K = 2), ``"message_passing"`` (any K, approximate on loopy
+        graphs) or ``"brute_force"`` (tiny models, any K).
     """
 
-    def __init__(self, bias: bool = True, *, n_states: int | None = None, solver="graph_cut"):
+    def __init__(
+        self,
+        bias: bool = True,
+        *,
+        n_states: int | None = None,
+        pairwise: str = "potts",
+        solver="graph_cut",
+    ):
         self.bias = bias
         self.n_states = n_states
+        self.pairwise = pairwise
         self.solver = solver
 
     def _parse_sample(self, x, index):
@@ -589,7 +629,7 @@ class GraphStructure(_PottsStructure):
         return ParsedSample(features, edges, edge_features, sizes, (n,))
 
 
-class GridStructure(_PottsStructure):
+class GridStructure(_EdgeFeatureStructure):
     """Labelling of image grids.
 
     A sample is an image of shape (H, W) or (H, W, F); labels have shape (H, W). Each direction
@@ -608,8 +648,15 @@ class GridStructure(_PottsStructure):
         Append a constant feature to every pixel.
     n_states : int, optional
         Number of labels K; inferred from the training labels when None.
+    pairwise : {"potts", "table"}, default="potts"
+        ``"potts"``: one Potts weight per edge feature; ``"table"``: a K×K table per edge
+        feature (any K, any sign; with graph cuts K = 2 and supermodular tables).
+    untied : bool, default=False
+        One set of weights per pixel and per edge position instead of weights shared by all
+        pixels and edges (Hazan & Urtasun 2010, §6): every image must have the fitted shape.
     solver : str or Solver, default="graph_cut"
-        ``"graph_cut"`` (exact, K = 2) or ``"brute_force"`` (tiny images, any K).
+        ``"graph_cut"`` (exact, K = 2), ``"message_passing"`` (any K, approximate on loopy
+        graphs) or ``"brute_force"`` (tiny images, any K).
     """
 
     def __init__(
@@ -619,13 +666,124 @@ class GridStructure(_PottsStructure):
         bias: bool = True,
         *,
         n_states: int | None = None,
+        pairwise: str = "potts",
+        untied: bool = False,
         solver="graph_cut",
     ):
         self.connectivity = connectivity
         self.contrast = contrast
         self.bias = bias
         self.n_states = n_states
+        self.pairwise = pairwise
+        self.untied = untied
         self.solver = solver
+
+    def fit(self, X, y=None):
+        """Learn the dimensions (and, with ``untied``, the image shape) from training images.
+
+        Parameters
+        ----------
+        X : sequence of images
+            Images of shape (H, W) or (H, W, F).
+        y : sequence of int arrays, optional
+            Labels, to infer K when ``n_states`` is None.
+
+        Returns
+        -------
+        self
+        """
+        self.image_shape_ = None
+        if self.untied and len(X):
+            shapes = sorted({tuple(np.shape(x)[:2]) for x in X})
+            if len(shapes) > 1:
+                raise ValueError(
+                    f"untied=True needs images of one shape (a weight per pixel), got {shapes}"
+                )
+            self.image_shape_ = shapes[0]
+        return super().fit(X, y)
+
+    # ---- untied weights: one per pixel and per edge position ----------------------------------
+    @property
+    def _positions(self) -> int:
+        height, width = self.image_shape_
+        return height * width
+
+    @property
+    def _edge_positions(self) -> int:
+        height, width = self.image_shape_
+        return sum((height - dr) * (width - abs(dc)) for dr, dc in self.offsets)
+
+    @property
+    def n_unary_weights_(self) -> int:
+        per_pixel = self.n_node_features_ * self.n_states_
+        return per_pixel * (self._positions if self.untied else 1)
+
+    def _n_pairwise_weights(self) -> int:
+        per_edge = super()._n_pairwise_weights()
+        return per_edge * (self._edge_positions if self.untied else 1)
+
+    def unpack(self, w: np.ndarray):
+        if not self.untied:
+            return super().unpack(w)
+        unary = w[: self.n_unary_weights_].reshape(
+            self._positions, self.n_node_features_, self.n_states_
+        )
+        return unary, w[self.n_unary_weights_ :]
+
+    def _unary_potentials(self, batch, unary_weights):
+        if not self.untied:
+            return super()._unary_potentials(batch, unary_weights)
+        return np.einsum("df,dfk->dk", batch.features, unary_weights[batch.positions])
+
+    def _unary_joint_feature(self, batch, values, rows, per_sample):
+        if not self.untied:
+            return super()._unary_joint_feature(batch, values, rows, per_sample)
+        return self._by_position(
+            batch.features[:, :, None] * values[:, None, :]
+            if rows is None
+            else batch.features[rows][:, :, None] * values[:, None, :],
+            batch.positions if rows is None else batch.positions[rows],
+            batch.node_sample if rows is None else batch.node_sample[rows],
+            self._positions,
+            batch.n_samples,
+            per_sample,
+        )
+
+    def _pairwise_potentials(self, batch, pairwise_weights):
+        if not self.untied:
+            return super()._pairwise_potentials(batch, pairwise_weights)
+        per_edge = pairwise_weights.reshape(self._edge_positions, self.n_edge_features_, -1)
+        scores = np.einsum("eg,egs->es", batch.edge_features, per_edge[batch.edge_positions])
+        if self.pairwise_kind == "potts":
+            return scores[:, 0]
+        return scores.reshape(-1, self.n_states_, self.n_states_)
+
+    def _pairwise_joint_feature(self, batch, statistics, per_sample):
+        if not self.untied:
+            return super()._pairwise_joint_feature(batch, statistics, per_sample)
+        statistics = statistics.reshape(len(statistics), -1)
+        outer = batch.edge_features[:, :, None] * statistics[:, None, :]
+        return self._by_position(
+            outer,
+            batch.edge_positions,
+            batch.edge_sample,
+            self._edge_positions,
+            batch.n_samples,
+            per_sample,
+        )
+
+    @staticmethod
+    def _by_position(values, positions, samples, n_positions, n_samples, per_sample):
+        """Sum per-node (or per-edge) blocks by position (and by sample with ``per_sample``),
+        flattened like the untied weights."""
+        if len(positions) == n_samples * n_positions:  # every position of every sample, in order
+            out = values.reshape((n_samples, n_positions) + values.shape[1:])
+            return out.reshape(n_samples, -1) if per_sample else out.sum(axis=0).ravel()
+        shape = (n_samples, n_positions) if per_sample else (n_positions,)
+        out = np.zeros(shape + values.shape[1:])
+        index = (samples, positions) if per_sample else positions
+        np.add.at(out, index, values)
+        return out.reshape(n_samples, -1) if per_sample else out.ravel()
 
     @property
     def offsets(self) -> list[tuple[int, int]]:
@@ -639,6 +797,12 @@ class GridStructure(_PottsStructure):
         image = _finite(x, "pixel features", index)
         if image.ndim == 2:
             image = image[:, :, None]
+        expected = getattr(self, "image_shape_", None)
+        if self.untied and expected is not None and image.shape[:2] != expected:
+            raise ValueError(
+                f"sample {index}: image of shape {image.shape[:2]}, but untied weights were "
+                f"fitted to images of shape {expected}"
+            )
         if image.ndim != 3 or image.shape[0] == 0 or image.shape[1] == 0:
             raise ValueError(
                 f"sample {index}: expected an image of shape (H, W) or (H, W, F), got {np.shape(x)}"

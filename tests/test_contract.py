@@ -14,6 +14,7 @@ from sklearn.preprocessing import StandardScaler
 
 from pmap_sklearn import (
     ChainCRF,
+    EpsilonCRF,
     GraphSample,
     GridStructure,
     LogSupermodularDenoiser,
@@ -31,11 +32,13 @@ from pmap_sklearn._utils import NonFiniteError
 from pmap_sklearn.bounds import log_partition_exact
 from pmap_sklearn.datasets import add_flip_noise, make_chain_data, make_grid_data
 
-SUPERVISED = [PerturbMAPCRF, MarginalPerturbMAPCRF, StructuredSVM, ChainCRF]
+SUPERVISED = [PerturbMAPCRF, MarginalPerturbMAPCRF, StructuredSVM, ChainCRF, EpsilonCRF]
 
 
 def _quick(cls, **params):
-    defaults = {ChainCRF: dict(max_iter=20)}.get(cls, dict(max_iter=2, random_state=0))
+    defaults = {ChainCRF: dict(max_iter=20), EpsilonCRF: dict(max_iter=20)}.get(
+        cls, dict(max_iter=2, random_state=0)
+    )
     return cls(**{**defaults, **params})
 
 
@@ -364,6 +367,7 @@ def _estimators():
         MarginalPerturbMAPCRF(max_iter=2),
         StructuredSVM(max_iter=2),
         ChainCRF(max_iter=3),
+        EpsilonCRF(max_iter=3),
         LogSupermodularDenoiser(max_iter=2),
         NodeTransformer(StandardScaler()),
     ]

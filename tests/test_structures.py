@@ -15,6 +15,19 @@ def _samples(kind, rng):
         return ChainStructure(n_states=3), [rng.normal(size=(d, 2)) for d in (1, 3, 4)]
     if kind == "grid":
         return GridStructure(connectivity=8, contrast=True), [rng.normal(size=(2, 3, 2))] * 2
+    if kind in ("grid_table", "grid_untied"):
+        structure = GridStructure(
+            contrast=True,
+            n_states=3,
+            pairwise="table",
+            untied=kind == "grid_untied",
+            solver="brute_force",
+        )
+        return structure, [rng.normal(size=(2, 3, 2)) for _ in range(2)]
+    if kind == "graph_table":
+        edges = np.array([[0, 1], [1, 2], [2, 0]])
+        sample = GraphSample(rng.normal(size=(3, 2)), edges, rng.normal(size=(3, 2)))
+        return GraphStructure(n_states=3, pairwise="table", solver="brute_force"), [sample] * 2
     edges = np.array([[0, 1], [1, 2], [2, 0], [2, 3]])
     sample = GraphSample(rng.normal(size=(4, 2)), edges, rng.random((4, 3)), rng.random(4) + 1)
     return GraphStructure(), [
@@ -23,7 +36,10 @@ def _samples(kind, rng):
     ]
 
 
-@pytest.mark.parametrize("kind", ["chain", "grid", "graph"])
+KINDS = ["chain", "grid", "graph", "grid_table", "grid_untied", "graph_table"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
 def test_score_of_the_potentials_is_w_dot_joint_feature(kind, rng):
     structure, X = _samples(kind, rng)
     structure.fit(X)
@@ -41,7 +57,7 @@ def test_score_of_the_potentials_is_w_dot_joint_feature(kind, rng):
         np.testing.assert_allclose(all_scores[index], psi[i] @ w)
 
 
-@pytest.mark.parametrize("kind", ["chain", "grid", "graph"])
+@pytest.mark.parametrize("kind", KINDS)
 def test_per_sample_joint_feature_differences_match_one_sample_at_a_time(kind, rng):
     structure, X = _samples(kind, rng)
     structure.fit(X)
@@ -55,7 +71,7 @@ def test_per_sample_joint_feature_differences_match_one_sample_at_a_time(kind, r
         np.testing.assert_allclose(differences[i], expected, atol=1e-12)
 
 
-@pytest.mark.parametrize("kind", ["chain", "grid", "graph"])
+@pytest.mark.parametrize("kind", KINDS)
 def test_joint_feature_of_marginals_is_the_expected_joint_feature(kind, rng):
     structure, X = _samples(kind, rng)
     structure.fit(X)

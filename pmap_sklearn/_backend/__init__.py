@@ -9,9 +9,13 @@ from .base import ClampedSolution, Marginals, Solver
 from .brute import BruteForceSolver
 from .chain import ChainSolver
 from .cut import GraphCutSolver
+from .messages import MessagePassingSolver
 from .potentials import ChainLayout, GridLayout, Potentials, Statistics
 
-SOLVERS = {solver.name: solver for solver in (ChainSolver, GraphCutSolver, BruteForceSolver)}
+SOLVERS = {
+    solver.name: solver
+    for solver in (ChainSolver, GraphCutSolver, BruteForceSolver, MessagePassingSolver)
+}
 
 __all__ = [
     "Potentials",
@@ -24,6 +28,7 @@ __all__ = [
     "ChainSolver",
     "GraphCutSolver",
     "BruteForceSolver",
+    "MessagePassingSolver",
     "SOLVERS",
     "check_solver",
 ]

@@ -110,8 +110,8 @@ class GraphCutSolver(Solver):
     def _states_message(self, n_states):
         return (
             f"graph cuts need K = 2 labels and attractive pairwise terms; got K = {n_states}. "
-            "Use solver='brute_force' for tiny models, or a message-passing learner for "
-            "multi-label loopy graphs"
+            "Use solver='message_passing' (e.g. with EpsilonCRF) for multi-label loopy graphs, "
+            "or solver='brute_force' for tiny models"
         )
 
     # The checks of the pairwise terms and capacities come with their Potts form

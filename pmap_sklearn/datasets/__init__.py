@@ -8,7 +8,7 @@ from ._horses import (
     superpixel_graph,
 )
 from ._ocr import load_ocr
-from ._synthetic import add_flip_noise, make_chain_data, make_grid_data
+from ._synthetic import add_flip_noise, add_kumar_hebert_noise, make_chain_data, make_grid_data
 
 __all__ = [
     "load_ocr",
@@ -20,4 +20,5 @@ __all__ = [
     "make_chain_data",
     "make_grid_data",
     "add_flip_noise",
+    "add_kumar_hebert_noise",
 ]

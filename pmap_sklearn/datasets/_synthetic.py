@@ -119,3 +119,49 @@ def add_flip_noise(images, p: float, random_state=None):
     clean = check_binary_images(images, "images")
     noisy = [(x ^ (rng.random(x.shape) < p)).astype(np.int8) for x in clean]
     return like_input(noisy, images)
+
+
+#: Kumar & Hebert's bimodal noise (as in Hazan & Urtasun 2010, §6): per class, an equal mixture
+#: of two Gaussians (mean, standard deviation)
+_BIMODAL = {0: ((0.08, 0.03), (0.46, 0.03)), 1: ((0.55, 0.02), (0.42, 0.10))}
+
+
+def add_kumar_hebert_noise(images, kind: str = "gaussian", random_state=None):
+    """Observe binary images through Kumar & Hebert's noise models.
+
+    ``"gaussian"``: ``x = y + N(0, 0.3²)``; ``"bimodal"``: each pixel of class 0 is drawn from
+    ``½ N(0.08, 0.03²) + ½ N(0.46, 0.03²)`` and each of class 1 from
+    ``½ N(0.55, 0.02²) + ½ N(0.42, 0.10²)`` (Kumar & Hebert 2003; Hazan & Urtasun 2010, §6).
+    The bimodal classes overlap around 0.45, so single pixels are ambiguous.
+
+    Parameters
+    ----------
+    images : array of shape (n_images, H, W) or sequence of 2-D {0, 1} arrays
+        Clean binary images.
+    kind : {"gaussian", "bimodal"}, default="gaussian"
+        The noise model.
+    random_state : int, Generator, RandomState or None, default=None
+        Seed of the draws.
+
+    Returns
+    -------
+    noisy : same container as ``images``, float
+        The observed intensities.
+    """
+    if kind not in ("gaussian", "bimodal"):
+        raise ValueError(f"kind must be 'gaussian' or 'bimodal', got {kind!r}")
+    rng = check_generator(random_state)
+    clean = check_binary_images(images, "images")
+    noisy = []
+    for y in clean:
+        if kind == "gaussian":
+            noisy.append(y + 0.3 * rng.normal(size=y.shape))
+            continue
+        component = rng.random(y.shape) < 0.5
+        mean, std = np.empty(y.shape), np.empty(y.shape)
+        for label, (first, second) in _BIMODAL.items():
+            here = y == label
+            mean[here] = np.where(component[here], first[0], second[0])
+            std[here] = np.where(component[here], first[1], second[1])
+        noisy.append(mean + std * rng.normal(size=y.shape))
+    return like_input(noisy, images)

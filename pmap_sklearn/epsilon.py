@@ -1,0 +1,411 @@
+"""The ε-family of Hazan & Urtasun (2010): CRF (ε = 1) to structured SVM (ε = 0) by primal-dual
+message passing, for pairwise models of any K and any sign."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.utils._param_validation import Interval, StrOptions
+
+from ._backend.messages import (
+    COUNTING_NUMBERS,
+    BeliefPropagation,
+    counting_numbers,
+    pairwise_statistics,
+)
+from ._backend.potentials import Statistics
+from ._base import BaseStructuredEstimator
+from ._labels import as_samples
+from ._parallel import uses_workers
+from ._progress import Progress
+from ._utils import NonFiniteError
+from .structures import ChainStructure, GraphStructure, GridStructure, check_structure
+
+
+@dataclass
+class _PrimalDualState:
+    coef: np.ndarray
+    rng: object = None
+    n_iter: int = 0
+    step: float = 1.0
+    primal: list = field(default_factory=list)
+    dual: list = field(default_factory=list)
+
+    @property
+    def estimate(self) -> np.ndarray:
+        return self.coef
+
+
+class EpsilonCRF(BaseStructuredEstimator):
+    """Structured prediction by the ε-family of Hazan & Urtasun, with primal-dual message passing.
+
+    Minimises the approximated program of Hazan & Urtasun (2010, Theorem 1),
+
+    ``(1/N) Σ_n [ε ln Σ_ŷ exp((ℓ(y_n, ŷ) + f(ŷ | x_n)) / ε) − f(y_n | x_n)] + (α/2)‖w‖²``
+
+    with the soft-max replaced by its local-entropy approximation
+    ``max_b ⟨b, ℓ + θ⟩ + ε [Σ_α c_α H(b_α) + Σ_v c_v H(b_v)]`` over the local polytope. ε = 1 with
+    ``loss=None`` is the CRF, ε = 1 with the loss the loss-augmented CRF, ε → 0 the structured
+    SVM (at ε = 0 exactly its hinge, with subgradient steps). The program is minimised jointly
+    in the weights and the messages: each iteration runs ``n_message_sweeps`` passes of the
+    closed-form message update (Lemma 1) over all nodes of all samples, then a gradient step
+    on the weights (Lemma 2) with a backtracking line search (ε > 0) or a ``1/(α t)`` step
+    (ε = 0). The messages persist across iterations, so no inference runs to convergence.
+
+    No MAP oracle is needed: the model may have any number of labels and pairwise terms of any
+    sign on any graph. With Bethe counting numbers (``c_α = 1``, ``c_v = 1 − deg v``) the
+    approximation is exact on chains and trees.
+
+    Parameters
+    ----------
+    structure : {"chain", "grid", "graph"} or structure instance, default="chain"
+        Graph structure. ``"grid"`` and ``"graph"`` become
+        ``GridStructure(pairwise="table", solver="message_passing")`` (and the graph
+        equivalent): a K×K table per edge feature, any K. A structure instance is used as given.
+    epsilon : float, default=1.0
+        ε >= 0: 1 is the (loss-augmented) CRF, 0 the structured SVM.
+    loss : {"hamming"} or None, default="hamming"
+        The loss inside the soft-max: the Hamming loss ``(1/D) Σ_d [y_d != ŷ_d]`` of each
+        sample (as :class:`~pmap_sklearn.StructuredSVM`), or None (the plain CRF at ε = 1).
+    counting_numbers : {"convex", "bethe"} or (float, float), default="convex"
+        ``"convex"``: ``c_α = c_v = 1`` (the paper's experiments; a convex program);
+        ``"bethe"``: ``c_α = 1``, ``c_v = 1 − deg v`` (exact on chains and trees, not convex on
+        loopy graphs: only stationary points are guaranteed); or a pair ``(c_edge, c_node)``.
+    alpha : float, default=1e-2
+        L2 regularisation strength (the paper's C with p = 2); > 0 for the dual bound.
+    max_iter : int, default=300
+        Iterations (message sweeps + weight step).
+    tol : float, default=1e-6
+        Stop when the primal-dual gap falls below ``tol · max(1, |primal|)``.
+    n_message_sweeps : int, default=1
+        Passes of Lemma 1 over all nodes per weight step.
+    warm_start : bool, default=False
+        Continue from the previous ``coef_``.
+    n_jobs : int or None, default=None
+        Processes for the structure's MAP solver with ``predict(X, decoding="map")``; the
+        message passing itself is vectorised over the whole batch.
+    verbose : int, default=0
+        Report the primal objective per iteration (``verbose >= 2``: the gap and step).
+    unknown_label : int, float, str or None, default=-1
+        The label that marks an unknown node in ``y``; such samples are self-trained (a model
+        fitted on the fully labelled samples fills them in with its belief argmax).
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_weights,)
+        The weights θ.
+    structure_ : structure instance
+    classes_ : ndarray of shape (K,)
+    n_features_in_ : int
+    n_iter_ : int
+        Iterations of the last fit.
+    primal_history_ : list of float
+        The Theorem-1 objective (in weights and messages) after each iteration's message
+        sweeps: an upper bound of the approximated program at the current weights.
+    dual_history_ : list of float
+        The dual objective at the current beliefs (a lower bound once the beliefs are
+        consistent); NaN when ``alpha = 0``.
+    gap_history_ : list of float
+        ``primal − dual`` per iteration.
+
+    See Also
+    --------
+    ChainCRF : the exact CRF on chains (ε = 1, ``loss=None``, Bethe numbers).
+    StructuredSVM : the exact structured hinge with MAP oracles (ε = 0).
+
+    References
+    ----------
+    .. [1] T. Hazan and R. Urtasun. A primal-dual message-passing algorithm for approximated
+       large scale structured prediction. NIPS 2010.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from pmap_sklearn import EpsilonCRF
+    >>> rng = np.random.default_rng(0)
+    >>> y = [rng.integers(0, 3, size=(6, 6)) for _ in range(10)]
+    >>> X = [np.eye(3)[yi] + 0.5 * rng.normal(size=(6, 6, 3)) for yi in y]
+    >>> model = EpsilonCRF("grid", epsilon=0.5).fit(X, y)
+    >>> model.score(X, y) > 0.85
+    True
+    """
+
+    _parameter_constraints: dict = {
+        "structure": BaseStructuredEstimator._parameter_constraints["structure"],
+        "epsilon": [Interval(Real, 0, None, closed="left")],
+        "loss": [StrOptions({"hamming"}), None],
+        "counting_numbers": [StrOptions(set(COUNTING_NUMBERS)), tuple],
+        "alpha": [Interval(Real, 0, None, closed="left")],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "n_message_sweeps": [Interval(Integral, 1, None, closed="left")],
+        "warm_start": ["boolean"],
+        "n_jobs": BaseStructuredEstimator._parameter_constraints["n_jobs"],
+        "verbose": ["verbose"],
+        "unknown_label": BaseStructuredEstimator._parameter_constraints["unknown_label"],
+    }
+    _marginal_methods = ("beliefs",)
+
+    def __init__(
+        self,
+        structure="chain",
+        *,
+        epsilon=1.0,
+        loss="hamming",
+        counting_numbers="convex",
+        alpha=1e-2,
+        max_iter=300,
+        tol=1e-6,
+        n_message_sweeps=1,
+        warm_start=False,
+        n_jobs=None,
+        verbose=0,
+        unknown_label=-1,
+    ):
+        self.structure = structure
+        self.epsilon = epsilon
+        self.loss = loss
+        self.counting_numbers = counting_numbers
+        self.alpha = alpha
+        self.max_iter = max_iter
+        self.tol = tol
+        self.n_message_sweeps = n_message_sweeps
+        self.warm_start = warm_start
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+        self.unknown_label = unknown_label
+
+    # ---- the structure ----------------------------------------------------------------------
+    def _resolve_structure(self):
+        if self.structure == "grid":
+            return GridStructure(pairwise="table", solver="message_passing")
+        if self.structure == "graph":
+            return GraphStructure(pairwise="table", solver="message_passing")
+        if self.structure == "chain":
+            return ChainStructure()
+        return self.structure
+
+    def _make_structure(self):
+        return check_structure(self._resolve_structure())
+
+    def _check_fit_parameters(self) -> None:
+        if self.epsilon == 0 and self.alpha == 0:
+            raise ValueError("epsilon=0 needs alpha > 0 (the subgradient steps are 1/(alpha t))")
+        if isinstance(self.counting_numbers, tuple):
+            counting_numbers(self.counting_numbers, np.zeros(0))
+
+    def _new_state(self, rng):
+        return _PrimalDualState(coef=np.zeros(self.structure_.size_), rng=rng)
+
+    def _set_fitted_attributes(self, state) -> None:
+        self.primal_history_ = list(state.primal)
+        self.dual_history_ = list(state.dual)
+        self.gap_history_ = [p - d for p, d in zip(state.primal, state.dual, strict=True)]
+
+    def _targets(self, batch, labels, w_supervised, rng):
+        """Known labels; unknown ones become the belief argmax of the supervised weights."""
+        if w_supervised is None:
+            return labels
+        guess = self._beliefs(batch, w_supervised).argmax(axis=1)
+        return np.where(labels >= 0, labels, guess)
+
+    # ---- the objective ----------------------------------------------------------------------
+    def _loss_scores(self, batch, labels) -> np.ndarray:
+        """ℓ_v(y_v, ŷ_v) (n_nodes, K): ``1/D`` on every wrong label (0 without a loss)."""
+        k = self.structure_.n_states_
+        scores = np.zeros((batch.n_nodes, k))
+        if self.loss == "hamming":
+            scores += (1.0 / batch.lengths[batch.node_sample])[:, None]
+            scores[np.arange(batch.n_nodes), labels] = 0.0
+        return scores
+
+    def _scores(self, batch, w, loss_scores):
+        potentials = self.structure_.potentials(batch, w)
+        return potentials, potentials.unary + loss_scores, potentials.edge_tables()
+
+    def _optimise(self, batch, labels, state, rng, validation_score):
+        structure, n = self.structure_, batch.n_samples
+        alpha, epsilon = self.alpha, float(self.epsilon)
+        loss_scores = self._loss_scores(batch, labels)
+        observed = structure.joint_feature(batch, labels) / n  # d / N
+        potentials, node_scores, tables = self._scores(batch, state.coef, loss_scores)
+        bp = BeliefPropagation(potentials, epsilon, self.counting_numbers)
+        bp.set_scores(node_scores, tables)
+        # With negative counting numbers (Bethe) the objective at fixed messages is no bound
+        # (Claim 3): every evaluation then runs the messages to their fixed point.
+        settle = bool((bp.node_count < 0).any())
+
+        def primal(w, scores=None):
+            """The Theorem-1 objective at weights w and the current messages."""
+            p, node, table = scores if scores is not None else self._scores(batch, w, loss_scores)
+            bp.set_scores(node, table)
+            if settle:
+                bp.run(max_sweeps=1000, tol=1e-10)
+            value = (bp.objective().sum() - p.score(labels).sum()) / n + 0.5 * alpha * w @ w
+            if not np.isfinite(value):
+                raise NonFiniteError(
+                    "the EpsilonCRF objective is not finite (features too large): scale the "
+                    "features (e.g. with NodeTransformer(StandardScaler())) or regularise more"
+                )
+            return value
+
+        progress = Progress(type(self).__name__, self.max_iter, self.verbose, unit="iteration")
+        w, converged = state.coef, False
+        memory = _CurvatureMemory(
+            lambda v: self._lemma2(bp, batch, v, self._scores(batch, v, loss_scores), observed)[0]
+        )
+        for iteration in range(1, self.max_iter + 1):
+            scores = self._scores(batch, w, loss_scores)
+            bp.set_scores(scores[1], scores[2])
+            for _ in range(0 if settle else self.n_message_sweeps):
+                bp.sweep()
+            value = primal(w, scores)
+            gradient, node, edge = self._lemma2(bp, batch, w, scores, observed)
+            data_gradient = gradient - alpha * w
+            dual = np.nan
+            if alpha > 0:
+                linear = np.sum(node * loss_scores) / n
+                entropy = epsilon * bp.entropy(node, edge).sum() / n if epsilon else 0.0
+                dual = linear + entropy - data_gradient @ data_gradient / (2 * alpha)
+            state.primal.append(float(value))
+            state.dual.append(float(dual))
+            state.n_iter += 1
+            gap = value - dual
+            progress.update(iteration, value, gap=float(gap), step=state.step)
+            # (a gap below 0 means beliefs not yet consistent: no bound, go on)
+            if 0 <= gap <= self.tol * max(1.0, abs(value)):
+                converged = True
+                break
+            if epsilon > 0:
+                direction = memory.direction(gradient)
+                w_new, state.step = _backtrack(primal, w, value, gradient, direction)
+                memory.update(w_new - w, gradient, w_new)
+                w = w_new
+            else:  # the structured hinge: a subgradient step
+                state.step = 1.0 / (alpha * (state.n_iter + 1))
+                w = w - state.step * gradient
+        state.coef = w
+        progress.finish(state.n_iter, converged, f"primal-dual gap < tol={self.tol}")
+
+    def _lemma2(self, bp, batch, w, scores, observed):
+        """Lemma 2: the gradient in w of the Theorem-1 objective at the current messages, and
+        the node and edge beliefs it is made of (``observed`` is ``(1/N) Σ_n Ψ(x_n, y_n)``)."""
+        bp.set_scores(scores[1], scores[2])
+        edge = bp.edge_beliefs()
+        node = bp.node_beliefs(edge)
+        statistics = Statistics(node, pairwise_statistics(edge, bp.pairwise_kind))
+        expected = self.structure_.joint_feature_of(batch, statistics)
+        return expected / batch.n_samples - observed + self.alpha * w, node, edge
+
+    # ---- prediction -------------------------------------------------------------------------
+    def _beliefs(self, batch, w) -> np.ndarray:
+        """Node beliefs of the model without the loss, messages run to convergence."""
+        potentials = self.structure_.potentials(batch, w)
+        bp = BeliefPropagation(potentials, float(self.epsilon), self.counting_numbers)
+        bp.run(max_sweeps=500, tol=1e-9)
+        return bp.node_beliefs()
+
+    @uses_workers
+    def predict(self, X, decoding: str = "marginal") -> np.ndarray:
+        """Labelling of each sample.
+
+        Parameters
+        ----------
+        X : sequence of samples
+            Samples in the structure's format.
+        decoding : {"marginal", "map"}, default="marginal"
+            ``"marginal"``: the argmax of the node beliefs (without the loss), as in Hazan &
+            Urtasun; ``"map"``: the MAP labelling by the structure's solver (exact on chains
+            and on binary attractive grids with graph cuts).
+
+        Returns
+        -------
+        y : ndarray of shape (n_samples,) of arrays
+            One array of ``classes_`` per sample, shaped like its labels.
+        """
+        if decoding not in ("marginal", "map"):
+            raise ValueError(f"decoding must be 'marginal' or 'map', got {decoding!r}")
+        batch = self._prepare_fitted(X)
+        if decoding == "map":
+            codes = self._map(batch, self.coef_)
+        else:
+            codes = self._beliefs(batch, self.coef_).argmax(axis=1)
+        return as_samples([self.classes_[c] for c in batch.split(codes)])
+
+    @uses_workers
+    def predict_marginals(self, X, method: str | None = None) -> np.ndarray:
+        """Node beliefs ``b_v(k)`` of each sample (the model without the loss).
+
+        Parameters
+        ----------
+        X : sequence of samples
+            Samples in the structure's format.
+        method : {"beliefs"}, optional
+            The only method: the beliefs of the convex message passing at ``epsilon`` (exact
+            marginals on chains and trees at ε = 1 with Bethe numbers; one-hot at ε = 0).
+
+        Returns
+        -------
+        marginals : ndarray of shape (n_samples,) of arrays
+            One float array of shape (D, K) (or (H, W, K)) per sample over ``classes_``.
+        """
+        if method not in (None, "beliefs"):
+            raise ValueError(f"method must be 'beliefs', got {method!r}")
+        batch = self._prepare_fitted(X)
+        return as_samples(batch.split(self._beliefs(batch, self.coef_)))
+
+
+def _backtrack(objective, w, value, gradient, direction, shrink=0.5, max_halvings=60):
+    """Armijo backtracking along a descent direction from η = 1: the first η with
+    ``objective(w + η d) <= value + η g·d / 4``; returns the new weights and η."""
+    slope = gradient @ direction
+    step = 1.0
+    for _ in range(max_halvings):
+        candidate = w + step * direction
+        if objective(candidate) <= value + 0.25 * step * slope:
+            return candidate, step
+        step *= shrink
+    return w, 0.0
+
+
+class _CurvatureMemory:
+    """L-BFGS directions (Nocedal & Wright 2006, Alg. 7.4) for the weight steps of Lemma 2.
+
+    The curvature pairs are gradient differences at the messages of the accepted step, so the
+    direction is a quasi-Newton step on the current block of the joint program; it falls back
+    to the steepest descent whenever it is not a descent direction.
+    """
+
+    def __init__(self, gradient_at, size: int = 10):
+        self.gradient_at, self.size, self.pairs = gradient_at, size, []
+        self.last_gradient = None
+
+    def direction(self, gradient):
+        self.last_gradient = gradient
+        q = gradient.copy()
+        coefficients = []
+        for s, y, rho in reversed(self.pairs):
+            a = rho * (s @ q)
+            coefficients.append(a)
+            q -= a * y
+        if self.pairs:
+            s, y, _ = self.pairs[-1]
+            q *= (s @ y) / (y @ y)
+        for (s, y, rho), a in zip(self.pairs, reversed(coefficients), strict=True):
+            q += s * (a - rho * (y @ q))
+        direction = -q
+        if gradient @ direction >= -1e-12 * (gradient @ gradient):
+            self.pairs.clear()
+            direction = -gradient
+        return direction
+
+    def update(self, s, gradient, w_new):
+        if not np.any(s):
+            self.pairs.clear()
+            return
+        y = self.gradient_at(w_new) - gradient
+        if s @ y > 1e-12 * (s @ s):
+            self.pairs.append((s, y, 1.0 / (s @ y)))
+            del self.pairs[: -self.size]

@@ -1,0 +1,229 @@
+"""EpsilonCRF and convex belief propagation (Hazan & Urtasun 2010) against exact references."""
+
+import numpy as np
+import pytest
+from scipy.optimize import approx_fprime
+from sklearn.linear_model import LogisticRegression
+from sklearn.utils._param_validation import InvalidParameterError
+
+from pmap_sklearn import ChainCRF, EpsilonCRF, GridStructure, StructuredSVM
+from pmap_sklearn._backend.messages import BeliefPropagation, colour_nodes
+from pmap_sklearn.datasets import add_kumar_hebert_noise, make_chain_data
+from pmap_sklearn.solvers import BruteForceSolver, ChainSolver, MessagePassingSolver, Potentials
+
+from .helpers import grid_exact_marginals, scores_of
+
+
+def _tree(rng, k=3):
+    edges = np.array([[0, 1], [1, 2], [1, 3], [3, 4], [4, 5], [6, 4]])
+    return Potentials(rng.normal(size=(7, k)), edges, rng.normal(size=(len(edges), k, k)))
+
+
+def _grid_potentials(rng, shape, coupling, k=2):
+    structure = GridStructure(n_states=k, pairwise="table", solver="message_passing")
+    image = rng.normal(size=shape + (1,))
+    structure.fit([image])
+    batch = structure.prepare([image])
+    w = rng.normal(size=structure.size_)
+    w[structure.n_unary_weights_ :] *= coupling
+    return structure.potentials(batch, w)
+
+
+def test_colouring_is_proper(rng):
+    edges = np.array([[i, j] for i in range(30) for j in range(i + 1, 30) if rng.random() < 0.2])
+    colour = colour_nodes(30, edges)
+    assert (colour >= 0).all()
+    assert (colour[edges[:, 0]] != colour[edges[:, 1]]).all()
+
+
+def test_bethe_beliefs_are_exact_on_trees_and_chains(rng):
+    tree = _tree(rng)
+    exact, beliefs = BruteForceSolver().marginals(tree), MessagePassingSolver().marginals(tree)
+    np.testing.assert_allclose(beliefs.node, exact.node, atol=1e-10)
+    np.testing.assert_allclose(beliefs.statistics.pairwise, exact.statistics.pairwise, atol=1e-10)
+    np.testing.assert_allclose(beliefs.log_partition, exact.log_partition, rtol=1e-12)
+    chain = Potentials(
+        rng.normal(size=(9, 4)), np.column_stack([range(8), range(1, 9)]), rng.normal(size=(4, 4))
+    )
+    np.testing.assert_allclose(
+        MessagePassingSolver().marginals(chain).node,
+        ChainSolver().marginals(chain).node,
+        atol=1e-10,
+    )
+
+
+def test_max_product_decodes_the_map_of_a_tree(rng):
+    for _ in range(5):
+        tree = _tree(rng)
+        np.testing.assert_array_equal(
+            MessagePassingSolver().map(tree), BruteForceSolver().map(tree)
+        )
+
+
+def test_convex_program_bounds_the_log_partition_from_above(rng):
+    edges = np.array([[0, 1], [1, 2], [2, 3], [3, 0], [0, 2]])
+    model = Potentials(rng.normal(size=(4, 3)), edges, rng.normal(size=(5, 3, 3)))
+    bp = BeliefPropagation(model, 1.0, "convex")
+    assert bp.run(max_sweeps=2000, tol=1e-12) < 2000
+    assert bp.objective()[0] >= BruteForceSolver().log_partition(model)[0]
+    # at the fixed point the beliefs are consistent: edge marginals agree with node beliefs
+    edge, node = bp.edge_beliefs(), bp.node_beliefs()
+    np.testing.assert_allclose(edge.sum(axis=2), node[edges[:, 0]], atol=1e-8)
+    np.testing.assert_allclose(edge.sum(axis=1), node[edges[:, 1]], atol=1e-8)
+
+
+@pytest.mark.parametrize("shape", [(5, 5), (10, 10)])
+def test_weak_coupling_beliefs_follow_the_transfer_matrix(rng, shape):
+    model = _grid_potentials(rng, shape, coupling=0.2)
+    exact, log_z = grid_exact_marginals(model, shape)
+    bethe = MessagePassingSolver("bethe").marginals(model)
+    assert np.abs(bethe.node - exact).max() < 0.02
+    assert abs(bethe.log_partition[0] - log_z) < 0.05 * abs(log_z)
+
+
+def test_transfer_matrix_matches_enumeration(rng):
+    model = _grid_potentials(rng, (3, 4), coupling=1.0, k=2)
+    exact = BruteForceSolver().marginals(model)
+    marginals, log_z = grid_exact_marginals(model, (3, 4))
+    np.testing.assert_allclose(marginals, exact.node, atol=1e-12)
+    np.testing.assert_allclose(log_z, exact.log_partition[0])
+
+
+def test_epsilon_one_without_loss_is_the_chain_crf():
+    data = make_chain_data(n_samples=40, n_states=3, n_features=4, random_state=0)
+    crf = ChainCRF(alpha=1e-2, tol=1e-10, max_iter=2000).fit(data.data, data.target)
+    eps = EpsilonCRF(
+        epsilon=1.0, loss=None, counting_numbers="bethe", alpha=1e-2, tol=1e-10, max_iter=500
+    ).fit(data.data, data.target)
+    assert eps.primal_history_[-1] == pytest.approx(-crf.objective_, abs=1e-7)
+    np.testing.assert_allclose(eps.coef_, crf.coef_, atol=2e-3)
+    marginals = eps.predict_marginals(data.data[:3])
+    for mine, theirs in zip(marginals, crf.predict_marginals(data.data[:3]), strict=True):
+        np.testing.assert_allclose(mine, theirs, atol=2e-3)
+
+
+def _hinge_objective(model, X, y, w):
+    """(α/2)‖w‖² + mean_n max_ŷ [Δ(y_n, ŷ) + f(ŷ) − f(y_n)] by enumeration."""
+    structure = model.structure_
+    batch = structure.prepare(X)
+    labels = structure.prepare_labels(batch, y)
+    total = 0.0
+    for i, sample in enumerate(structure.potentials(batch, w).split()):
+        labellings, scores = scores_of(sample)
+        truth = labels[batch.nodes_of(i)]
+        delta = (labellings != truth).mean(axis=1)
+        true_score = scores[np.ravel_multi_index(truth, (sample.n_states,) * len(truth))]
+        total += np.max(delta + scores - true_score)
+    return 0.5 * model.alpha * w @ w + total / batch.n_samples
+
+
+def test_small_epsilon_reaches_the_structured_svm():
+    data = make_chain_data(n_samples=12, n_states=3, n_features=3, length=(2, 4), random_state=1)
+    X, y = data.data, data.target
+    svm = StructuredSVM(alpha=0.1, max_iter=300, tol=1e-6, random_state=0).fit(X, y)
+    eps = EpsilonCRF(epsilon=0.01, counting_numbers="bethe", alpha=0.1, max_iter=500).fit(X, y)
+    best = _hinge_objective(svm, X, y, svm.coef_)
+    ours = _hinge_objective(eps, X, y, eps.coef_)
+    # the soft-max exceeds the max by at most ε ln |Y| (4 nodes, 3 labels); the S-SVM dual
+    # objective bounds the optimal hinge objective from below
+    assert ours <= best + 0.01 * np.log(3**4) + 1e-3
+    assert ours >= svm.dual_objective() - 1e-9
+
+
+def test_the_primal_gradient_is_lemma_2(rng):
+    X = [rng.normal(size=(4, 5, 2)) for _ in range(3)]
+    y = [rng.integers(0, 3, size=(4, 5)) for _ in range(3)]
+    model = EpsilonCRF("grid", epsilon=0.5, alpha=0.1, max_iter=3).fit(X, y)
+    structure = model.structure_
+    batch = structure.prepare(X)
+    labels = structure.prepare_labels(batch, y)
+    loss = model._loss_scores(batch, labels)
+    observed = structure.joint_feature(batch, labels) / batch.n_samples
+    potentials = structure.potentials(batch, model.coef_)
+    bp = BeliefPropagation(potentials, 0.5, "convex")
+    for _ in range(3):
+        bp.sweep()
+
+    def primal(w):
+        p, node, table = model._scores(batch, w, loss)
+        bp.set_scores(node, table)
+        return (bp.objective().sum() - p.score(labels).sum()) / batch.n_samples + 0.05 * w @ w
+
+    w = model.coef_ + 0.1 * rng.normal(size=model.coef_.shape)
+    gradient = model._lemma2(bp, batch, w, model._scores(batch, w, loss), observed)[0]
+    np.testing.assert_allclose(gradient, approx_fprime(w, primal, 1e-6), atol=1e-5)
+
+
+@pytest.mark.parametrize("epsilon", [1.0, 0.5, 0.01])
+def test_primal_dual_gap_closes(rng, epsilon):
+    X = [rng.normal(size=(5, 5, 2)) for _ in range(4)]
+    y = [(x[:, :, 0] > 0).astype(int) for x in X]
+    model = EpsilonCRF("grid", epsilon=epsilon, alpha=0.1, max_iter=2000, tol=1e-6).fit(X, y)
+    assert 0 <= model.gap_history_[-1] <= 1e-6 * max(1, abs(model.primal_history_[-1]))
+    assert model.primal_history_[-1] <= model.primal_history_[0]
+
+
+def test_three_class_grid_beats_independent_pixels():
+    rng = np.random.default_rng(0)
+
+    def image():
+        labels = np.zeros((12, 12), dtype=int)
+        labels[:, 4:8], labels[:, 8:] = 1, 2
+        labels = np.roll(labels, rng.integers(12), axis=1)
+        if rng.random() < 0.5:
+            labels = labels.T
+        return labels, np.eye(3)[labels] + 1.2 * rng.normal(size=(12, 12, 3))
+
+    train, test = [image() for _ in range(12)], [image() for _ in range(8)]
+    model = EpsilonCRF("grid", epsilon=1.0, alpha=1e-3, max_iter=200).fit(
+        [x for _, x in train], [t for t, _ in train]
+    )
+    pixels = LogisticRegression().fit(
+        np.concatenate([x.reshape(-1, 3) for _, x in train]),
+        np.concatenate([t.ravel() for t, _ in train]),
+    )
+    truth = np.concatenate([t.ravel() for t, _ in test])
+    crf = np.concatenate([p.ravel() for p in model.predict([x for _, x in test])])
+    independent = pixels.predict(np.concatenate([x.reshape(-1, 3) for _, x in test]))
+    assert (crf != truth).mean() < 0.5 * (independent != truth).mean()
+
+
+def test_learned_binary_grid_agrees_with_the_exact_model(rng):
+    clean = np.zeros((6, 10, 10), dtype=int)
+    clean[:, 2:8, 3:7] = 1
+    noisy = add_kumar_hebert_noise(clean, "gaussian", random_state=0)
+    model = EpsilonCRF("grid", alpha=1e-2, max_iter=200).fit(list(noisy[:4]), list(clean[:4]))
+    beliefs = model.predict_marginals(list(noisy[4:]))
+    for x, b in zip(noisy[4:], beliefs, strict=True):
+        potentials = model.potentials([x])
+        exact, _ = grid_exact_marginals(potentials, (10, 10))
+        # the convex-entropy beliefs decode like the exact marginals of the same weights
+        agree = (exact.argmax(axis=1) == b.reshape(-1, 2).argmax(axis=1)).mean()
+        assert agree >= 0.95
+
+
+def test_bad_input_gets_clear_errors():
+    X, y = [np.ones((3, 2))], [np.array([0, 1, 0])]
+    with pytest.raises(InvalidParameterError):
+        EpsilonCRF(epsilon=-1).fit(X, y)
+    with pytest.raises(ValueError, match="edge counting number"):
+        EpsilonCRF(counting_numbers=(0.0, 1.0)).fit(X, y)
+    with pytest.raises(ValueError, match="alpha > 0"):
+        EpsilonCRF(epsilon=0, alpha=0).fit(X, y)
+    images, labels = [np.zeros((3, 3, 1))], [np.array([[0, 1, 2]] * 3)]
+    with pytest.raises(ValueError, match="message_passing"):
+        GridStructure(pairwise="table").fit(images, labels)
+    with pytest.raises(ValueError, match="no clamps"):
+        MessagePassingSolver().map(_tree(np.random.default_rng(0)), clamp=np.zeros(7, int))
+
+
+def test_kumar_hebert_noise_statistics():
+    clean = np.zeros((40, 30, 30), dtype=int)
+    clean[:, :, 15:] = 1
+    gaussian = add_kumar_hebert_noise(clean, "gaussian", random_state=0)
+    assert np.std(gaussian - clean) == pytest.approx(0.3, rel=0.02)
+    bimodal = add_kumar_hebert_noise(clean, "bimodal", random_state=0)
+    assert bimodal[clean == 0].mean() == pytest.approx((0.08 + 0.46) / 2, abs=0.01)
+    assert bimodal[clean == 1].mean() == pytest.approx((0.55 + 0.42) / 2, abs=0.01)
+    with pytest.raises(ValueError, match="kind"):
+        add_kumar_hebert_noise(clean, "laplace")
