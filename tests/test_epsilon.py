@@ -6,7 +6,14 @@ from scipy.optimize import approx_fprime
 from sklearn.linear_model import LogisticRegression
 from sklearn.utils._param_validation import InvalidParameterError
 
-from pmap_sklearn import ChainCRF, EpsilonCRF, GridStructure, StructuredSVM
+from pmap_sklearn import (
+    ChainCRF,
+    EpsilonCRF,
+    GraphSample,
+    GraphStructure,
+    GridStructure,
+    StructuredSVM,
+)
 from pmap_sklearn._backend.messages import BeliefPropagation, colour_nodes
 from pmap_sklearn.datasets import add_kumar_hebert_noise, make_chain_data
 from pmap_sklearn.solvers import BruteForceSolver, ChainSolver, MessagePassingSolver, Potentials
@@ -227,3 +234,30 @@ def test_kumar_hebert_noise_statistics():
     assert bimodal[clean == 1].mean() == pytest.approx((0.55 + 0.42) / 2, abs=0.01)
     with pytest.raises(ValueError, match="kind"):
         add_kumar_hebert_noise(clean, "laplace")
+
+
+def test_bethe_on_tree_graphs_is_the_exact_multi_label_crf(rng):
+    def tree():
+        n = int(rng.integers(3, 6))
+        parents = [int(rng.integers(0, i)) for i in range(1, n)]
+        edges = np.column_stack([parents, np.arange(1, n)])
+        return GraphSample(rng.normal(size=(n, 2)), edges, np.abs(rng.normal(size=(n - 1, 1))))
+
+    X = [tree() for _ in range(12)]
+    y = [rng.integers(0, 3, size=len(x.node_features)) for x in X]
+    exact = ChainCRF(
+        GraphStructure(n_states=3, pairwise="table", solver="brute_force"), alpha=0.1, tol=1e-10
+    ).fit(X, y)
+    eps = EpsilonCRF(
+        GraphStructure(n_states=3, pairwise="table", solver="message_passing"),
+        loss=None,
+        counting_numbers="bethe",
+        alpha=0.1,
+        tol=1e-10,
+    ).fit(X, y)
+    assert eps.primal_history_[-1] == pytest.approx(-exact.objective_, abs=1e-7)
+    np.testing.assert_allclose(eps.coef_, exact.coef_, atol=1e-3)
+    for mine, theirs in zip(
+        eps.predict_marginals(X[:3]), exact.predict_marginals(X[:3]), strict=True
+    ):
+        np.testing.assert_allclose(mine, theirs, atol=1e-3)
