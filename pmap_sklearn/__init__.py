@@ -11,6 +11,7 @@ from .metrics import (
     weighted_hamming_loss,
     weighted_hamming_scorer,
 )
+from .part_clamp import ContrastiveDivergenceCRF, PartClampCRF, PseudoLikelihoodCRF
 from .perturb_map import PerturbMAPCRF
 from .preprocessing import NodeTransformer
 from .samples import GraphSample
@@ -24,6 +25,9 @@ __all__ = [
     "StructuredSVM",
     "ChainCRF",
     "EpsilonCRF",
+    "PartClampCRF",
+    "PseudoLikelihoodCRF",
+    "ContrastiveDivergenceCRF",
     "LogSupermodularDenoiser",
     "ChainStructure",
     "GridStructure",

@@ -304,7 +304,8 @@ def pairwise_statistics(edge_beliefs: np.ndarray, kind: str) -> np.ndarray:
         return edge_beliefs
     if kind == "shared":
         return edge_beliefs.sum(axis=0)
-    return 1.0 - np.trace(edge_beliefs, axis1=1, axis2=2)  # Potts: P(y_i != y_j)
+    # Potts: the mass off the diagonal, P(y_i != y_j) for beliefs
+    return edge_beliefs.sum(axis=(1, 2)) - np.trace(edge_beliefs, axis1=1, axis2=2)
 
 
 class MessagePassingSolver(Solver):

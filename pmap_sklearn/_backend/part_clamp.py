@@ -15,15 +15,20 @@ from __future__ import annotations
 from collections import deque
 
 import numpy as np
+from scipy.sparse import csr_matrix
 from scipy.special import logsumexp, softmax
 
-from .messages import BeliefPropagation, pairwise_statistics
+from .._utils import check_generator
+from .forest import ForestPlan
+from .messages import pairwise_statistics
 from .potentials import Potentials, Statistics
 
 FVS_ORDERS = ("bfs", "dfs")
 
 
-def feedback_vertex_set(n_nodes: int, edges: np.ndarray, order: str = "bfs") -> np.ndarray:
+def feedback_vertex_set(
+    n_nodes: int, edges: np.ndarray, order: str = "bfs", random_state=None
+) -> np.ndarray:
     """A feedback vertex set grown by visiting the graph breadth- or depth-first.
 
     Nodes are visited from node 0 of every connected component (then the lowest unvisited
@@ -40,6 +45,9 @@ def feedback_vertex_set(n_nodes: int, edges: np.ndarray, order: str = "bfs") -> 
         Undirected edges.
     order : {"bfs", "dfs"}, default="bfs"
         Breadth-first (a queue) or depth-first (a stack) exploration.
+    random_state : int, Generator or None, default=None
+        None: start from the lowest node and queue neighbours in index order; otherwise the
+        random start nodes and queue orders of Algorithm 1 (different decompositions).
 
     Returns
     -------
@@ -53,6 +61,12 @@ def feedback_vertex_set(n_nodes: int, edges: np.ndarray, order: str = "bfs") -> 
     both = both[np.argsort(both[:, 0], kind="stable")]
     starts = np.searchsorted(both[:, 0], np.arange(n_nodes + 1))
     neighbours = [both[starts[v] : starts[v + 1], 1].tolist() for v in range(n_nodes)]
+    start_order = range(n_nodes)
+    if random_state is not None:
+        rng = check_generator(random_state)
+        start_order = rng.permutation(n_nodes).tolist()
+        for adjacent in neighbours:
+            rng.shuffle(adjacent)
     parent = list(range(n_nodes))
 
     def root(v):
@@ -66,7 +80,7 @@ def feedback_vertex_set(n_nodes: int, edges: np.ndarray, order: str = "bfs") -> 
     # breadth-first marks a node when it is queued; depth-first when it is taken from the stack
     queued = np.zeros(n_nodes, dtype=bool)
     visited = np.zeros(n_nodes, dtype=bool)
-    for start in range(n_nodes):
+    for start in start_order:
         if visited[start]:
             continue
         frontier = deque([start])
@@ -90,72 +104,80 @@ def feedback_vertex_set(n_nodes: int, edges: np.ndarray, order: str = "bfs") -> 
     return in_fvs
 
 
-def clamped_forests(potentials: Potentials, fvs: np.ndarray, states: np.ndarray):
-    """The forest models left by clamping F to each state, stacked as one batch.
+class ClampedDecomposition:
+    """One feedback vertex set of a graph, and the forests its clamped states leave.
+
+    The forest (the graph without F) is rooted once (:class:`~.forest.ForestPlan`); every model
+    on this graph — every image of one shape, every clamped state — then folds its edges to F
+    into the unary scores of the free nodes and runs one exact sum-product pass, all models at
+    once.
 
     Parameters
     ----------
-    potentials : Potentials
-        One sample.
+    n_nodes : int
+    edges : ndarray of shape (E, 2)
     fvs : ndarray of shape (n_nodes,) of bool
-        The feedback vertex set.
-    states : ndarray of shape (S, |F|)
-        Labels of the F nodes (in node order), one row per clamped state.
-
-    Returns
-    -------
-    forests : Potentials
-        S samples: the free nodes, their scores with the edges to F folded in, and the edges
-        between free nodes.
-    constants : ndarray of shape (S,)
-        The score of each state on F alone (its unary scores and the edges inside F).
+        A feedback vertex set of the graph.
     """
-    if potentials.n_samples != 1:
-        raise ValueError("clamped_forests takes the potentials of one sample")
-    states = np.atleast_2d(np.asarray(states, dtype=np.intp))
-    n_states, k = len(states), potentials.n_states
-    free = np.flatnonzero(~fvs)
-    clamped = np.flatnonzero(fvs)
-    if states.shape[1] != len(clamped):
-        raise ValueError(f"states must have {len(clamped)} columns (one per F node)")
-    label = np.full((n_states, potentials.n_nodes), -1)
-    label[:, clamped] = states
-    tables = potentials.edge_tables()
-    first, second = potentials.edges[:, 0], potentials.edges[:, 1]
-    inside = fvs[first] & fvs[second]
-    to_first = ~fvs[first] & fvs[second]  # the second end is clamped: fold into the first
-    to_second = fvs[first] & ~fvs[second]
-    constants = (
-        potentials.unary[clamped, states].sum(axis=1) if len(clamped) else np.zeros(n_states)
-    )
-    constants = constants + tables[inside, label[:, first[inside]], label[:, second[inside]]].sum(
-        axis=1
-    )
-    unary = np.broadcast_to(potentials.unary, (n_states,) + potentials.unary.shape).copy()
-    # unary[s, i, a] += T_e[a, y_j(s)] for edges (i, j) with j clamped, and symmetrically
-    np.add.at(
-        unary,
-        (slice(None), first[to_first]),
-        tables[to_first, :, label[:, second[to_first]]],
-    )
-    np.add.at(
-        unary,
-        (slice(None), second[to_second]),
-        tables[to_second][np.arange(to_second.sum()), label[:, first[to_second]], :],
-    )
-    index = np.full(potentials.n_nodes, -1)
-    index[free] = np.arange(len(free))
-    between = ~fvs[first] & ~fvs[second]
-    local = index[potentials.edges[between]]
-    n_free, n_edges = len(free), len(local)
-    forests = Potentials(
-        unary[:, free].reshape(-1, k),
-        (local[None] + (np.arange(n_states) * n_free)[:, None, None]).reshape(-1, 2),
-        np.tile(tables[between], (n_states, 1, 1)),
-        np.arange(n_states + 1) * n_free,
-        np.arange(n_states + 1) * n_edges,
-    )
-    return forests, constants
+
+    def __init__(self, n_nodes: int, edges: np.ndarray, fvs: np.ndarray):
+        self.n_nodes, self.edges, self.fvs = n_nodes, np.asarray(edges, dtype=np.intp), fvs
+        self.free, self.clamped = np.flatnonzero(~fvs), np.flatnonzero(fvs)
+        first, second = self.edges[:, 0], self.edges[:, 1]
+        self.between = np.flatnonzero(~fvs[first] & ~fvs[second])
+        self.inside = np.flatnonzero(fvs[first] & fvs[second])
+        self.to_first = np.flatnonzero(~fvs[first] & fvs[second])  # fold into the first end
+        self.to_second = np.flatnonzero(fvs[first] & ~fvs[second])
+        local = np.full(n_nodes, -1)
+        local[self.free] = np.arange(len(self.free))
+        self.local = local
+        self.plan = ForestPlan(len(self.free), local[self.edges[self.between]])
+
+    def marginals(self, unary: np.ndarray, tables: np.ndarray, states: np.ndarray):
+        """Exact clamped log-partitions and marginals of B (model, state) pairs.
+
+        Parameters
+        ----------
+        unary : ndarray of shape (B, n_nodes, K)
+        tables : ndarray of shape (B, E, K, K)
+        states : ndarray of shape (B, |F|)
+            The labels of the F nodes of each pair.
+
+        Returns
+        -------
+        log_z : ndarray of shape (B,)
+            ``log Z(y_F)``: the log-sum over the free nodes of exp of the full score.
+        node : ndarray of shape (B, n_nodes, K)
+            Marginals given the clamped state (one-hot on F).
+        pair : ndarray of shape (B, E, K, K)
+            Pairwise marginals given the clamped state.
+        """
+        n_models, _, k = unary.shape
+        rows = np.arange(n_models)[:, None]
+        label = np.zeros((n_models, self.n_nodes), dtype=np.intp)
+        label[:, self.clamped] = states
+        first, second = self.edges[:, 0], self.edges[:, 1]
+        constant = unary[rows, self.clamped, states].sum(axis=1)
+        e = self.inside
+        constant += tables[rows, e, label[:, first[e]], label[:, second[e]]].sum(axis=1)
+        free_unary = unary[:, self.free].copy()
+        e = self.to_first  # add T_e[:, y_j] to the first end
+        np.add.at(
+            free_unary,
+            (slice(None), self.local[first[e]]),
+            tables[rows, e, :, label[:, second[e]]],
+        )
+        e = self.to_second  # add T_e[y_i, :] to the second end
+        np.add.at(
+            free_unary, (slice(None), self.local[second[e]]), tables[rows, e, label[:, first[e]]]
+        )
+        forest = self.plan.sum_product(free_unary, tables[:, self.between])
+        node = np.zeros((n_models, self.n_nodes, k))
+        node[:, self.free] = forest.node
+        node[rows, self.clamped, states] = 1.0
+        pair = np.einsum("bea,bec->beac", node[:, first], node[:, second])
+        pair[:, self.between] = forest.edge
+        return constant + forest.log_partition, node, pair
 
 
 def clamped_bound(potentials: Potentials, fvs: np.ndarray, states: np.ndarray):
@@ -179,26 +201,81 @@ def clamped_bound(potentials: Potentials, fvs: np.ndarray, states: np.ndarray):
         the mixture of the clamped forests weighted by ``Z(s) / Σ Z`` (eqs. 16–17), node
         marginals (n_nodes, K) and pairwise ones in the potentials' kind.
     """
-    forests, constants = clamped_forests(potentials, fvs, states)
-    bp = BeliefPropagation(forests, 1.0, "bethe")  # exact sum-product on a forest
-    bp.run(max_sweeps=10 * max(1, forests.n_nodes), tol=1e-12)
-    log_z = constants + bp.objective()
-    weight = softmax(log_z)
-    n_states, k = len(log_z), potentials.n_states
+    if potentials.n_samples != 1:
+        raise ValueError("clamped_bound takes the potentials of one sample")
     states = np.atleast_2d(np.asarray(states, dtype=np.intp))
-    free, clamped = np.flatnonzero(~fvs), np.flatnonzero(fvs)
-    edge_beliefs = bp.edge_beliefs()
-    node_beliefs = bp.node_beliefs(edge_beliefs).reshape(n_states, len(free), k)
-    node = np.zeros((n_states, potentials.n_nodes, k))
-    node[:, free] = node_beliefs
-    node[np.arange(n_states)[:, None], clamped[None, :], states] = 1.0
-    # pairwise beliefs of every edge of the full model, per state
-    first, second = potentials.edges[:, 0], potentials.edges[:, 1]
-    # (S, E, K, K): an edge with a clamped end is the outer product of its ends' beliefs
-    pair = np.einsum("sea,seb->seab", node[:, first], node[:, second])
-    between = np.flatnonzero(~fvs[first] & ~fvs[second])
-    pair[:, between] = edge_beliefs.reshape(n_states, len(between), k, k)
-    node = np.tensordot(weight, node, axes=1)
-    pair = np.tensordot(weight, pair, axes=1)
+    if states.shape[1] != int(fvs.sum()):
+        raise ValueError(f"states must have {int(fvs.sum())} columns (one per F node)")
+    decomposition = ClampedDecomposition(potentials.n_nodes, potentials.edges, fvs)
+    n_states = len(states)
+    unary = np.broadcast_to(potentials.unary, (n_states,) + potentials.unary.shape)
+    tables = np.broadcast_to(
+        potentials.edge_tables(), (n_states, potentials.n_edges) + (potentials.n_states,) * 2
+    )
+    log_z, node, pair = decomposition.marginals(unary, tables, states)
+    weight = softmax(log_z)
+    node, pair = np.tensordot(weight, node, axes=1), np.tensordot(weight, pair, axes=1)
     statistics = Statistics(node, pairwise_statistics(pair, potentials.pairwise_kind))
     return float(logsumexp(log_z)), statistics
+
+
+def max_tighten(
+    potentials: Potentials,
+    fvs: np.ndarray,
+    start: np.ndarray,
+    n_iter: int = 30,
+    damping: float = 0.5,
+    smoothing: float = 1.0,
+) -> np.ndarray:
+    """MAX-TIGHTEN (Pletscher & Ong §5.2): marginal MAP of the F nodes, summing out the others.
+
+    Hybrid loopy message passing (Jiang et al. 2011): a node of F max-marginalises its messages,
+    every other node sum-marginalises them; the messages are damped and start from a smoothed
+    labelling (``smoothing`` nats towards ``start``, e.g. the MAP, as the paper recommends);
+    the beliefs are rounded to labels at the end.
+
+    Parameters
+    ----------
+    potentials : Potentials
+        A batch of models.
+    fvs : ndarray of shape (n_nodes,) of bool
+        The F nodes of every sample.
+    start : ndarray of shape (n_nodes,)
+        The labelling the messages start from.
+    n_iter : int, default=30
+        Synchronous, damped passes over all edges.
+    damping : float, default=0.5
+        Weight of the previous message.
+    smoothing : float, default=1.0
+        Initial message towards ``start``.
+
+    Returns
+    -------
+    ndarray of shape (n_nodes,)
+        The rounded labels (those of the F nodes are the tightening state).
+    """
+    k, edges = potentials.n_states, potentials.edges
+    tables = potentials.edge_tables()
+    first, second = edges[:, 0], edges[:, 1]
+    n, n_edges = potentials.n_nodes, potentials.n_edges
+    columns = np.arange(n_edges)
+    at_first = csr_matrix((np.ones(n_edges), (first, columns)), shape=(n, n_edges))
+    at_second = csr_matrix((np.ones(n_edges), (second, columns)), shape=(n, n_edges))
+    to_second = smoothing * (np.arange(k) == start[second][:, None])  # first → second
+    to_first = smoothing * (np.arange(k) == start[first][:, None])  # second → first
+    for _ in range(n_iter):
+        belief = potentials.unary + at_second @ to_second + at_first @ to_first
+        out_first = (belief[first] - to_first)[:, :, None] + tables  # (E, K_first, K_second)
+        out_second = (belief[second] - to_second)[:, None, :] + tables
+        new_second = np.where(
+            fvs[first][:, None], out_first.max(axis=1), logsumexp(out_first, axis=1)
+        )
+        new_first = np.where(
+            fvs[second][:, None], out_second.max(axis=2), logsumexp(out_second, axis=2)
+        )
+        new_second -= new_second.max(axis=1, keepdims=True)
+        new_first -= new_first.max(axis=1, keepdims=True)
+        to_second = damping * to_second + (1 - damping) * new_second
+        to_first = damping * to_first + (1 - damping) * new_first
+    belief = potentials.unary + at_second @ to_second + at_first @ to_first
+    return belief.argmax(axis=1)

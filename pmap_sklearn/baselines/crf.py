@@ -6,12 +6,10 @@ from dataclasses import dataclass
 from numbers import Integral, Real
 
 import numpy as np
-from scipy.optimize import minimize
 from sklearn.utils._param_validation import Interval
 
 from .._base import BaseStructuredEstimator
-from .._progress import Progress
-from .._utils import NonFiniteError
+from .._lbfgs import minimise
 
 
 @dataclass
@@ -162,28 +160,14 @@ class ChainCRF(BaseStructuredEstimator):
 
         def negative_objective(w):
             value, gradient = self._log_likelihood(batch, labels, w, observed)
-            if not (np.isfinite(value) and np.isfinite(gradient).all()):
-                raise NonFiniteError(
-                    "the log-likelihood or its gradient is not finite (features too large): "
-                    "scale the features (e.g. with NodeTransformer(StandardScaler())) or "
-                    "regularise more"
-                )
             return -(value - 0.5 * self.alpha * w @ w), -(gradient - self.alpha * w)
 
-        progress = Progress(type(self).__name__, self.max_iter, self.verbose, unit="iteration")
-        iteration = iter(range(1, self.max_iter + 1))
-
-        def report(intermediate_result):
-            progress.update(next(iteration), intermediate_result.fun)
-
-        result = minimize(
+        w, n_iter, value = minimise(
             negative_objective,
             state.coef,
-            jac=True,
-            method="L-BFGS-B",
-            options=dict(maxiter=self.max_iter, gtol=self.tol),
-            callback=report,
+            name=type(self).__name__,
+            max_iter=self.max_iter,
+            tol=self.tol,
+            verbose=self.verbose,
         )
-        # status 1: the iteration budget ran out before the gradient tolerance was met
-        progress.finish(result.nit, result.status != 1, f"projected gradient < tol={self.tol}")
-        return _LBFGSState(coef=result.x, n_iter=int(result.nit), objective=float(-result.fun))
+        return _LBFGSState(coef=w, n_iter=n_iter, objective=-value)
