@@ -5,6 +5,7 @@ from __future__ import annotations
 from functools import cached_property
 
 import numpy as np
+from scipy import sparse
 
 
 class NonFiniteError(ValueError):
@@ -38,6 +39,18 @@ class StackedSamples:
     def edge_sample(self) -> np.ndarray:
         """Sample of each edge."""
         return np.repeat(np.arange(self.n_samples), np.diff(self.edge_offsets))
+
+    @cached_property
+    def edge_ends(self) -> tuple[sparse.csr_matrix, sparse.csr_matrix]:
+        """Node × edge 0/1 matrices of the first and the second end of every edge: ``first @
+        values`` sums per-edge rows (E, K) into the first ends' nodes (n_nodes, K)."""
+        n_edges = len(self.edges)
+        columns = np.arange(n_edges)
+        shape = (self.n_nodes, n_edges)
+        return tuple(
+            sparse.csr_matrix((np.ones(n_edges), (self.edges[:, end], columns)), shape=shape)
+            for end in (0, 1)
+        )
 
 
 def check_generator(random_state) -> np.random.Generator:

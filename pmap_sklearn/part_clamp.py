@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 from numbers import Integral, Real
 
 import numpy as np
-from scipy import sparse
 from scipy.special import logsumexp, softmax
 from sklearn.utils._param_validation import Interval, StrOptions
 
@@ -72,14 +71,6 @@ class _FullBatchCRF(BaseStructuredEstimator):
             return labels
         return self._map(batch, w_supervised, clamp=labels)
 
-    def _observed(self, batch, labels, pairwise_factor=1.0):
-        """Statistics of the true labels (pairwise ones scaled by ``pairwise_factor``)."""
-        k = self.structure_.n_states_
-        first, second = labels[batch.edges[:, 0]], labels[batch.edges[:, 1]]
-        pair = np.zeros((len(batch.edges), k, k))
-        pair[np.arange(len(batch.edges)), first, second] = pairwise_factor
-        return onehot(labels, k), pair
-
     def _joint(self, batch, node, pair):
         statistics = Statistics(node, pairwise_statistics(pair, self.structure_.pairwise_kind))
         return self.structure_.joint_feature_of(batch, statistics)
@@ -87,19 +78,14 @@ class _FullBatchCRF(BaseStructuredEstimator):
 
 def _conditional_scores(potentials, labels):
     """``s_i(k) = θ_i(k) + Σ_{e ∋ i} T_e(k, y_other)``: the scores of each node's label given
-    its neighbours' labels (n_nodes, K), and the per-edge tables."""
+    its neighbours' labels, (n_nodes, K)."""
     tables = potentials.edge_tables()
     first, second = potentials.edges[:, 0], potentials.edges[:, 1]
-    n, n_edges = potentials.n_nodes, potentials.n_edges
-    columns = np.arange(n_edges)
+    columns = np.arange(potentials.n_edges)
+    at_first, at_second = potentials.edge_ends
     to_first = tables[columns, :, labels[second]]  # (E, K) over the first end's label
     to_second = tables[columns, labels[first], :]
-    scores = potentials.unary.copy()
-    scores += sparse.csr_matrix((np.ones(n_edges), (first, columns)), shape=(n, n_edges)) @ to_first
-    scores += (
-        sparse.csr_matrix((np.ones(n_edges), (second, columns)), shape=(n, n_edges)) @ to_second
-    )
-    return scores
+    return potentials.unary + at_first @ to_first + at_second @ to_second
 
 
 class PseudoLikelihoodCRF(_FullBatchCRF):
@@ -198,11 +184,12 @@ class PseudoLikelihoodCRF(_FullBatchCRF):
         first, second = labels[batch.edges[:, 0]], labels[batch.edges[:, 1]]
         columns = np.arange(len(batch.edges))
         k = self.structure_.n_states_
-        expected_pair = np.zeros((len(batch.edges), k, k))
-        expected_pair[columns, :, second] += conditional[batch.edges[:, 0]]
-        expected_pair[columns, first, :] += conditional[batch.edges[:, 1]]
-        observed_node, observed_pair = self._observed(batch, labels, pairwise_factor=2.0)
-        gradient = self._joint(batch, conditional - observed_node, expected_pair - observed_pair)
+        # every edge enters the conditionals of both its ends: observed pairs count twice
+        pair = np.zeros((len(batch.edges), k, k))
+        pair[columns, :, second] += conditional[batch.edges[:, 0]]
+        pair[columns, first, :] += conditional[batch.edges[:, 1]]
+        pair[columns, first, second] -= 2.0
+        gradient = self._joint(batch, conditional - onehot(labels, k), pair)
         n = batch.n_samples
         return value / n + 0.5 * self.alpha * w @ w, gradient / n + self.alpha * w
 
@@ -315,27 +302,21 @@ class ContrastiveDivergenceCRF(_FullBatchCRF):
     def _optimise(self, batch, labels, state, rng, validation_score):
         colour = colour_nodes(batch.n_nodes, batch.edges)
         colours = [np.flatnonzero(colour == c) for c in range(colour.max() + 1)]
-        observed = self._joint(batch, *self._observed(batch, labels))
-        box = self._box()
+        observed = self.structure_.joint_feature(batch, labels)
         n, w = batch.n_samples, state.coef.copy()
         average, n_averaged = np.zeros_like(w), 0
         progress = Progress(type(self).__name__, self.max_iter, self.verbose, unit="step")
         for step in range(1, self.max_iter + 1):
             potentials = self.structure_.potentials(batch, w)
             sample = self._gibbs(potentials, labels, colours, rng)
-            gradient = (self._joint(batch, *self._observed(batch, sample)) - observed) / n
+            gradient = (self.structure_.joint_feature(batch, sample) - observed) / n
             gradient += self.alpha * w
             norm = np.linalg.norm(gradient)
             if not np.isfinite(norm):
                 raise NonFiniteError("the CD gradient is not finite: scale the features")
             if norm > 0:
                 w -= self.eta0 / np.sqrt(state.n_iter + step) * gradient / norm
-            if box is not None:
-                np.minimum(
-                    w[self.structure_.n_unary_weights_ :],
-                    0.0,
-                    out=w[self.structure_.n_unary_weights_ :],
-                )
+            self.structure_.project(w)  # attractive weights for graph cuts
             if step > self.max_iter // 2:
                 n_averaged += 1
                 average += (w - average) / n_averaged
@@ -551,9 +532,9 @@ class PartClampCRF(_FullBatchCRF):
     def _objective(self, batch, labels, parts, w):
         n = batch.n_samples
         total, node, pair = self._bound(batch, parts, w)
-        observed_node, observed_pair = self._observed(batch, labels)
         score = self.structure_.potentials(batch, w).score(labels).sum()
-        gradient = self._joint(batch, node - observed_node, pair - observed_pair) / n
+        observed = self.structure_.joint_feature(batch, labels)
+        gradient = (self._joint(batch, node, pair) - observed) / n
         return (total - score) / n + 0.5 * self.alpha * w @ w, gradient + self.alpha * w
 
     # ---- Clamp: new states -------------------------------------------------------------------

@@ -141,15 +141,20 @@ def _brute_log_z(potentials, clamp=None):
     return BruteForceSolver().log_partition(potentials, clamp=clamp)[0]
 
 
-def test_composite_likelihood_is_part_and_clamp_with_the_truth(rng):
+def _fitted_part_clamp(rng, n_rounds):
+    """A small PartClampCRF fit, its prepared batch, labels and fresh state sets (the truth)."""
     from pmap_sklearn import PartClampCRF
 
     X, y = _grid_graphs(rng, n_samples=3, shape=(3, 4))
-    model = PartClampCRF("graph", n_rounds=1, alpha=0.5, max_iter=5).fit(X, y)
+    model = PartClampCRF("graph", n_rounds=n_rounds, alpha=0.5, max_iter=5).fit(X, y)
+    batch = model.structure_.prepare(X)
+    labels = model.structure_.prepare_labels(batch, y)
+    return model, batch, labels, model._decompose(batch, labels, rng)
+
+
+def test_composite_likelihood_is_part_and_clamp_with_the_truth(rng):
+    model, batch, labels, parts = _fitted_part_clamp(rng, n_rounds=1)
     structure = model.structure_
-    batch = structure.prepare(X)
-    labels = structure.prepare_labels(batch, y)
-    parts = model._decompose(batch, labels, rng)
     w = model.coef_ + 0.3 * rng.normal(size=model.coef_.shape)
     value, gradient = model._objective(batch, labels, parts, w)
     expected = 0.0
@@ -164,14 +169,8 @@ def test_composite_likelihood_is_part_and_clamp_with_the_truth(rng):
 
 
 def test_tightened_objective_gradient_and_bound(rng):
-    from pmap_sklearn import PartClampCRF
-
-    X, y = _grid_graphs(rng, n_samples=3, shape=(3, 4))
-    model = PartClampCRF("graph", n_rounds=3, alpha=0.5, max_iter=5).fit(X, y)
+    model, batch, labels, parts = _fitted_part_clamp(rng, n_rounds=3)
     structure = model.structure_
-    batch = structure.prepare(X)
-    labels = structure.prepare_labels(batch, y)
-    parts = model._decompose(batch, labels, rng)
     before = model._bound(batch, parts, model.coef_)[0]
     model._tighten(batch, parts, model.coef_)
     model._tighten(batch, parts, model.coef_ * 0.5)

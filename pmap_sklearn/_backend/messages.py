@@ -25,7 +25,6 @@ from __future__ import annotations
 from numbers import Real
 
 import numpy as np
-from scipy import sparse
 
 from .base import Marginals, Solver
 from .potentials import Potentials, Statistics
@@ -176,13 +175,7 @@ class BeliefPropagation:
         self.total_count = self.node_count + self.edge_count * degree  # ĉ_v
         self.edge_tau = self.epsilon * self.edge_count
         self.node_tau = self.epsilon * self.node_count
-        columns = np.arange(p.n_edges)
-        self._to_source = sparse.csr_matrix(
-            (np.ones(p.n_edges), (source, columns)), shape=(p.n_nodes, p.n_edges)
-        )
-        self._to_target = sparse.csr_matrix(
-            (np.ones(p.n_edges), (target, columns)), shape=(p.n_nodes, p.n_edges)
-        )
+        self._to_source, self._to_target = p.edge_ends
         colour = colour_nodes(p.n_nodes, p.edges)
         self.n_colours = int(colour.max()) + 1 if p.n_nodes else 0
         self._classes = []
@@ -197,6 +190,9 @@ class BeliefPropagation:
                     in_edges,
                     self._to_source[nodes][:, out_edges],
                     self._to_target[nodes][:, in_edges],
+                    # where each edge's end of this colour sits in ``nodes``
+                    np.searchsorted(nodes, source[out_edges]),
+                    np.searchsorted(nodes, target[in_edges]),
                 )
             )
         self.source_messages = np.zeros((p.n_edges, p.n_states))  # λ_{i→(i,j)}
@@ -212,7 +208,7 @@ class BeliefPropagation:
     def sweep(self) -> float:
         """One pass of Lemma 1 over every colour class; the largest message change."""
         change = 0.0
-        for nodes, out_edges, in_edges, out_incidence, in_incidence in self._classes:
+        for nodes, out_edges, in_edges, out_incidence, in_incidence, out_at, in_at in self._classes:
             tables_out = self.edge_tables[out_edges]
             tables_in = self.edge_tables[in_edges]
             # μ to the source of an edge sums out its target, and vice versa
@@ -224,10 +220,8 @@ class BeliefPropagation:
             )
             incoming = out_incidence @ to_source + in_incidence @ to_target
             share = (self.node_scores[nodes] + incoming) / self.total_count[nodes, None]
-            local = np.zeros((self.n_nodes, self.n_states))
-            local[nodes] = share
-            new_out = self.edge_count * local[self.edges[out_edges, 0]] - to_source
-            new_in = self.edge_count * local[self.edges[in_edges, 1]] - to_target
+            new_out = self.edge_count * share[out_at] - to_source
+            new_in = self.edge_count * share[in_at] - to_target
             new_out -= new_out.max(axis=1, keepdims=True)  # footnote 1: normalised messages
             new_in -= new_in.max(axis=1, keepdims=True)
             if len(new_out):

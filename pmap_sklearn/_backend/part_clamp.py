@@ -15,7 +15,6 @@ from __future__ import annotations
 from collections import deque
 
 import numpy as np
-from scipy.sparse import csr_matrix
 from scipy.special import logsumexp, softmax
 
 from .._utils import check_generator
@@ -257,10 +256,7 @@ def max_tighten(
     k, edges = potentials.n_states, potentials.edges
     tables = potentials.edge_tables()
     first, second = edges[:, 0], edges[:, 1]
-    n, n_edges = potentials.n_nodes, potentials.n_edges
-    columns = np.arange(n_edges)
-    at_first = csr_matrix((np.ones(n_edges), (first, columns)), shape=(n, n_edges))
-    at_second = csr_matrix((np.ones(n_edges), (second, columns)), shape=(n, n_edges))
+    at_first, at_second = potentials.edge_ends
     to_second = smoothing * (np.arange(k) == start[second][:, None])  # first → second
     to_first = smoothing * (np.arange(k) == start[first][:, None])  # second → first
     for _ in range(n_iter):
