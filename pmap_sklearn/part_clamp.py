@@ -26,6 +26,7 @@ class _State:
     rng: object = None
     n_iter: int = 0
     bounds: list = field(default_factory=list)
+    by_states: np.ndarray | None = None
 
     @property
     def estimate(self) -> np.ndarray:
@@ -391,7 +392,13 @@ class PartClampCRF(_FullBatchCRF):
         L-BFGS iterations, all rounds.
     lower_bound_history_ : list of float
         The mean bound ``(1/N) Σ_n log Z_bound(x_n)`` at the start of each round, right after
-        its tightening (at fixed weights, a tightening can only raise the bound).
+        its tightening, at that round's starting weights (the weights move between rounds, so
+        this curve need not rise).
+    lower_bound_by_states_ : ndarray of shape (n_states_kept,)
+        The mean bound at the fitted weights ``coef_`` with the first 1, 2, … states of every
+        ``Y_F`` (in the order they were clamped, the truth first): how much each added state
+        tightens the bound (the paper's Fig. 2). Non-decreasing, since every added state adds
+        a term ``Z(y_F) > 0`` to eq. 7.
     fvs_fraction_ : float
         ``|F| / |V|`` of the first decomposition, averaged over the training samples.
 
@@ -584,6 +591,19 @@ class PartClampCRF(_FullBatchCRF):
                 bounds=self._box(),
             )
             state.coef, state.n_iter = w, state.n_iter + n_iter
+        state.by_states = self._bound_by_states(batch, parts, state.coef)
+
+    def _bound_by_states(self, batch, parts, w):
+        """The mean bound at ``w`` with the first 1, 2, … states of every ``Y_F``."""
+        most = max(len(states) for sample_parts in parts for _, states in sample_parts)
+        return np.array(
+            [
+                self._bound(batch, [[(d, s[:k]) for d, s in p] for p in parts], w)[0]
+                / batch.n_samples
+                for k in range(1, most + 1)
+            ]
+        )
 
     def _set_fitted_attributes(self, state) -> None:
         self.lower_bound_history_ = list(state.bounds)
+        self.lower_bound_by_states_ = state.by_states

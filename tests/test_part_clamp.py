@@ -231,6 +231,9 @@ def test_the_papers_ordering_on_noisy_block_images():
     assert errors["CD"] < errors["CL"]
     assert max(errors["P&C"], errors["CD"]) < threshold
     assert len(models["P&C"].lower_bound_history_) == 3
+    # at the fitted weights, every clamped state raises the bound (eq. 7, Fig. 2)
+    by_states = models["P&C"].lower_bound_by_states_
+    assert len(by_states) == 3 and np.all(np.diff(by_states) > 0)
 
 
 def test_learners_reject_what_they_cannot_fit(rng):
