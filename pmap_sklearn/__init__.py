@@ -2,6 +2,7 @@
 
 from ._backend import Potentials
 from .baselines import ChainCRF, StructuredSVM
+from .continuous import ContinuousLogSupermodularDenoiser
 from .denoising import LogSupermodularDenoiser
 from .epsilon import EpsilonCRF
 from .marginal import MarginalPerturbMAPCRF
@@ -29,6 +30,7 @@ __all__ = [
     "PseudoLikelihoodCRF",
     "ContrastiveDivergenceCRF",
     "LogSupermodularDenoiser",
+    "ContinuousLogSupermodularDenoiser",
     "ChainStructure",
     "GridStructure",
     "GraphStructure",
