@@ -9,12 +9,19 @@ from .base import ClampedSolution, Marginals, Solver
 from .brute import BruteForceSolver
 from .chain import ChainSolver
 from .cut import GraphCutSolver
+from .ishikawa import IshikawaSolver
 from .messages import MessagePassingSolver
 from .potentials import ChainLayout, GridLayout, Potentials, Statistics
 
 SOLVERS = {
     solver.name: solver
-    for solver in (ChainSolver, GraphCutSolver, BruteForceSolver, MessagePassingSolver)
+    for solver in (
+        ChainSolver,
+        GraphCutSolver,
+        BruteForceSolver,
+        MessagePassingSolver,
+        IshikawaSolver,
+    )
 }
 
 __all__ = [
@@ -29,6 +36,7 @@ __all__ = [
     "GraphCutSolver",
     "BruteForceSolver",
     "MessagePassingSolver",
+    "IshikawaSolver",
     "SOLVERS",
     "check_solver",
 ]
