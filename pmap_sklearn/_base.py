@@ -31,7 +31,7 @@ from sklearn.utils.validation import check_is_fitted
 from . import _sgd
 from ._backend import Potentials
 from ._labels import as_samples, encode
-from ._parallel import uses_workers
+from ._parallel import N_JOBS_CONSTRAINT, uses_workers
 from ._utils import check_generator
 from .metrics import mean_hamming_loss
 from .perturbation import perturb_and_map
@@ -58,11 +58,7 @@ class BaseStructuredEstimator(BaseEstimator):
         "batch_size": [Interval(Integral, 1, None, closed="left")],
         "warm_start": ["boolean"],
         "random_state": ["random_state", np.random.Generator],
-        "n_jobs": [
-            None,
-            Interval(Integral, 1, None, closed="left"),
-            Interval(Integral, None, -1, closed="right"),
-        ],
+        "n_jobs": N_JOBS_CONSTRAINT,
         "verbose": ["verbose"],
         "unknown_label": [None, Real, str],
     }

@@ -11,10 +11,20 @@ the same calls over many machines, with the same results.
 from __future__ import annotations
 
 import functools
+from numbers import Integral
 
 import numpy as np
 from joblib import Parallel, delayed, effective_n_jobs
+from sklearn.utils._param_validation import Interval
 from threadpoolctl import threadpool_limits
+
+#: scikit-learn parameter constraint of ``n_jobs``: None, a positive count, or -1, -2, … (all
+#: processors, all but one, …); 0 is refused.
+N_JOBS_CONSTRAINT = [
+    None,
+    Interval(Integral, 1, None, closed="left"),
+    Interval(Integral, None, -1, closed="right"),
+]
 
 #: Estimated work (node visits of the solvers, e.g. nodes × solves) below which a call runs in
 #: the calling process: about 0.1-0.5 s of graph cuts, well above the cost of a dispatch.

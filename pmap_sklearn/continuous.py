@@ -21,6 +21,7 @@ from sklearn.utils.validation import check_array, check_is_fitted
 
 from ._backend.group_prox import prox_group_max
 from ._backend.ishikawa import GroupMaxLevels
+from ._parallel import N_JOBS_CONSTRAINT
 from ._utils import check_generator
 from .perturbation import gumbel
 
@@ -199,11 +200,7 @@ class ContinuousLogSupermodularDenoiser(BaseEstimator):
         "batch_perturbations": [Interval(Integral, 1, None, closed="left")],
         "step_size": [Interval(Real, 0, None, closed="neither")],
         "random_state": ["random_state", np.random.Generator],
-        "n_jobs": [
-            None,
-            Interval(Integral, 1, None, closed="left"),
-            Interval(Integral, None, -1, closed="right"),
-        ],
+        "n_jobs": N_JOBS_CONSTRAINT,
         "verbose": ["verbose"],
     }
 

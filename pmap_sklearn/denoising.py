@@ -26,7 +26,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from . import _sgd
 from ._backend import Potentials
-from ._parallel import uses_workers
+from ._parallel import N_JOBS_CONSTRAINT, uses_workers
 from ._utils import check_binary_images, check_generator, like_input
 from .perturb_map import perturb_and_map_oracle
 from .perturbation import draw, perturb_and_map
@@ -187,11 +187,7 @@ class LogSupermodularDenoiser(BaseEstimator):
         "n_perturbations": [Interval(Integral, 1, None, closed="left")],
         "decoding": [StrOptions({"map", "marginal"})],
         "random_state": ["random_state", np.random.Generator],
-        "n_jobs": [
-            None,
-            Interval(Integral, 1, None, closed="left"),
-            Interval(Integral, None, -1, closed="right"),
-        ],
+        "n_jobs": N_JOBS_CONSTRAINT,
         "verbose": ["verbose"],
     }
 
