@@ -337,15 +337,9 @@ class ContinuousLogSupermodularDenoiser(BaseEstimator):
 
     def _level_map(self, costs, weights, levels):
         """``argmin_z Σ_i costs_i(z_i) + Σ_A d_A u_{max_A z}`` of every model (B, k, R)."""
-        n_levels, values, _, past = levels
-        costs = np.where(past, np.inf, costs)
-        if all(len(g) == 1 or d <= 0 for g, d in zip(self.groups_, weights, strict=True)):
-            single = np.zeros(len(n_levels))
-            for g, d in zip(self.groups_, weights, strict=True):
-                single[g[0]] += d if len(g) == 1 else 0.0
-            return np.argmin(costs + single[:, None] * values[None, :], axis=-1)
+        n_levels, values, _, _ = levels
         solver = GroupMaxLevels(n_levels, values, self.groups_, weights)
-        return solver.map(np.where(past, 0.0, costs), n_jobs=self.n_jobs)
+        return solver.map(costs, n_jobs=self.n_jobs)
 
     def _perturbed_prior(self, rng, n_draws, weights, levels):
         """MAPs of ``n_draws`` Gumbel perturbations of the discretised prior, and their maxima

@@ -78,16 +78,16 @@ class _Thresholds:
         return total[:, self.start + self.n_levels - 1] - total[:, self.start]
 
 
-def _difference_edges(thresholds: _Thresholds, edges: np.ndarray, costs: np.ndarray, k: int):
+def _difference_edges(thresholds: _Thresholds, edges, costs, second, k: int):
     """Ishikawa's edges for pairwise costs ``g_e(z_i − z_k)`` convex in the difference.
 
-    ``costs[e, d + k − 1] = g_e(d)``. With ``c_m = g(m + 1) − 2 g(m) + g(m − 1) >= 0``, the
+    ``costs[e, d + k − 1] = g_e(d)``, ``second`` its second differences ``c_m = g(m + 1) −
+    2 g(m) + g(m − 1)`` (``m = −(k−2) … k−2``, clipped at 0 against rounding). The
     term ``F(a, b) = Σ_{j ≤ a} Σ_{l > b} c_{j−l}`` (an edge ``(k, l) → (i, j)`` of capacity
     ``c_{j−l}`` per pair of thresholds) has the mixed differences of ``g``; the remainder
     ``g(a − b) − F(a, b)`` is separable and returned as unary costs of both ends.
     """
     n_edges = len(edges)
-    second = costs[:, 2:] - 2.0 * costs[:, 1:-1] + costs[:, :-2]  # m = −(k−2) … k−2
     second = np.maximum(second, 0.0)
     e_index, m_index = np.nonzero(second > 0)
     m = m_index - (k - 2)
@@ -142,9 +142,9 @@ class IshikawaSolver(Solver):
         tails, heads = thresholds.chain_edges()
         capacities = np.full(len(tails), np.inf)
         if p.n_edges:
-            difference = _difference_costs(p)
+            difference, second = _difference_costs(p)
             e_tails, e_heads, e_caps, unary_i, unary_k = _difference_edges(
-                thresholds, p.edges, difference, k
+                thresholds, p.edges, difference, second, k
             )
             costs = costs.copy()
             np.add.at(costs, p.edges[:, 0], unary_i)
@@ -153,12 +153,13 @@ class IshikawaSolver(Solver):
             heads = np.concatenate([heads, e_heads])
             capacities = np.concatenate([capacities, e_caps])
         x = min_cut(thresholds.n, thresholds.linear(costs), tails, heads, capacities)
-        return np.bincount(thresholds.owner, x, minlength=p.n_nodes).astype(np.intp)
+        return thresholds.decode(x[None])[0]
 
 
-def _difference_costs(p: Potentials) -> np.ndarray:
-    """Each edge's cost as a function of ``y_i − y_j``, shape (E, 2K − 1); checks that the
-    scores depend on the difference only and that the cost is convex in it."""
+def _difference_costs(p: Potentials):
+    """Each edge's cost as a function of ``y_i − y_j``, shape (E, 2K − 1), and its second
+    differences, shape (E, 2K − 3); checks that the scores depend on the difference only and
+    that the cost is convex in it."""
     k = p.n_states
     tables = -p.edge_tables()
     a, b = np.meshgrid(np.arange(k), np.arange(k), indexing="ij")
@@ -166,9 +167,9 @@ def _difference_costs(p: Potentials) -> np.ndarray:
     difference[:, (a - b).ravel() + k - 1] = tables.reshape(p.n_edges, -1)
     scale = 1e-9 * (1.0 + np.abs(tables).max())
     rebuilt = difference[:, (a - b) + k - 1]
+    second = difference[:, 2:] - 2.0 * difference[:, 1:-1] + difference[:, :-2]
     bad = np.flatnonzero(np.abs(rebuilt - tables).max(axis=(1, 2)) > scale)
     if bad.size == 0:
-        second = difference[:, 2:] - 2.0 * difference[:, 1:-1] + difference[:, :-2]
         bad = np.flatnonzero(second.min(axis=1, initial=0.0) < -scale)
     if bad.size:
         raise ValueError(
@@ -176,7 +177,7 @@ def _difference_costs(p: Potentials) -> np.ndarray:
             "functions of the label difference y_i − y_j (costs convex in it); use "
             "solver='message_passing' for other multi-label models"
         )
-    return difference
+    return difference, second
 
 
 class GroupMaxLevels:
@@ -202,9 +203,14 @@ class GroupMaxLevels:
 
     def __init__(self, n_levels, levels, groups, weights):
         self.thresholds = t = _Thresholds(n_levels)
+        self.levels = np.asarray(levels, dtype=float)
         steps = np.diff(levels)
-        sizes = np.array([len(g) for g in groups])
         weights = np.asarray(weights, dtype=float)
+        groups = [g for g, d in zip(groups, weights, strict=True) if d > 0]  # the others add 0
+        weights = weights[weights > 0]
+        sizes = np.array([len(g) for g in groups], dtype=np.intp)
+        # without groups of two or more the models are separable: no cut is needed
+        self.separable = not (sizes >= 2).any()
         linear = np.zeros(t.n)
         tails, heads = t.chain_edges()
         tails, heads, caps = [tails], [heads], [np.full(len(tails), np.inf)]
@@ -214,6 +220,7 @@ class GroupMaxLevels:
         for members, d in zip(groups, weights, strict=True):
             if len(members) == 1:
                 single[members[0]] += d
+        self.single = single
         linear += single[t.owner] * steps[t.level - 1]
         # pairs, every layer at once
         pairs = np.array([g for g in groups if len(g) == 2], dtype=np.intp).reshape(-1, 2)
@@ -266,6 +273,10 @@ class GroupMaxLevels:
         -------
         ndarray of shape (B, n) of int
         """
+        if self.separable:  # argmin_z c_i(z) + d_i u_z node by node, within each node's levels
+            past = np.arange(costs.shape[-1]) >= self.thresholds.n_levels[:, None]
+            scores = np.where(past, np.inf, costs + self.single[:, None] * self.levels)
+            return np.argmin(scores, axis=-1)
         linear = self.thresholds.linear(costs)  # (B, n_thresholds)
         per_chunk = max(1, CHUNK_NODES // max(self.n_nodes, 1))
         jobs = [(linear[b : b + per_chunk],) for b in range(0, len(costs), per_chunk)]
