@@ -151,7 +151,7 @@ def tables_42_43(quick):
                 row[f"{label} s"] = time.perf_counter() - started
                 examples[(table, name, label)] = denoised[0][:4]
             results[table][name] = row
-            print(table, name, {k: v for k, v in row.items()}, flush=True)
+            print(table, name, row, flush=True)
     results["noisy_snr"] = [float(np.mean([snr(test, x) for x in noisy]))]
     results["sigma"] = float(sigma)
     return results, (test[:4], noisy[0][:4], examples)
