@@ -36,6 +36,7 @@ from pmap_sklearn import (
     PartClampCRF,
     PerturbMAPCRF,
     PseudoLikelihoodCRF,
+    grid_edges,
 )
 from pmap_sklearn.datasets import add_kumar_hebert_noise, horse_split, load_weizmann_horse_masks
 
@@ -60,14 +61,7 @@ PAPER = {  # Table 1, MAP / MPM test error %
 
 def grid_graph(x):
     """A 4-connected grid with node feature x and edge features [1, |x_i − x_j|]."""
-    height, width = x.shape
-    ids = np.arange(height * width).reshape(height, width)
-    edges = np.concatenate(
-        [
-            np.column_stack([ids[:, :-1].ravel(), ids[:, 1:].ravel()]),
-            np.column_stack([ids[:-1].ravel(), ids[1:].ravel()]),
-        ]
-    )
+    edges = grid_edges(x.shape)
     f = x.ravel()
     contrast = np.abs(f[edges[:, 0]] - f[edges[:, 1]])
     return GraphSample(f[:, None], edges, np.column_stack([np.ones(len(edges)), contrast]))

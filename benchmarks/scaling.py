@@ -61,9 +61,8 @@ def run_one(kind: str, name: str, size: int) -> dict:
         PerturbMAPCRF,
         StructuredSVM,
     )
-    from pmap_sklearn._backend import GraphCutSolver
-    from pmap_sklearn._backend.chain import ChainSolver
     from pmap_sklearn.datasets import make_chain_data, make_grid_data
+    from pmap_sklearn.solvers import ChainSolver, GraphCutSolver
 
     if kind == "grid":
         data = make_grid_data(n_samples=1, shape=(size, size), noise=1.0, random_state=0)

@@ -12,18 +12,12 @@ the gaps grow with it.
 import matplotlib.pyplot as plt
 import numpy as np
 
-from pmap_sklearn import Potentials
+from pmap_sklearn import Potentials, grid_edges
 from pmap_sklearn.bounds import log_partition_exact, log_partition_lfield, log_partition_perturb
 
 rng = np.random.default_rng(0)
 side = 4
-ids = np.arange(side * side).reshape(side, side)
-edges = np.concatenate(
-    [
-        np.column_stack([ids[:, :-1].ravel(), ids[:, 1:].ravel()]),
-        np.column_stack([ids[:-1].ravel(), ids[1:].ravel()]),
-    ]
-)
+edges = grid_edges((side, side))
 unary = np.column_stack([np.zeros(side * side), rng.normal(size=side * side)])
 couplings = np.linspace(0, 2, 9)
 rows = []

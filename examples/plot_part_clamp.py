@@ -19,19 +19,14 @@ from pmap_sklearn import (
     GraphSample,
     PartClampCRF,
     PseudoLikelihoodCRF,
+    grid_edges,
 )
-from pmap_sklearn._backend.part_clamp import feedback_vertex_set
 from pmap_sklearn.datasets import add_kumar_hebert_noise
+from pmap_sklearn.part_clamp import feedback_vertex_set
 
 rng = np.random.default_rng(0)
 size = 24
-ids = np.arange(size * size).reshape(size, size)
-edges = np.concatenate(
-    [
-        np.column_stack([ids[:, :-1].ravel(), ids[:, 1:].ravel()]),
-        np.column_stack([ids[:-1].ravel(), ids[1:].ravel()]),
-    ]
-)
+edges = grid_edges((size, size))
 
 
 def block_image():

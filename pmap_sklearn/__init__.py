@@ -15,7 +15,7 @@ from .metrics import (
 from .part_clamp import ContrastiveDivergenceCRF, PartClampCRF, PseudoLikelihoodCRF
 from .perturb_map import PerturbMAPCRF
 from .preprocessing import NodeTransformer
-from .samples import GraphSample
+from .samples import GraphSample, grid_edges
 from .structures import ChainStructure, GraphStructure, GridStructure
 
 __version__ = "0.1.0"
@@ -35,6 +35,7 @@ __all__ = [
     "GridStructure",
     "GraphStructure",
     "GraphSample",
+    "grid_edges",
     "Potentials",
     "NodeTransformer",
     "mean_hamming_loss",

@@ -29,7 +29,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from . import _sgd
-from ._backend import Potentials
+from ._backend import Potentials, check_capabilities
 from ._labels import as_samples, encode
 from ._parallel import N_JOBS_CONSTRAINT, uses_workers
 from ._utils import check_generator
@@ -117,7 +117,8 @@ class BaseStructuredEstimator(BaseEstimator):
                 )
             structure.fit(X, codes)
             rng = check_generator(getattr(self, "random_state", None))
-        self._check_structure(structure)
+        has_unknown = any(np.any(np.asarray(c) < 0) for c in codes)
+        self._check_structure(structure, has_unknown)
         batch = structure.prepare(X)
         labels = structure.prepare_labels(batch, codes, allow_unknown=True)
         self.classes_ = classes
@@ -139,9 +140,17 @@ class BaseStructuredEstimator(BaseEstimator):
     def _check_fit_parameters(self) -> None:
         """Checks between parameters that ``_parameter_constraints`` cannot express."""
 
-    def _check_structure(self, structure: BaseStructure) -> None:
-        """Checks of the fitted structure (e.g. that its solver offers what the optimiser
-        needs)."""
+    def _check_structure(self, structure: BaseStructure, has_unknown: bool) -> None:
+        """Check, before any work, that the structure's solver handles its models and the
+        queries the optimiser will make (:meth:`_solver_needs`)."""
+        need = structure.requirements(**self._solver_needs(has_unknown))
+        check_capabilities(structure.solver_, need, type(self).__name__)
+
+    def _solver_needs(self, has_unknown: bool) -> dict:
+        """The queries the optimiser makes of the solver, as keywords of
+        :meth:`~pmap_sklearn.structures.BaseStructure.requirements`: by default, clamps to fill
+        in unknown labels from the supervised model."""
+        return {"clamps": has_unknown}
 
     def _new_state(self, rng):
         """The optimiser's initial state (with ``estimate``, ``n_iter`` and ``rng``)."""

@@ -19,11 +19,11 @@ from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_array, check_is_fitted
 
-from ._backend.group_prox import prox_group_max
-from ._backend.ishikawa import GroupMaxLevels
+from ._backend import GroupMaxLevels, prox_group_max
 from ._parallel import N_JOBS_CONSTRAINT
 from ._utils import check_generator
 from .perturbation import gumbel
+from .samples import grid_edges
 
 #: Level costs solved per call of the cut (models × coordinates × levels).
 CHUNK_COSTS = 1 << 22
@@ -79,14 +79,8 @@ def inverse_haar2d(coefficients: np.ndarray) -> np.ndarray:
 
 def grid_groups(shape) -> list:
     """Singletons and the 4-neighbour pairs of a pixel grid (row-major indices)."""
-    ids = np.arange(int(np.prod(shape))).reshape(shape)
-    pairs = np.concatenate(
-        [
-            np.column_stack([ids[:, :-1].ravel(), ids[:, 1:].ravel()]),
-            np.column_stack([ids[:-1].ravel(), ids[1:].ravel()]),
-        ]
-    )
-    return [np.array([i]) for i in range(ids.size)] + list(pairs)
+    n_pixels = int(np.prod(shape))
+    return [np.array([i]) for i in range(n_pixels)] + list(grid_edges(shape))
 
 
 def tree_groups(side: int) -> list:

@@ -9,13 +9,13 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ._backend.messages import (
+from ._backend import (
     COUNTING_NUMBERS,
     BeliefPropagation,
+    Statistics,
     counting_numbers,
     pairwise_statistics,
 )
-from ._backend.potentials import Statistics
 from ._base import BaseStructuredEstimator
 from ._labels import as_samples
 from ._parallel import uses_workers
@@ -189,6 +189,11 @@ class EpsilonCRF(BaseStructuredEstimator):
 
     def _make_structure(self):
         return check_structure(self._resolve_structure())
+
+    def _solver_needs(self, has_unknown):
+        """The structure's solver only decodes MAP labellings (``decoding="map"``): the
+        learning runs its own messages, and unknown labels are filled from beliefs."""
+        return {}
 
     def _check_fit_parameters(self) -> None:
         if self.epsilon == 0 and self.alpha == 0:

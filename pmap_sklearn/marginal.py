@@ -179,6 +179,10 @@ class MarginalPerturbMAPCRF(BaseStructuredSGD):
         self.gumbel_reduction = gumbel_reduction
         self.dynamic = dynamic
 
+    def _solver_needs(self, has_unknown):
+        """Every step solves single-node clamped maximisers."""
+        return {"clamps": True}
+
     def _node_weights(self, batch, distribution: np.ndarray) -> np.ndarray:
         """Loss weights ``θ_d(k)`` (n_nodes, K) of the stacked nodes of ``batch`` (see
         :func:`~pmap_sklearn.metrics.loss_weights`)."""

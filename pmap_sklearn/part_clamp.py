@@ -10,9 +10,14 @@ import numpy as np
 from scipy.special import logsumexp, softmax
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ._backend.messages import colour_nodes, pairwise_statistics
-from ._backend.part_clamp import ClampedDecomposition, feedback_vertex_set, max_tighten
-from ._backend.potentials import Statistics
+from ._backend import (
+    ClampedDecomposition,
+    Statistics,
+    colour_nodes,
+    feedback_vertex_set,
+    max_tighten,
+    pairwise_statistics,
+)
 from ._base import BaseStructuredEstimator
 from ._lbfgs import minimise
 from ._progress import Progress
@@ -47,7 +52,8 @@ class _FullBatchCRF(BaseStructuredEstimator):
             return GraphStructure()
         return check_structure(self.structure)
 
-    def _check_structure(self, structure):
+    def _check_structure(self, structure, has_unknown):
+        super()._check_structure(structure, has_unknown)
         if structure.solver_.needs_attractive and structure.pairwise_kind != "potts":
             raise ValueError(
                 f"{type(self).__name__} keeps attractive weights as box constraints, which needs "

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 from joblib import effective_n_jobs
 
-from ._backend.base import CHUNK_NODES, chunks_by_size
+from ._backend import CHUNK_NODES, chunks_by_size
 from ._parallel import map_jobs
 from ._utils import check_generator
 

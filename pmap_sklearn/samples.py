@@ -17,7 +17,55 @@ import numpy as np
 
 from ._utils import StackedSamples, ranges
 
-__all__ = ["GraphSample", "SampleBatch", "ParsedSample"]
+__all__ = ["GraphSample", "SampleBatch", "ParsedSample", "grid_edges", "GRID_OFFSETS"]
+
+#: The neighbour directions ``(dr, dc)`` of a pixel, by connectivity: right and down, then the
+#: two diagonals.
+GRID_OFFSETS = {4: ((0, 1), (1, 0)), 8: ((0, 1), (1, 0), (1, 1), (1, -1))}
+
+
+def grid_edges(shape, connectivity: int = 4, *, return_directions: bool = False):
+    """The edges of a pixel grid, pixels numbered in row-major order.
+
+    Parameters
+    ----------
+    shape : (int, int)
+        ``(H, W)``.
+    connectivity : {4, 8}, default=4
+        Neighbourhood of a pixel.
+    return_directions : bool, default=False
+        Also return the direction of each edge.
+
+    Returns
+    -------
+    edges : ndarray of shape (E, 2)
+        Pixel ``(r, c)`` joined to ``(r + dr, c + dc)`` for each direction of
+        ``GRID_OFFSETS[connectivity]``: all horizontal edges first, then the vertical ones
+        (then the diagonals), each in row-major order.
+    directions : ndarray of shape (E,)
+        The index of each edge's direction (only with ``return_directions``).
+
+    Examples
+    --------
+    >>> from pmap_sklearn import grid_edges
+    >>> grid_edges((2, 3)).tolist()
+    [[0, 1], [1, 2], [3, 4], [4, 5], [0, 3], [1, 4], [2, 5]]
+    """
+    if connectivity not in GRID_OFFSETS:
+        raise ValueError(f"connectivity must be 4 or 8, got {connectivity!r}")
+    height, width = (int(n) for n in shape)
+    if height < 0 or width < 0:
+        raise ValueError(f"shape must be two non-negative ints (H, W), got {shape!r}")
+    ids = np.arange(height * width).reshape(height, width)
+    edges, directions = [], []
+    for k, (dr, dc) in enumerate(GRID_OFFSETS[connectivity]):
+        source = ids[: max(height - dr, 0), max(0, -dc) : max(width - max(0, dc), 0)].ravel()
+        edges.append(np.column_stack([source, source + dr * width + dc]))
+        directions.append(np.full(len(source), k))
+    edges = np.concatenate(edges).astype(np.intp).reshape(-1, 2)
+    if return_directions:
+        return edges, np.concatenate(directions).astype(np.intp)
+    return edges
 
 
 @dataclass(frozen=True)

@@ -2,10 +2,55 @@
 
 A structure turns samples and weights into :class:`Potentials` and asks its solver
 (``structure(solver=...)``, a name or an instance) for MAP labellings, single-node clamped
-maximisers and, optionally, exact marginals. A new solver subclasses :class:`Solver` and
-implements ``map``; :meth:`Solver.clamped_maps` then works from it, and ``marginals`` may be
-added.
+maximisers and, optionally, exact marginals. A new solver subclasses :class:`Solver`, declares
+its :class:`Capabilities` and implements ``map``; :meth:`Solver.clamped_maps` then works from
+it, and ``marginals`` may be added.
 """
 
-from ._backend import *  # noqa: F403 (the protocol's names, listed once in _backend)
-from ._backend import __all__  # noqa: F401
+from ._backend import (
+    SOLVERS,
+    BruteForceSolver,
+    Capabilities,
+    ChainLayout,
+    ChainSolver,
+    ClampedSolution,
+    GraphCutSolver,
+    GraphKind,
+    GridLayout,
+    IshikawaSolver,
+    Marginals,
+    MessagePassingSolver,
+    PairwiseKind,
+    PairwiseTerms,
+    Potentials,
+    Requirements,
+    Solver,
+    Statistics,
+    check_capabilities,
+    check_solver,
+    solvers_for,
+)
+
+__all__ = [
+    "Potentials",
+    "GridLayout",
+    "ChainLayout",
+    "Statistics",
+    "Solver",
+    "Capabilities",
+    "Requirements",
+    "PairwiseKind",
+    "PairwiseTerms",
+    "GraphKind",
+    "ClampedSolution",
+    "Marginals",
+    "ChainSolver",
+    "GraphCutSolver",
+    "BruteForceSolver",
+    "MessagePassingSolver",
+    "IshikawaSolver",
+    "SOLVERS",
+    "check_solver",
+    "check_capabilities",
+    "solvers_for",
+]

@@ -18,10 +18,21 @@ import numpy as np
 from scipy import sparse
 from sklearn.base import BaseEstimator, clone
 
-from ._backend import ChainLayout, GridLayout, Potentials, Statistics, check_solver
-from ._backend.potentials import label_statistics
+from ._backend import (
+    ChainLayout,
+    GraphKind,
+    GridLayout,
+    PairwiseKind,
+    PairwiseTerms,
+    Potentials,
+    Requirements,
+    Statistics,
+    check_capabilities,
+    check_solver,
+    label_statistics,
+)
 from ._utils import as_finite_array, check_edges
-from .samples import GraphSample, ParsedSample, SampleBatch
+from .samples import GRID_OFFSETS, GraphSample, ParsedSample, SampleBatch, grid_edges
 
 __all__ = ["ChainStructure", "GridStructure", "GraphStructure", "check_structure"]
 
@@ -35,15 +46,17 @@ class BaseStructure(BaseEstimator):
 
     A new structure subclasses it and implements these hooks:
 
-    - ``pairwise_kind``: ``"potts"``, ``"shared"`` or ``"tables"``, the kind of pairwise
+    - ``pairwise_kind``: the :class:`~pmap_sklearn.solvers.PairwiseKind` of the pairwise
       potentials it builds (see :class:`~pmap_sklearn.Potentials`);
+    - ``graph_kind``: ``GraphKind.CHAIN`` if every sample is a chain, else ``GraphKind.ANY``;
     - ``_parse_sample(x, index) -> ParsedSample``: validate one sample (errors name ``index``)
       and give its node features, local edges, edge features, node sizes and label shape;
     - ``_n_pairwise_weights() -> int``;
     - ``_pairwise_potentials(batch, v)``: the pairwise potentials from the pairwise weights;
     - ``_pairwise_joint_feature(batch, pairwise_statistics, per_sample)``: the pairwise part of
       Ψ from pairwise statistics (the transpose of the previous map);
-    - ``_make_attractive(v)`` (in place), if its solver may need attractive pairwise terms;
+    - ``_make_attractive(v)`` (in place) and ``_can_make_attractive()``, if its solver may need
+      attractive pairwise terms;
     - optionally ``_layout(batch)`` (e.g. the pixel grid) and, to change the unary model,
       ``unpack``, ``_unary_potentials`` and ``_unary_joint_feature``.
 
@@ -51,7 +64,8 @@ class BaseStructure(BaseEstimator):
     into ``solver_``.
     """
 
-    pairwise_kind = "potts"
+    pairwise_kind = PairwiseKind.POTTS
+    graph_kind = GraphKind.ANY
     #: K when neither ``n_states`` nor labels give it (None: an error)
     _default_n_states: int | None = None
 
@@ -77,8 +91,40 @@ class BaseStructure(BaseEstimator):
         self.n_features_in_ = first.features.shape[1]
         self.n_edge_features_ = first.edge_features.shape[1]
         self.n_states_ = self._infer_n_states(y)
-        self.solver_.check_states(self.n_states_)
+        check_capabilities(self.solver_, self.requirements(), type(self).__name__)
         return self
+
+    def requirements(self, *, clamps: bool = False, marginals: bool = False) -> Requirements:
+        """What the fitted structure's models need from a solver.
+
+        Parameters
+        ----------
+        clamps : bool, default=False
+            Whether the caller will clamp nodes.
+        marginals : bool, default=False
+            Whether the caller will ask for marginals.
+
+        Returns
+        -------
+        Requirements
+            K, the pairwise kind, the pairwise terms the weights can be kept in, the graph and
+            the queries.
+        """
+        terms = {PairwiseTerms.ANY}
+        if self._can_make_attractive():
+            terms.add(PairwiseTerms.ATTRACTIVE)
+        return Requirements(
+            self.n_states_,
+            PairwiseKind(self.pairwise_kind),
+            frozenset(terms),
+            self.graph_kind,
+            clamps,
+            marginals,
+        )
+
+    def _can_make_attractive(self) -> bool:
+        """Whether :meth:`project` can keep the pairwise terms attractive (binary submodular)."""
+        return False
 
     def fixed_n_states(self) -> int | None:
         """The ``n_states`` parameter, validated.
@@ -445,7 +491,8 @@ class ChainStructure(BaseStructure):
         kept attractive, ``T00 + T11 >= T01 + T10``).
     """
 
-    pairwise_kind = "shared"
+    pairwise_kind = PairwiseKind.SHARED
+    graph_kind = GraphKind.CHAIN
 
     def __init__(self, n_states: int | None = None, bias: bool = True, solver="viterbi"):
         self.n_states = n_states
@@ -492,6 +539,9 @@ class ChainStructure(BaseStructure):
     def _pairwise_joint_feature(self, batch, statistics, per_sample):
         return statistics.reshape(batch.n_samples, -1) if per_sample else statistics.ravel()
 
+    def _can_make_attractive(self) -> bool:
+        return self.n_states_ == 2
+
     def _make_attractive(self, pairwise):
         """Project the 2×2 table onto ``T00 + T11 − T01 − T10 >= 0`` (a half-space)."""
         direction = np.array([1.0, -1.0, -1.0, 1.0])
@@ -508,10 +558,13 @@ class _EdgeFeatureStructure(BaseStructure):
     _default_n_states = 2
 
     @property
-    def pairwise_kind(self) -> str:
+    def pairwise_kind(self) -> PairwiseKind:
         if self.pairwise not in ("potts", "table"):
             raise ValueError(f"pairwise must be 'potts' or 'table', got {self.pairwise!r}")
-        return "potts" if self.pairwise == "potts" else "tables"
+        return PairwiseKind.POTTS if self.pairwise == "potts" else PairwiseKind.TABLES
+
+    def _can_make_attractive(self) -> bool:
+        return self.pairwise_kind is PairwiseKind.POTTS or self.n_states_ == 2
 
     def _table_shape(self) -> tuple[int, int, int]:
         return self.n_edge_features_, self.n_states_, self.n_states_
@@ -524,7 +577,7 @@ class _EdgeFeatureStructure(BaseStructure):
     def _make_attractive(self, pairwise):
         """Potts: keep ``v <= 0``; tables (K = 2): keep every ``V_g`` supermodular. With edge
         features ``ψ >= 0`` every edge is then attractive."""
-        if self.pairwise_kind == "potts":
+        if self.pairwise_kind is PairwiseKind.POTTS:
             np.minimum(pairwise, 0.0, out=pairwise)
             return
         direction = np.array([1.0, -1.0, -1.0, 1.0])  # V00 + V11 − V01 − V10 >= 0
@@ -533,14 +586,14 @@ class _EdgeFeatureStructure(BaseStructure):
         tables -= coupling[:, None] / 4.0 * direction
 
     def _pairwise_potentials(self, batch, pairwise_weights):
-        if self.pairwise_kind == "potts":
+        if self.pairwise_kind is PairwiseKind.POTTS:
             return batch.edge_features @ pairwise_weights
         n_features, k, _ = self._table_shape()
         tables = batch.edge_features @ pairwise_weights.reshape(n_features, k * k)
         return tables.reshape(-1, k, k)
 
     def _pairwise_joint_feature(self, batch, statistics, per_sample):
-        if self.pairwise_kind == "tables":
+        if self.pairwise_kind is PairwiseKind.TABLES:
             statistics = statistics.reshape(len(statistics), -1)
         if not per_sample:
             return (batch.edge_features.T @ statistics).ravel()
@@ -548,7 +601,7 @@ class _EdgeFeatureStructure(BaseStructure):
             (np.ones(len(statistics)), (batch.edge_sample, np.arange(len(statistics)))),
             shape=(batch.n_samples, len(statistics)),
         )
-        if self.pairwise_kind == "potts":
+        if self.pairwise_kind is PairwiseKind.POTTS:
             return selector @ (batch.edge_features * statistics[:, None])
         outer = batch.edge_features[:, :, None] * statistics[:, None, :]
         return selector @ outer.reshape(len(statistics), -1)
@@ -754,7 +807,7 @@ class GridStructure(_EdgeFeatureStructure):
             return super()._pairwise_potentials(batch, pairwise_weights)
         per_edge = pairwise_weights.reshape(self._edge_positions, self.n_edge_features_, -1)
         scores = np.einsum("eg,egs->es", batch.edge_features, per_edge[batch.edge_positions])
-        if self.pairwise_kind == "potts":
+        if self.pairwise_kind is PairwiseKind.POTTS:
             return scores[:, 0]
         return scores.reshape(-1, self.n_states_, self.n_states_)
 
@@ -788,10 +841,9 @@ class GridStructure(_EdgeFeatureStructure):
     @property
     def offsets(self) -> list[tuple[int, int]]:
         """The neighbour directions ``(dr, dc)``."""
-        if self.connectivity not in (4, 8):
+        if self.connectivity not in GRID_OFFSETS:
             raise ValueError(f"connectivity must be 4 or 8, got {self.connectivity!r}")
-        base = [(0, 1), (1, 0)]
-        return base if self.connectivity == 4 else base + [(1, 1), (1, -1)]
+        return list(GRID_OFFSETS[self.connectivity])
 
     def _parse_sample(self, x, index):
         image = _finite(x, "pixel features", index)
@@ -808,15 +860,9 @@ class GridStructure(_EdgeFeatureStructure):
                 f"sample {index}: expected an image of shape (H, W) or (H, W, F), got {np.shape(x)}"
             )
         height, width, n_features = image.shape
-        ids = np.arange(height * width).reshape(height, width)
         flat = image.reshape(-1, n_features)
         per_kind = 1 + int(bool(self.contrast))
-        edges, directions = [], []
-        for k, (dr, dc) in enumerate(self.offsets):
-            src = ids[: height - dr, max(0, -dc) : width - max(0, dc)].ravel()
-            edges.append(np.column_stack([src, src + dr * width + dc]))
-            directions.append(np.full(len(src), k))
-        edges, directions = np.concatenate(edges), np.concatenate(directions)
+        edges, directions = grid_edges((height, width), self.connectivity, return_directions=True)
         # One constant feature per direction (and a contrast feature per direction).
         edge_features = np.zeros((len(edges), len(self.offsets) * per_kind))
         edge_features[np.arange(len(edges)), directions * per_kind] = 1.0

@@ -220,8 +220,6 @@ def test_bad_input_gets_clear_errors():
     images, labels = [np.zeros((3, 3, 1))], [np.array([[0, 1, 2]] * 3)]
     with pytest.raises(ValueError, match="message_passing"):
         GridStructure(pairwise="table").fit(images, labels)
-    with pytest.raises(ValueError, match="no clamps"):
-        MessagePassingSolver().map(_tree(np.random.default_rng(0)), clamp=np.zeros(7, int))
 
 
 def test_kumar_hebert_noise_statistics():

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from scipy.optimize import approx_fprime
 
+from pmap_sklearn import grid_edges
 from pmap_sklearn._backend.part_clamp import clamped_bound, feedback_vertex_set
 from pmap_sklearn.solvers import BruteForceSolver, Potentials
 
@@ -28,16 +29,6 @@ def _is_forest(n_nodes, edges, keep):
     return True
 
 
-def _grid_edges(height, width):
-    ids = np.arange(height * width).reshape(height, width)
-    return np.concatenate(
-        [
-            np.column_stack([ids[:, :-1].ravel(), ids[:, 1:].ravel()]),
-            np.column_stack([ids[:-1].ravel(), ids[1:].ravel()]),
-        ]
-    )
-
-
 @pytest.mark.parametrize("order", ["bfs", "dfs"])
 def test_the_feedback_vertex_set_leaves_a_forest(rng, order):
     for _ in range(20):
@@ -54,7 +45,7 @@ def test_the_feedback_vertex_set_leaves_a_forest(rng, order):
 
 
 def test_grid_fractions_match_the_papers_report():
-    edges = _grid_edges(64, 64)
+    edges = grid_edges((64, 64))
     bfs = feedback_vertex_set(64 * 64, edges, "bfs").mean()
     dfs = feedback_vertex_set(64 * 64, edges, "dfs").mean()
     assert _is_forest(64 * 64, edges, ~feedback_vertex_set(64 * 64, edges, "bfs"))
@@ -64,7 +55,7 @@ def test_grid_fractions_match_the_papers_report():
 
 
 def _model(rng, shape=(3, 3), k=2):
-    edges = _grid_edges(*shape)
+    edges = grid_edges(shape)
     return Potentials(
         rng.normal(size=(shape[0] * shape[1], k)), edges, rng.normal(size=(len(edges), k, k))
     )
@@ -124,7 +115,7 @@ def test_bad_input_gets_clear_errors(rng):
 def _grid_graphs(rng, n_samples=6, shape=(4, 5), noise=0.8):
     from pmap_sklearn import GraphSample
 
-    edges = _grid_edges(*shape)
+    edges = grid_edges(shape)
     X, y = [], []
     for _ in range(n_samples):
         coarse = (rng.random(((shape[0] + 1) // 2, (shape[1] + 1) // 2)) < 0.5).astype(int)

@@ -208,7 +208,7 @@ def test_bad_input_and_parameters(chains):
         PerturbMAPCRF(alpha=-1).fit(X, y)
     with pytest.raises(ValueError, match="structure"):
         PerturbMAPCRF(structure="tree").fit(X, y)
-    with pytest.raises(ValueError, match="graph cuts need K = 2"):
+    with pytest.raises(ValueError, match="graph_cut solver: it handles at most 2 labels"):
         PerturbMAPCRF("grid").fit([np.zeros((2, 2))], [np.array([[0, 2], [1, 0]])])
     crf = PerturbMAPCRF(max_iter=1).fit(X, y)
     with pytest.raises(ValueError, match="sample 0 has 7 node features, expected 6"):

@@ -1,26 +1,47 @@
 """The solvers behind the structures, and the types they exchange with them.
 
 A structure turns samples and weights into :class:`Potentials`; a :class:`Solver` answers MAP,
-clamped-MAP and (optionally) marginal queries on them. Nothing here knows about structures or
-estimators. :mod:`pmap_sklearn.solvers` makes these names public.
+clamped-MAP and (optionally) marginal queries on them, and declares what it handles as
+:class:`Capabilities`. Nothing here knows about structures or estimators.
+
+:mod:`pmap_sklearn.solvers` makes the protocol's names public; the others are the internal
+building blocks the estimators use. Modules outside ``_backend`` import from this
+package, never from its submodules (a ruff rule, TID251).
 """
 
-from .base import ClampedSolution, Marginals, Solver
+from .base import CHUNK_NODES, ClampedSolution, Marginals, Solver, chunks_by_size
 from .brute import BruteForceSolver
+from .capabilities import (
+    Capabilities,
+    GraphKind,
+    PairwiseKind,
+    PairwiseTerms,
+    Requirements,
+    missing,
+)
 from .chain import ChainSolver
 from .cut import GraphCutSolver
-from .ishikawa import IshikawaSolver
-from .messages import MessagePassingSolver
-from .potentials import ChainLayout, GridLayout, Potentials, Statistics
+from .group_prox import prox_group_max
+from .ishikawa import GroupMaxLevels, IshikawaSolver
+from .messages import (
+    COUNTING_NUMBERS,
+    BeliefPropagation,
+    MessagePassingSolver,
+    colour_nodes,
+    counting_numbers,
+    pairwise_statistics,
+)
+from .part_clamp import ClampedDecomposition, feedback_vertex_set, max_tighten
+from .potentials import ChainLayout, GridLayout, Potentials, Statistics, label_statistics
 
 SOLVERS = {
     solver.name: solver
     for solver in (
         ChainSolver,
         GraphCutSolver,
-        BruteForceSolver,
         MessagePassingSolver,
         IshikawaSolver,
+        BruteForceSolver,
     )
 }
 
@@ -30,6 +51,11 @@ __all__ = [
     "ChainLayout",
     "Statistics",
     "Solver",
+    "Capabilities",
+    "Requirements",
+    "PairwiseKind",
+    "PairwiseTerms",
+    "GraphKind",
     "ClampedSolution",
     "Marginals",
     "ChainSolver",
@@ -39,15 +65,86 @@ __all__ = [
     "IshikawaSolver",
     "SOLVERS",
     "check_solver",
+    "check_capabilities",
+    "solvers_for",
+    "CHUNK_NODES",
+    "chunks_by_size",
+    "missing",
+    "prox_group_max",
+    "GroupMaxLevels",
+    "COUNTING_NUMBERS",
+    "BeliefPropagation",
+    "colour_nodes",
+    "counting_numbers",
+    "pairwise_statistics",
+    "ClampedDecomposition",
+    "feedback_vertex_set",
+    "max_tighten",
+    "label_statistics",
 ]
 
 
 def check_solver(solver) -> Solver:
-    """A solver instance from its name (see ``SOLVERS``) or an instance."""
+    """A solver instance from its name (see ``SOLVERS``) or an instance.
+
+    Parameters
+    ----------
+    solver : str or Solver
+
+    Returns
+    -------
+    Solver
+    """
     if isinstance(solver, Solver):
         return solver
     if isinstance(solver, str) and solver in SOLVERS:
         return SOLVERS[solver]()
     raise ValueError(
         f"solver must be one of {sorted(SOLVERS)} or a Solver instance, got {solver!r}"
+    )
+
+
+def solvers_for(need: Requirements) -> list[str]:
+    """The names of the registered solvers that handle ``need``.
+
+    Parameters
+    ----------
+    need : Requirements
+
+    Returns
+    -------
+    list of str
+        In the registry's order.
+    """
+    return [name for name, solver in SOLVERS.items() if not missing(solver.capabilities, need)]
+
+
+def check_capabilities(solver: Solver, need: Requirements, who: str) -> None:
+    """Check, before any work, that ``solver`` handles what ``who`` will ask of it.
+
+    Parameters
+    ----------
+    solver : Solver
+    need : Requirements
+        The models (K, pairwise kind and terms, graph) and the queries (clamps, marginals).
+    who : str
+        The structure or estimator that asks, for the message.
+
+    Raises
+    ------
+    ValueError
+        Saying what the solver lacks and naming the registered solvers that can do it.
+    """
+    gaps = missing(solver.capabilities, need)
+    if not gaps:
+        return
+    able = solvers_for(need)
+    if able:
+        hint = "Use " + " or ".join(
+            f"solver={name!r} ({SOLVERS[name].capabilities.map_quality})" for name in able
+        )
+    else:
+        hint = "no registered solver handles this combination"
+    raise ValueError(
+        f"{who} cannot use the {solver.name} solver: it " + "; it ".join(gaps) + f". {hint}."
     )

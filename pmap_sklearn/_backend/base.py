@@ -16,11 +16,12 @@ clamped problem solved from scratch, in bounded chunks); a solver with a faster 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from .._utils import NonFiniteError
+from .capabilities import Capabilities, PairwiseKind, PairwiseTerms
 from .potentials import Potentials, Statistics, add_clamped_differences
 
 #: Nodes of clamped copies held at once: bounds the memory of the clamped maximisers.
@@ -90,17 +91,40 @@ class Solver:
     A solver declares these class attributes:
 
     - ``name`` (str): its name in ``structure(solver=name)``;
-    - ``max_states`` (int or None): the largest number of labels it solves (graph cuts: 2);
-    - ``needs_attractive`` (bool): whether it needs attractive (supermodular) pairwise terms;
-      structures then keep their pairwise weights in that set.
+    - ``capabilities`` (:class:`~pmap_sklearn.solvers.Capabilities`): the labels, pairwise
+      kinds and terms, graphs, clamps and marginals it handles. Structures and estimators
+      check a model against them before any work. When a subclass leaves it out, it inherits
+      its parent's, with ``marginals`` true exactly when it implements ``marginals``.
     """
 
     name = ""
-    max_states: int | None = None
-    needs_attractive = False
+    capabilities = Capabilities(marginals=False)
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "capabilities" not in cls.__dict__:
+            cls.capabilities = replace(
+                cls.capabilities, marginals=cls.marginals is not Solver.marginals
+            )
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
+
+    @property
+    def max_states(self) -> int | None:
+        """The largest number of labels it solves (None: any), from ``capabilities``."""
+        return self.capabilities.max_states
+
+    @property
+    def needs_attractive(self) -> bool:
+        """Whether it needs attractive pairwise terms (structures then keep their pairwise
+        weights in that set), from ``capabilities``."""
+        return self.capabilities.terms is PairwiseTerms.ATTRACTIVE
+
+    @property
+    def has_marginals(self) -> bool:
+        """Whether it computes marginals, from ``capabilities``."""
+        return self.capabilities.marginals
 
     # ---- checks ----------------------------------------------------------------------------
     def check_states(self, n_states: int) -> None:
@@ -241,17 +265,13 @@ class Solver:
             "estimates"
         )
 
-    @property
-    def has_marginals(self) -> bool:
-        return type(self).marginals is not Solver.marginals
-
 
 def _first_bad_sample(potentials: Potentials, name: str) -> int:
     values = getattr(potentials, name)
     if name == "unary":
         bad = ~np.isfinite(values).all(axis=1)
         return int(potentials.node_sample[np.flatnonzero(bad)[0]])
-    if potentials.pairwise_kind == "shared":
+    if potentials.pairwise_kind is PairwiseKind.SHARED:
         return 0
     bad = ~np.isfinite(values.reshape(len(values), -1)).all(axis=1)
     return int(potentials.edge_sample[np.flatnonzero(bad)[0]])

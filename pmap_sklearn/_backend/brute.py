@@ -11,6 +11,7 @@ from dataclasses import replace
 import numpy as np
 
 from .base import Marginals, Solver
+from .capabilities import Capabilities
 from .chain import clamp_scores
 from .potentials import Potentials, Statistics, pair_statistics
 
@@ -52,6 +53,7 @@ class BruteForceSolver(Solver):
     """
 
     name = "brute_force"
+    capabilities = Capabilities(marginals=True, map_quality="exact; tiny models only")
 
     def __init__(self, max_labellings: int = 1 << 24):
         self.max_labellings = max_labellings

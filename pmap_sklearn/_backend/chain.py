@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from .base import ClampedSolution, Marginals, Solver, chunks_by_size, solved_queries
+from .capabilities import Capabilities, GraphKind, PairwiseKind
 from .potentials import ChainLayout, Potentials, Statistics, add_clamped_differences
 
 
@@ -288,6 +289,9 @@ class ChainSolver(Solver):
     """
 
     name = "viterbi"
+    capabilities = Capabilities(
+        pairwise=frozenset({PairwiseKind.SHARED}), graphs=GraphKind.CHAIN, marginals=True
+    )
 
     def _check(self, potentials: Potentials) -> None:
         super()._check(potentials)
@@ -395,6 +399,22 @@ def clamp_scores(unary: np.ndarray, clamp: np.ndarray) -> np.ndarray:
     forbidden[fixed] = True
     forbidden[np.flatnonzero(fixed), clamp[fixed]] = False
     return np.where(forbidden, -np.inf, unary)
+
+
+def finite_clamp_scores(unary: np.ndarray, clamp: np.ndarray, pairwise: np.ndarray) -> np.ndarray:
+    """:func:`clamp_scores` with a finite score instead of ``-inf``, for solvers whose
+    arithmetic needs finite numbers (cuts, message passing).
+
+    The forbidden labels score ``−(2 S + 1000)`` with ``S`` the sum of all absolute scores: a
+    labelling that breaks a clamp scores below every labelling that keeps them, and its
+    probability under ``exp f`` is below ``e^-1000`` (zero in floating point).
+    """
+    scores = clamp_scores(unary, clamp)
+    forbidden = ~np.isfinite(scores)
+    if forbidden.any():
+        spread = np.abs(unary).sum() + np.abs(pairwise).sum()
+        scores[forbidden] = -(2.0 * spread + 1e3)
+    return scores
 
 
 def pad(node_values: np.ndarray, lengths: np.ndarray, fill: float = 0.0):

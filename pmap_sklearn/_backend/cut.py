@@ -19,6 +19,7 @@ import numpy as np
 from .._parallel import map_jobs
 from .._utils import NonFiniteError
 from .base import CHUNK_NODES, ClampedSolution, Solver, solved_queries
+from .capabilities import Capabilities, PairwiseTerms
 from .potentials import (
     DENSE_BLOCK,
     GridLayout,
@@ -104,8 +105,9 @@ class GraphCutSolver(Solver):
     """
 
     name = "graph_cut"
-    max_states = 2
-    needs_attractive = True
+    capabilities = Capabilities(
+        max_states=2, terms=PairwiseTerms.ATTRACTIVE, map_quality="exact; binary attractive models"
+    )
 
     def _states_message(self, n_states):
         return (

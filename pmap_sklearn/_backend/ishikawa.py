@@ -21,7 +21,8 @@ import numpy as np
 
 from .._parallel import map_jobs
 from .base import CHUNK_NODES, Solver
-from .chain import clamp_scores
+from .capabilities import Capabilities, PairwiseTerms
+from .chain import finite_clamp_scores
 from .potentials import Potentials
 
 
@@ -125,6 +126,10 @@ class IshikawaSolver(Solver):
     """
 
     name = "ishikawa"
+    capabilities = Capabilities(
+        terms=PairwiseTerms.CONVEX_DIFFERENCE,
+        map_quality="exact; costs convex in the label difference",
+    )
 
     def map(self, potentials: Potentials, clamp=None, n_jobs=None) -> np.ndarray:
         self._check(potentials)
@@ -132,12 +137,7 @@ class IshikawaSolver(Solver):
         k = p.n_states
         if k == 1:
             return np.zeros(p.n_nodes, dtype=np.intp)
-        unary = p.unary if clamp is None else clamp_scores(p.unary, clamp)
-        costs = -unary
-        if not np.isfinite(costs).all():  # clamps: a cost above every finite term
-            finite = np.isfinite(costs)
-            spread = np.abs(np.where(finite, costs, 0.0)).sum() + np.abs(p.pairwise).sum()
-            costs = np.where(finite, costs, 2.0 * spread + 1.0)
+        costs = -(p.unary if clamp is None else finite_clamp_scores(p.unary, clamp, p.pairwise))
         thresholds = _Thresholds(np.full(p.n_nodes, k))
         tails, heads = thresholds.chain_edges()
         capacities = np.full(len(tails), np.inf)

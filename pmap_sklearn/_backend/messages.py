@@ -22,11 +22,14 @@ is exact sum-product: beliefs are the marginals and ``g`` the log-partition func
 
 from __future__ import annotations
 
+from dataclasses import replace
 from numbers import Real
 
 import numpy as np
 
 from .base import Marginals, Solver
+from .capabilities import Capabilities
+from .chain import finite_clamp_scores
 from .potentials import Potentials, Statistics
 
 #: the counting numbers by name: (edge number, node number or "1 - degree")
@@ -321,6 +324,10 @@ class MessagePassingSolver(Solver):
     """
 
     name = "message_passing"
+    capabilities = Capabilities(
+        marginals=True,
+        map_quality="approximate on loopy graphs; exact on forests with Bethe numbers",
+    )
 
     def __init__(self, counting_numbers="bethe", max_sweeps: int = 500, tol: float = 1e-9):
         self.counting_numbers = counting_numbers
@@ -333,7 +340,8 @@ class MessagePassingSolver(Solver):
     def _propagate(self, potentials, clamp, epsilon):
         self._check(potentials)
         if clamp is not None:
-            raise ValueError("the message_passing solver takes no clamps")
+            unary = finite_clamp_scores(potentials.unary, clamp, potentials.pairwise)
+            potentials = replace(potentials, unary=unary)
         bp = BeliefPropagation(potentials, epsilon, self.counting_numbers)
         bp.run(self.max_sweeps, self.tol)
         return bp
@@ -345,8 +353,8 @@ class MessagePassingSolver(Solver):
         ----------
         potentials : Potentials
             The models.
-        clamp : None
-            Not supported (raises when given).
+        clamp : ndarray of shape (n_nodes,), optional
+            Label each node is forced to, ``-1`` for a free node.
         n_jobs : int or None
             Unused: the passes are vectorised over the whole batch.
 
@@ -365,8 +373,8 @@ class MessagePassingSolver(Solver):
         ----------
         potentials : Potentials
             The models.
-        clamp : None
-            Not supported (raises when given).
+        clamp : ndarray of shape (n_nodes,), optional
+            Label each node is forced to, ``-1`` for a free node.
 
         Returns
         -------

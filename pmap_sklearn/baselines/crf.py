@@ -116,13 +116,8 @@ class ChainCRF(BaseStructuredEstimator):
         self.verbose = verbose
         self.unknown_label = unknown_label
 
-    def _check_structure(self, structure):
-        if not structure.solver_.has_marginals:
-            raise ValueError(
-                f"ChainCRF needs exact marginals, and the {structure.solver_.name!r} solver of "
-                f"{type(structure).__name__} computes none: use a chain, or "
-                "solver='brute_force' on tiny models"
-            )
+    def _solver_needs(self, has_unknown):
+        return {"marginals": True, "clamps": has_unknown}
 
     def _new_state(self, rng):
         return _LBFGSState(coef=np.zeros(self.structure_.size_))

@@ -1,0 +1,154 @@
+"""What a solver handles, as data, and the one check of a model against it.
+
+Every solver declares :class:`Capabilities`: the largest number of labels, the pairwise kinds
+(shapes of the scores) and pairwise terms (which functions) it solves, the graphs, and whether
+it takes clamps and computes marginals. A structure says what its models are and an estimator
+what it will ask (:class:`Requirements`); :func:`missing` compares the two before any work, and
+the error names the registered solvers that can do it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from enum import Enum
+
+
+class PairwiseKind(str, Enum):
+    """The shape of the pairwise scores of :class:`~pmap_sklearn.Potentials`.
+
+    Members compare equal to their value (``PairwiseKind.POTTS == "potts"``).
+    """
+
+    #: ``pairwise`` of shape (E,): the score ``w_ij [y_i != y_j]`` of every edge
+    POTTS = "potts"
+    #: one (K, K) table shared by every edge (chains)
+    SHARED = "shared"
+    #: one (K, K) table per edge, shape (E, K, K)
+    TABLES = "tables"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class PairwiseTerms(str, Enum):
+    """Which pairwise functions a solver is correct for, from the most to the least general."""
+
+    #: any table, any sign
+    ANY = "any"
+    #: binary and attractive (supermodular score); structures project their weights onto it
+    ATTRACTIVE = "attractive"
+    #: tables concave in the label difference ``y_i − y_j`` (convex costs; ordered labels)
+    CONVEX_DIFFERENCE = "convex_difference"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class GraphKind(str, Enum):
+    """The graphs of a family of models."""
+
+    #: each sample's edges join its consecutive nodes ``(d, d + 1)``, in order
+    CHAIN = "chain"
+    #: any graph, cycles included
+    ANY = "any"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a solver handles (a class attribute of every :class:`~pmap_sklearn.solvers.Solver`).
+
+    Parameters
+    ----------
+    max_states : int or None, default=None
+        The largest number of labels K it solves (None: any).
+    pairwise : frozenset of PairwiseKind, default=all kinds
+        The shapes of pairwise scores it takes.
+    terms : PairwiseTerms, default=PairwiseTerms.ANY
+        The pairwise functions it is correct for.
+    graphs : GraphKind, default=GraphKind.ANY
+        The graphs it solves.
+    clamps : bool, default=True
+        Whether ``map`` honours a ``clamp`` (nodes forced to labels): needed by the marginal
+        learners' clamped maximisers and by learners that fill in unknown (-1) labels.
+    marginals : bool, default=False
+        Whether it computes node marginals and the log-partition function.
+    map_quality : str, default="exact"
+        How good its MAP is, in words (shown in the capabilities table of the user guide).
+    """
+
+    max_states: int | None = None
+    pairwise: frozenset = frozenset(PairwiseKind)
+    terms: PairwiseTerms = PairwiseTerms.ANY
+    graphs: GraphKind = GraphKind.ANY
+    clamps: bool = True
+    marginals: bool = False
+    map_quality: str = "exact"
+
+    def row(self) -> dict:
+        """The capabilities as strings, for tables."""
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["max_states"] = "any" if self.max_states is None else str(self.max_states)
+        out["pairwise"] = ", ".join(k.value for k in PairwiseKind if k in self.pairwise)
+        return {name: str(value) for name, value in out.items()}
+
+
+@dataclass(frozen=True)
+class Requirements:
+    """What a family of models and the estimator that learns it need from a solver.
+
+    Parameters
+    ----------
+    n_states : int
+        K.
+    pairwise : PairwiseKind
+        The shape of the pairwise scores the structure builds.
+    terms : frozenset of PairwiseTerms
+        The pairwise functions the structure can keep its models in: every structure builds
+        ``ANY``; one whose weights can be projected onto attractive terms adds ``ATTRACTIVE``.
+    graph : GraphKind
+        ``CHAIN`` when every model is a chain, else ``ANY``.
+    clamps : bool, default=False
+        The estimator will clamp nodes.
+    marginals : bool, default=False
+        The estimator will ask for marginals.
+    """
+
+    n_states: int
+    pairwise: PairwiseKind
+    terms: frozenset = frozenset({PairwiseTerms.ANY})
+    graph: GraphKind = GraphKind.ANY
+    clamps: bool = False
+    marginals: bool = False
+
+
+def missing(capabilities: Capabilities, need: Requirements) -> list[str]:
+    """What a solver with ``capabilities`` lacks for ``need``, in words (empty: nothing).
+
+    Parameters
+    ----------
+    capabilities : Capabilities
+    need : Requirements
+
+    Returns
+    -------
+    list of str
+        One phrase per missing capability.
+    """
+    gaps = []
+    if capabilities.max_states is not None and need.n_states > capabilities.max_states:
+        gaps.append(f"handles at most {capabilities.max_states} labels, got K = {need.n_states}")
+    if need.pairwise not in capabilities.pairwise:
+        kinds = ", ".join(sorted(k.value for k in capabilities.pairwise))
+        gaps.append(f"takes {kinds} pairwise scores, not {need.pairwise.value}")
+    if capabilities.terms not in need.terms:
+        gaps.append(f"needs {capabilities.terms.value} pairwise terms, which the model can't keep")
+    if capabilities.graphs is GraphKind.CHAIN and need.graph is not GraphKind.CHAIN:
+        gaps.append("solves chains only")
+    if need.clamps and not capabilities.clamps:
+        gaps.append("takes no clamps")
+    if need.marginals and not capabilities.marginals:
+        gaps.append("computes no marginals")
+    return gaps
