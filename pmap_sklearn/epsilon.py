@@ -69,10 +69,12 @@ class EpsilonCRF(BaseStructuredEstimator):
     loss : {"hamming"} or None, default="hamming"
         The loss inside the soft-max: the Hamming loss ``(1/D) Σ_d [y_d != ŷ_d]`` of each
         sample (as :class:`~pmap_sklearn.StructuredSVM`), or None (the plain CRF at ε = 1).
-    counting_numbers : {"convex", "bethe"} or (float, float), default="convex"
+    counting_numbers : {"auto", "convex", "bethe"} or (float, float), default="auto"
         ``"convex"``: ``c_α = c_v = 1`` (the paper's experiments; a convex program);
         ``"bethe"``: ``c_α = 1``, ``c_v = 1 − deg v`` (exact on chains and trees, not convex on
-        loopy graphs: only stationary points are guaranteed); or a pair ``(c_edge, c_node)``.
+        loopy graphs: only stationary points are guaranteed); ``"auto"``: Bethe on the samples
+        that are forests (chains, trees, no edges: exact and convex there, so at ε = 1 without
+        a loss this is the CRF), convex on loopy samples; or a pair ``(c_edge, c_node)``.
     alpha : float, default=1e-2
         L2 regularisation strength (the paper's C with p = 2); > 0 for the dual bound.
     max_iter : int, default=300
@@ -154,7 +156,7 @@ class EpsilonCRF(BaseStructuredEstimator):
         *,
         epsilon=1.0,
         loss="hamming",
-        counting_numbers="convex",
+        counting_numbers="auto",
         alpha=1e-2,
         max_iter=300,
         tol=1e-6,

@@ -14,7 +14,7 @@ from pmap_sklearn import (
     GridStructure,
     StructuredSVM,
 )
-from pmap_sklearn._backend.messages import BeliefPropagation, colour_nodes
+from pmap_sklearn._backend.messages import BeliefPropagation, colour_nodes, in_forest
 from pmap_sklearn.datasets import add_kumar_hebert_noise, make_chain_data
 from pmap_sklearn.solvers import BruteForceSolver, ChainSolver, MessagePassingSolver, Potentials
 
@@ -107,6 +107,39 @@ def test_epsilon_one_without_loss_is_the_chain_crf():
     marginals = eps.predict_marginals(data.data[:3])
     for mine, theirs in zip(marginals, crf.predict_marginals(data.data[:3]), strict=True):
         np.testing.assert_allclose(mine, theirs, atol=2e-3)
+
+
+def test_the_default_counting_numbers_make_the_chain_crf():
+    """``counting_numbers="auto"`` is Bethe on chains: with its defaults, EpsilonCRF at ε = 1
+    without a loss is the chain CRF (the convex numbers were 129 % away)."""
+    data = make_chain_data(n_samples=40, n_states=3, n_features=4, random_state=0)
+    crf = ChainCRF(alpha=1e-2).fit(data.data, data.target)
+    eps = EpsilonCRF("chain", epsilon=1.0, loss=None, alpha=1e-2).fit(data.data, data.target)
+    gap = np.linalg.norm(eps.coef_ - crf.coef_) / np.linalg.norm(crf.coef_)
+    assert gap < 0.01
+    convex = EpsilonCRF("chain", epsilon=1.0, loss=None, alpha=1e-2, counting_numbers="convex")
+    convex.fit(data.data, data.target)
+    assert np.linalg.norm(convex.coef_ - crf.coef_) / np.linalg.norm(crf.coef_) > 0.1
+
+
+def test_auto_counting_numbers_are_bethe_on_forests_and_convex_on_loops():
+    rng = np.random.default_rng(0)
+    tree = np.array([[0, 1], [1, 2], [1, 3]])
+    square = np.array([[0, 1], [1, 2], [2, 3], [3, 0]])
+    # samples: a tree, a cycle, an edgeless pair, a forest of two paths
+    edges = np.concatenate([tree, square + 4, np.array([[10, 11], [12, 13]])])
+    p = Potentials(
+        rng.normal(size=(14, 2)),
+        edges,
+        rng.normal(size=(len(edges), 2, 2)),
+        node_offsets=[0, 4, 8, 10, 14],
+        edge_offsets=[0, 3, 7, 7, 9],
+    )
+    forest = in_forest(p)
+    assert forest.tolist() == [True] * 4 + [False] * 4 + [True] * 6
+    auto = BeliefPropagation(p, 1.0, "auto").node_count
+    bethe = BeliefPropagation(p, 1.0, "bethe").node_count
+    np.testing.assert_array_equal(auto, np.where(forest, bethe, 1.0))
 
 
 def _hinge_objective(model, X, y, w):

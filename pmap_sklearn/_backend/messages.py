@@ -26,6 +26,8 @@ from dataclasses import replace
 from numbers import Real
 
 import numpy as np
+from scipy import sparse
+from scipy.sparse.csgraph import connected_components
 
 from .base import Marginals, Solver
 from .capabilities import Capabilities
@@ -33,7 +35,7 @@ from .chain import finite_clamp_scores
 from .potentials import Potentials, Statistics
 
 #: the counting numbers by name: (edge number, node number or "1 - degree")
-COUNTING_NUMBERS = ("convex", "bethe")
+COUNTING_NUMBERS = ("auto", "convex", "bethe")
 
 
 def _fold(x: np.ndarray, op) -> np.ndarray:
@@ -106,18 +108,24 @@ def colour_nodes(n_nodes: int, edges: np.ndarray) -> np.ndarray:
     return colour
 
 
-def counting_numbers(kind, degree: np.ndarray) -> tuple[float, np.ndarray]:
+def counting_numbers(kind, degree: np.ndarray, forest=None) -> tuple[float, np.ndarray]:
     """Edge counting number (a scalar) and node counting numbers (n_nodes,).
 
     ``"convex"``: ``c_α = c_v = 1`` (the choice of Hazan & Urtasun's experiments; convex);
     ``"bethe"``: ``c_α = 1, c_v = 1 − deg v`` (exact on trees; not convex on loopy graphs);
-    a pair ``(c_α, c_v)`` of numbers.
+    ``"auto"``: Bethe numbers on the nodes of forests (chains, trees, edgeless samples), where
+    they are exact and convex, and convex numbers on the nodes of loopy samples (``forest``
+    says which, per node); a pair ``(c_α, c_v)`` of numbers.
     """
     if isinstance(kind, str):
         if kind == "convex":
             edge, node = 1.0, np.ones(len(degree))
         elif kind == "bethe":
             edge, node = 1.0, 1.0 - degree
+        elif kind == "auto":
+            if forest is None:
+                raise ValueError("counting_numbers='auto' needs to know which nodes lie in forests")
+            edge, node = 1.0, np.where(forest, 1.0 - degree, 1.0)
         else:
             raise ValueError(f"counting_numbers must be one of {COUNTING_NUMBERS} or a pair")
     else:
@@ -141,6 +149,31 @@ def counting_numbers(kind, degree: np.ndarray) -> tuple[float, np.ndarray]:
     return edge, node.astype(float)
 
 
+def in_forest(potentials: Potentials) -> np.ndarray:
+    """Whether each node's sample is a forest (no cycle): ``E_n = V_n − C_n`` with ``C_n`` its
+    number of connected components.
+
+    Parameters
+    ----------
+    potentials : Potentials
+
+    Returns
+    -------
+    ndarray of shape (n_nodes,) of bool
+    """
+    p = potentials
+    graph = sparse.coo_matrix(
+        (np.ones(p.n_edges), (p.edges[:, 0], p.edges[:, 1])), shape=(p.n_nodes, p.n_nodes)
+    )
+    _, component = connected_components(graph, directed=False)
+    # components never cross samples: count each sample's distinct component labels
+    first = np.zeros(p.n_nodes, dtype=bool)
+    first[np.unique(component, return_index=True)[1]] = True
+    n_components = np.bincount(p.node_sample, first, minlength=p.n_samples)
+    forest = np.diff(p.edge_offsets) == p.lengths - n_components
+    return forest[p.node_sample]
+
+
 class BeliefPropagation:
     """Messages, beliefs and the Theorem-1 objective of a batch of pairwise models.
 
@@ -154,7 +187,7 @@ class BeliefPropagation:
         The models (any K, pairwise terms of any kind and sign).
     epsilon : float
         ε >= 0: 1 is sum-product, 0 max-product.
-    counting : {"convex", "bethe"} or (float, float), default="convex"
+    counting : {"auto", "convex", "bethe"} or (float, float), default="convex"
         Counting numbers (see :func:`counting_numbers`).
     """
 
@@ -174,7 +207,8 @@ class BeliefPropagation:
         source, target = p.edges[:, 0], p.edges[:, 1]
         degree = np.bincount(source, minlength=p.n_nodes) + np.bincount(target, minlength=p.n_nodes)
         self.degree = degree
-        self.edge_count, self.node_count = counting_numbers(counting, degree)
+        forest = in_forest(p) if isinstance(counting, str) and counting == "auto" else None
+        self.edge_count, self.node_count = counting_numbers(counting, degree, forest)
         self.total_count = self.node_count + self.edge_count * degree  # ĉ_v
         self.edge_tau = self.epsilon * self.edge_count
         self.node_tau = self.epsilon * self.node_count
@@ -315,8 +349,9 @@ class MessagePassingSolver(Solver):
 
     Parameters
     ----------
-    counting_numbers : {"bethe", "convex"} or (float, float), default="bethe"
-        Counting numbers of the entropy approximation (Hazan & Urtasun 2010, Theorem 1).
+    counting_numbers : {"bethe", "convex", "auto"} or (float, float), default="bethe"
+        Counting numbers of the entropy approximation (Hazan & Urtasun 2010, Theorem 1);
+        ``"auto"``: Bethe on forest samples, convex on loopy ones.
     max_sweeps : int, default=500
         Passes of Lemma 1 over all nodes.
     tol : float, default=1e-9
