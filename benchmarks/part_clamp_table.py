@@ -74,8 +74,8 @@ def learners(quick):
         "CL": PartClampCRF("graph", n_rounds=1),
         "CD": ContrastiveDivergenceCRF("graph", max_iter=100 if quick else 200, random_state=0),
         "P&C batch": PartClampCRF("graph", n_rounds=rounds),
-        "P&C online": PartClampCRF("graph", solver="online", n_rounds=rounds, budget=2),
-        "P&C online, budget 3": PartClampCRF("graph", solver="online", n_rounds=rounds, budget=3),
+        "P&C online": PartClampCRF("graph", schedule="online", n_rounds=rounds, budget=2),
+        "P&C online, budget 3": PartClampCRF("graph", schedule="online", n_rounds=rounds, budget=3),
         "PerturbMAPCRF": PerturbMAPCRF("graph", alpha=1e-3, max_iter=50, tol=None, random_state=0),
         "MarginalPerturbMAPCRF": MarginalPerturbMAPCRF(
             "graph", alpha=1e-3, max_iter=20 if quick else 50, random_state=0

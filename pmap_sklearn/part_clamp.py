@@ -3,6 +3,7 @@ pseudo-likelihood, composite likelihood and contrastive divergence."""
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from numbers import Integral, Real
 
@@ -345,8 +346,8 @@ class PartClampCRF(_FullBatchCRF):
     The objective (eq. 15) is ``(1/N) Σ_n [log Z_bound(x_n) − f(y_n | x_n)] + (α/2)‖w‖²``,
     whose gradient mixes the forest marginals of the states (eqs. 16–17).
 
-    ``solver="batch"`` minimises it by L-BFGS, tightens every sample, and repeats ``n_rounds``
-    times, the state sets growing. ``solver="online"`` keeps at most ``budget`` states per
+    ``schedule="batch"`` minimises it by L-BFGS, tightens every sample, and repeats ``n_rounds``
+    times, the state sets growing. ``schedule="online"`` keeps at most ``budget`` states per
     sample — after each tightening the state of lowest ``Z(y_F)`` is dropped, never the truth —
     as the paper's online variant does; its weight update is a short warm-started L-BFGS run
     rather than an SGD step (no step size to tune; the paper's steps use all images at once).
@@ -361,10 +362,10 @@ class PartClampCRF(_FullBatchCRF):
         How the bounds of several decompositions combine (eqs. 8–10).
     tighten : {"max_tighten", "map"}, default="max_tighten"
         How new states of F are found.
-    solver : {"batch", "online"}, default="batch"
-        The optimiser (see above).
+    schedule : {"batch", "online"}, default="batch"
+        How weight steps and tightening alternate (see above).
     budget : int, default=2
-        States kept per sample and decomposition by the online solver.
+        States kept per sample and decomposition by the online schedule.
     n_rounds : int, default=5
         L-BFGS runs, each after a tightening (the first is composite likelihood).
     fvs_order : {"bfs", "dfs"}, default="bfs"
@@ -387,6 +388,9 @@ class PartClampCRF(_FullBatchCRF):
         Progress.
     unknown_label : int, float, str or None, default=-1
         Marks unknown labels (filled in by the MAP of a model fitted on the complete samples).
+    solver : {"batch", "online"}, optional
+        Deprecated: the old name of ``schedule`` (it clashed with the structure's MAP solver);
+        it will be removed in 0.3.
 
     Attributes
     ----------
@@ -424,7 +428,8 @@ class PartClampCRF(_FullBatchCRF):
         "n_decompositions": [Interval(Integral, 1, None, closed="left")],
         "combine": [StrOptions({"arithmetic", "geometric", "max"})],
         "tighten": [StrOptions({"max_tighten", "map"})],
-        "solver": [StrOptions({"batch", "online"})],
+        "schedule": [StrOptions({"batch", "online"})],
+        "solver": [StrOptions({"batch", "online", "deprecated"})],
         "budget": [Interval(Integral, 1, None, closed="left")],
         "n_rounds": [Interval(Integral, 1, None, closed="left")],
         "fvs_order": [StrOptions({"bfs", "dfs"})],
@@ -437,7 +442,7 @@ class PartClampCRF(_FullBatchCRF):
         n_decompositions=1,
         combine="arithmetic",
         tighten="max_tighten",
-        solver="batch",
+        schedule="batch",
         budget=2,
         n_rounds=5,
         fvs_order="bfs",
@@ -450,11 +455,13 @@ class PartClampCRF(_FullBatchCRF):
         warm_start=False,
         verbose=0,
         unknown_label=-1,
+        solver="deprecated",
     ):
         self.structure = structure
         self.n_decompositions = n_decompositions
         self.combine = combine
         self.tighten = tighten
+        self.schedule = schedule
         self.solver = solver
         self.budget = budget
         self.n_rounds = n_rounds
@@ -578,13 +585,24 @@ class PartClampCRF(_FullBatchCRF):
                 sample_parts[m] = (decomposition, states)
 
     # ---- optimisers -------------------------------------------------------------------------
+    def _schedule(self) -> str:
+        if self.solver == "deprecated":
+            return self.schedule
+        warnings.warn(
+            "PartClampCRF(solver=...) was renamed schedule= (solver names the structure's MAP "
+            "solver elsewhere); solver= will be removed in 0.3",
+            FutureWarning,
+            stacklevel=3,
+        )
+        return self.solver
+
     def _optimise(self, batch, labels, state, rng, validation_score):
         parts = self._decompose(batch, labels, rng)
         n = batch.n_samples
         for round_ in range(self.n_rounds):
             if round_:
                 self._tighten(batch, parts, state.coef)
-                if self.solver == "online":
+                if self._schedule() == "online":
                     self._prune(batch, parts, state.coef)
             state.bounds.append(self._bound(batch, parts, state.coef)[0] / n)
             w, n_iter, _ = minimise(

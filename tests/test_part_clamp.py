@@ -249,3 +249,15 @@ def test_forest_sum_product_is_exact(rng):
         np.testing.assert_allclose(out.edge[b], exact.statistics.pairwise, atol=1e-12)
     with pytest.raises(ValueError, match="cycle"):
         ForestPlan(3, [[0, 1], [1, 2], [2, 0]])
+
+
+def test_the_online_schedule_keeps_its_budget_and_the_old_name_warns(rng):
+    from pmap_sklearn import PartClampCRF
+
+    X, y = _grid_graphs(rng, n_samples=3, shape=(4, 4))
+    online = PartClampCRF("graph", schedule="online", budget=2, n_rounds=4, max_iter=5).fit(X, y)
+    batch = PartClampCRF("graph", n_rounds=4, max_iter=5).fit(X, y)
+    assert len(online.lower_bound_by_states_) <= 2 < len(batch.lower_bound_by_states_)
+    with pytest.warns(FutureWarning, match="renamed schedule="):
+        old = PartClampCRF("graph", solver="online", budget=2, n_rounds=4, max_iter=5).fit(X, y)
+    np.testing.assert_array_equal(old.coef_, online.coef_)
