@@ -4,6 +4,7 @@ Build: ``python -m pip install ".[docs]" && python -m sphinx -W -b html docs doc
 """
 
 import sys
+from pathlib import Path
 
 import pmap_sklearn
 from pmap_sklearn.datasets._paths import candidate_roots
@@ -23,7 +24,14 @@ extensions = [
 ]
 
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
-exclude_patterns = ["_build", "results", "auto_examples/*.ipynb", "**.py", "**.zip"]
+exclude_patterns = [
+    "_build",
+    "results",
+    "auto_examples/*.ipynb",
+    "**.py",
+    "**.zip",
+    "user_guide/generated_*.rst",
+]
 templates_path = ["_templates"]
 
 autosummary_generate = True
@@ -52,8 +60,35 @@ def _skip_scikit_learn_members(app, what, name, obj, skip, options):
     return True if module.startswith("sklearn") else None
 
 
+def _write_solver_table() -> None:
+    """The capabilities table of every registered solver, from the solvers' own declarations
+    (included by the user guide's solver page, so it cannot drift from the code)."""
+    from pmap_sklearn.solvers import SOLVERS
+
+    columns = [
+        ("name", "solver="),
+        ("max_states", "K"),
+        ("pairwise", "pairwise kinds"),
+        ("terms", "pairwise terms"),
+        ("graphs", "graphs"),
+        ("clamps", "clamps"),
+        ("marginals", "marginals"),
+        ("map_quality", "MAP"),
+    ]
+    lines = [".. list-table::", "   :header-rows: 1", ""]
+    lines.append("   * - " + "\n     - ".join(title for _, title in columns))
+    for name, solver in SOLVERS.items():
+        row = {"name": f"``{name!r}``", **solver.capabilities.row()}
+        lines.append("   * - " + "\n     - ".join(row[key] for key, _ in columns))
+    target = Path(__file__).parent / "user_guide" / "generated_solver_table.rst"
+    text = "\n".join(lines) + "\n"
+    if not target.exists() or target.read_text() != text:
+        target.write_text(text)
+
+
 def setup(app):
     app.connect("autodoc-skip-member", _skip_scikit_learn_members)
+    _write_solver_table()
 
 
 myst_enable_extensions = ["dollarmath"]

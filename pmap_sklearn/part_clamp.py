@@ -13,6 +13,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._backend import (
     ClampedDecomposition,
+    PairwiseKind,
     Statistics,
     colour_nodes,
     feedback_vertex_set,
@@ -55,7 +56,7 @@ class _FullBatchCRF(BaseStructuredEstimator):
 
     def _check_structure(self, structure, has_unknown):
         super()._check_structure(structure, has_unknown)
-        if structure.solver_.needs_attractive and structure.pairwise_kind != "potts":
+        if structure.solver_.needs_attractive and structure.pairwise_kind is not PairwiseKind.POTTS:
             raise ValueError(
                 f"{type(self).__name__} keeps attractive weights as box constraints, which needs "
                 "Potts pairwise terms with the graph-cut solver: use pairwise='potts', or "

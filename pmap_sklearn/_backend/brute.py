@@ -11,7 +11,7 @@ from dataclasses import replace
 import numpy as np
 
 from .base import Marginals, Solver
-from .capabilities import Capabilities
+from .capabilities import Capabilities, PairwiseKind
 from .chain import clamp_scores
 from .potentials import Potentials, Statistics, pair_statistics
 
@@ -135,5 +135,5 @@ class BruteForceSolver(Solver):
             nodes.append(node / total)
             pairs.append(pair / total)
             log_z.append(shift + np.log(total))
-        pairwise = sum(pairs) if kind == "shared" else np.concatenate(pairs)
+        pairwise = sum(pairs) if kind is PairwiseKind.SHARED else np.concatenate(pairs)
         return Marginals(Statistics(np.concatenate(nodes), pairwise), np.array(log_z))

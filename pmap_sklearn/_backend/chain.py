@@ -296,7 +296,7 @@ class ChainSolver(Solver):
     def _check(self, potentials: Potentials) -> None:
         super()._check(potentials)
         p = potentials
-        if p.pairwise_kind != "shared":
+        if p.pairwise_kind is not PairwiseKind.SHARED:
             raise ValueError(
                 f"the viterbi solver needs one shared (K, K) transition table, got "
                 f"{p.pairwise_kind!r} pairwise scores"

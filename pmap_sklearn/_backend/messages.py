@@ -30,7 +30,7 @@ from scipy import sparse
 from scipy.sparse.csgraph import connected_components
 
 from .base import Marginals, Solver
-from .capabilities import Capabilities
+from .capabilities import Capabilities, PairwiseKind
 from .chain import finite_clamp_scores
 from .potentials import Potentials, Statistics
 
@@ -331,9 +331,9 @@ class BeliefPropagation:
 
 def pairwise_statistics(edge_beliefs: np.ndarray, kind: str) -> np.ndarray:
     """Edge beliefs (E, K, K) as the pairwise statistics of potentials of ``kind``."""
-    if kind == "tables":
+    if kind is PairwiseKind.TABLES:
         return edge_beliefs
-    if kind == "shared":
+    if kind is PairwiseKind.SHARED:
         return edge_beliefs.sum(axis=0)
     # Potts: the mass off the diagonal, P(y_i != y_j) for beliefs
     return edge_beliefs.sum(axis=(1, 2)) - np.trace(edge_beliefs, axis1=1, axis2=2)

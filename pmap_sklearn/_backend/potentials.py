@@ -24,8 +24,9 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from .._utils import StackedSamples, check_edges, onehot, ranges
+from .capabilities import PairwiseKind
 
-PAIRWISE_KINDS = ("potts", "shared", "tables")
+_KIND_BY_NDIM = {1: PairwiseKind.POTTS, 2: PairwiseKind.SHARED, 3: PairwiseKind.TABLES}
 
 
 @dataclass(frozen=True)
@@ -162,8 +163,17 @@ class Potentials(StackedSamples):
 
     @property
     def pairwise_kind(self) -> str:
-        """``"potts"``, ``"shared"`` or ``"tables"`` (from the shape of ``pairwise``)."""
-        return {1: "potts", 2: "shared", 3: "tables"}[self.pairwise.ndim]
+        """The :class:`~pmap_sklearn.solvers.PairwiseKind` of the scores (from the shape of
+        ``pairwise``)."""
+        return _KIND_BY_NDIM[self.pairwise.ndim]
+
+    def _pairwise_of(self, edges) -> np.ndarray:
+        """The pairwise scores of some edges (a slice or indices); a shared table stays one."""
+        if self.pairwise_kind is PairwiseKind.SHARED:
+            return self.pairwise
+        if isinstance(edges, slice):
+            return self.pairwise[edges]
+        return np.take(self.pairwise, edges, axis=0)
 
     # ---- checks ----------------------------------------------------------------------------
     def check(self) -> Potentials:
@@ -218,9 +228,9 @@ class Potentials(StackedSamples):
             broadcast view for a shared table).
         """
         k = self.n_states
-        if self.pairwise_kind == "tables":
+        if self.pairwise_kind is PairwiseKind.TABLES:
             return self.pairwise
-        if self.pairwise_kind == "shared":
+        if self.pairwise_kind is PairwiseKind.SHARED:
             return np.broadcast_to(self.pairwise, (self.n_edges, k, k))
         return self.pairwise[:, None, None] * (1.0 - np.eye(k))
 
@@ -239,7 +249,7 @@ class Potentials(StackedSamples):
         constant : ndarray of shape (n_samples,)
             What each sample's score differs by: ``f_n(y) = potts_n(y) + constant_n``.
         """
-        if self.pairwise_kind == "potts":
+        if self.pairwise_kind is PairwiseKind.POTTS:
             return self, np.zeros(self.n_samples)
         if self.n_states != 2:
             raise ValueError(f"only binary models have a Potts form, got K = {self.n_states}")
@@ -272,9 +282,9 @@ class Potentials(StackedSamples):
         total = np.bincount(self.node_sample, unary, minlength=self.n_samples)
         first, second = labels[self.edges[:, 0]], labels[self.edges[:, 1]]
         kind = self.pairwise_kind
-        if kind == "potts":
+        if kind is PairwiseKind.POTTS:
             pair = self.pairwise * (first != second)
-        elif kind == "shared":
+        elif kind is PairwiseKind.SHARED:
             pair = self.pairwise[first, second]
         else:
             pair = self.pairwise[np.arange(self.n_edges), first, second]
@@ -296,7 +306,7 @@ class Potentials(StackedSamples):
         """
         nodes = slice(self.node_offsets[i], self.node_offsets[i + 1])
         edges = slice(self.edge_offsets[i], self.edge_offsets[i + 1])
-        pairwise = self.pairwise if self.pairwise_kind == "shared" else self.pairwise[edges]
+        pairwise = self._pairwise_of(edges)
         layout = None if self.layout is None else self.layout.sample(i, edges)
         return Potentials(
             self.unary[nodes],
@@ -342,7 +352,7 @@ class Potentials(StackedSamples):
             return Potentials(
                 self.unary[nodes],
                 self.edges[edges] - nodes.start,
-                self.pairwise if self.pairwise_kind == "shared" else self.pairwise[edges],
+                self._pairwise_of(edges),
                 self.node_offsets[start : stop + 1] - nodes.start,
                 self.edge_offsets[start : stop + 1] - edges.start,
                 layout,
@@ -354,11 +364,10 @@ class Potentials(StackedSamples):
         n_edges = np.diff(self.edge_offsets)[samples]
         node_offsets = np.concatenate([[0], np.cumsum(lengths)])
         shift = np.repeat(node_offsets[:-1] - self.node_offsets[samples], n_edges)
-        kind = self.pairwise_kind
         return Potentials(
             np.take(self.unary, nodes, axis=0),
             np.take(self.edges, edge_index, axis=0) + shift[:, None],
-            self.pairwise if kind == "shared" else np.take(self.pairwise, edge_index, axis=0),
+            self._pairwise_of(edge_index),
             node_offsets,
             np.concatenate([[0], np.cumsum(n_edges)]),
             None if self.layout is None else self.layout.subset(samples, edge_index),
@@ -436,7 +445,7 @@ class Statistics:
             Over all the nodes and edges of the parts, in order.
         """
         unary = np.concatenate([p.unary for p in parts])
-        if kind == "shared":
+        if kind is PairwiseKind.SHARED:
             return cls(unary, sum(p.pairwise for p in parts))
         return cls(unary, np.concatenate([p.pairwise for p in parts]))
 
@@ -452,7 +461,7 @@ def pair_statistics(first, second, edge_index, weight, kind, n_states, n_edges, 
         For ``"shared"`` tables: one (K, K) count table per group (e.g. per sample).
     """
     known = (first >= 0) & (second >= 0)
-    if kind == "potts":
+    if kind is PairwiseKind.POTTS:
         values = ((first != second) & known).astype(float)
         if weight is not None:
             values *= weight
@@ -460,7 +469,7 @@ def pair_statistics(first, second, edge_index, weight, kind, n_states, n_edges, 
     size = n_states * n_states
     code = first[known] * n_states + second[known]
     weight = None if weight is None else weight[known]
-    if kind == "shared":
+    if kind is PairwiseKind.SHARED:
         if groups is None:
             return np.bincount(code, weight, minlength=size).astype(float).reshape(n_states, -1)
         group, n_groups = groups
@@ -582,7 +591,7 @@ def add_sample_differences(
             )
         first, second = labellings[:, p.edges[:, 0]], labellings[:, p.edges[:, 1]]
         at_map = map_labels[p.edges[:, 0]], map_labels[p.edges[:, 1]]
-        if kind == "potts":
+        if kind is PairwiseKind.POTTS:
             statistics.pairwise += weights @ (first != second) - total * (at_map[0] != at_map[1])
             return
         clamped = pair_statistics(
