@@ -4,22 +4,23 @@ The score ``f(y) = sum_d u_d(y_d) + sum_(i,j) w_ij [y_i != y_j]`` with ``w_ij <=
 supermodular, so ``argmax f`` is the minimum cut of the energy ``-f`` (Greig et al. 1989;
 Kolmogorov & Zabih 2004); any binary pairwise table with ``T00 + T11 >= T01 + T10`` is brought
 to that form first (:meth:`Potentials.as_potts`). Label 1 is the sink side:
-a node labelled 1 cuts its source edge, so the source capacity is the cost of label 1 relative
-to label 0 and the sink capacity the cost of label 0. Graphs are built with the vectorised
-PyMaxflow calls (``add_grid_*`` on grids, ``add_edges`` on general graphs), never a Python loop.
+a node labelled 1 cuts its source edge, so the cost of label 1 relative to label 0 is
+``u_d(0) − u_d(1)`` and an edge's capacity is ``−w_ij``. The graphs are built by
+:mod:`~pmap_sklearn._backend.mincut` (grid fast path on images, one ``add_edges`` call
+otherwise).
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-import maxflow
 import numpy as np
 
 from .._parallel import map_jobs
 from .._utils import NonFiniteError
 from .base import CHUNK_NODES, ClampedSolution, Solver, solved_queries
 from .capabilities import Capabilities, PairwiseTerms
+from .mincut import MAX_CAPACITY, add_clamp, general_graph, grid_graph, hard_capacity, segments
 from .potentials import (
     DENSE_BLOCK,
     GridLayout,
@@ -28,70 +29,6 @@ from .potentials import (
     add_sample_differences,
     incidence,
 )
-
-
-def terminal_capacities(unary: np.ndarray, weights: np.ndarray, clamp: np.ndarray | None):
-    """Source and sink capacities of the nodes, with clamped nodes made unbreakable.
-
-    Parameters
-    ----------
-    unary : ndarray of shape (..., 2)
-        Node scores of labels 0 and 1.
-    weights : ndarray
-        Pairwise weights (only their total size matters, to size the clamping capacity).
-    clamp : ndarray of shape unary.shape[:-1] or None
-        Label a node is forced to, ``-1`` for a free node.
-    """
-    gain = unary[..., 1] - unary[..., 0]
-    source = np.maximum(-gain, 0.0)
-    sink = np.maximum(gain, 0.0)
-    if clamp is not None:
-        big = clamp_capacity(unary, weights)
-        source = source + big * (clamp == 0)
-        sink = sink + big * (clamp == 1)
-    return source, sink
-
-
-def clamp_capacity(unary: np.ndarray, weights: np.ndarray) -> float:
-    """A finite terminal capacity larger than any cut that respects the clamps."""
-    return 1.0 + np.abs(unary[..., 1] - unary[..., 0]).sum() + np.abs(weights).sum()
-
-
-def _build_graph(unary, edges, weights, clamp=None):
-    """General graph: nodes and terminal edges in one call each, pairwise edges in one call."""
-    graph = maxflow.Graph[float](unary.shape[0], edges.shape[0])
-    nodes = np.asarray(graph.add_nodes(unary.shape[0]))
-    source, sink = terminal_capacities(unary, weights, clamp)
-    graph.add_grid_tedges(nodes, source, sink)
-    if edges.shape[0]:
-        capacity = np.ascontiguousarray(-weights, dtype=float)
-        ends = edges.astype(np.intc)
-        graph.add_edges(ends[:, 0], ends[:, 1], capacity, capacity)
-    return graph, nodes
-
-
-def _offset_structure(offset: tuple[int, int]) -> np.ndarray:
-    structure = np.zeros((3, 3))
-    structure[1 + offset[0], 1 + offset[1]] = 1.0
-    return structure
-
-
-def _build_grid(unary, offsets, weights, clamp=None):
-    """Image grid through PyMaxflow's fast path: one ``add_grid_edges`` call per direction."""
-    height, width = unary.shape[:2]
-    graph = maxflow.Graph[float](height * width, len(offsets) * height * width)
-    nodes = graph.add_grid_nodes((height, width))
-    for offset, weight in zip(offsets, weights, strict=True):
-        graph.add_grid_edges(
-            nodes, weights=-weight, structure=_offset_structure(offset), symmetric=True
-        )
-    source, sink = terminal_capacities(unary, weights, clamp)
-    graph.add_grid_tedges(nodes, source, sink)
-    return graph, nodes
-
-
-def _segments(graph, nodes) -> np.ndarray:
-    return graph.get_grid_segments(nodes).astype(np.intp)
 
 
 class GraphCutSolver(Solver):
@@ -158,11 +95,6 @@ class GraphCutSolver(Solver):
         )
 
 
-#: Largest sum of capacities of one sample: beyond it a clamp (± that sum) overflows double
-#: precision, and max-flow on such numbers can loop without end.
-MAX_CAPACITY = 1e290
-
-
 def _attractive_potts(potentials: Potentials) -> Potentials:
     """The Potts form of binary potentials, or a ValueError if a term is repulsive or the
     capacities are beyond double precision. Weights above 0 by rounding only (the
@@ -196,18 +128,20 @@ def _attractive_potts(potentials: Potentials) -> Potentials:
 
 def _build(potts: Potentials, clamp=None):
     """The graph of one sample's Potts potentials: grid fast path or general graph."""
-    unary, weights = potts.unary, potts.pairwise
+    cost_of_one = potts.unary[:, 0] - potts.unary[:, 1]
     grid = potts.layout
     if not isinstance(grid, GridLayout):
-        return _build_graph(unary, potts.edges, weights, clamp)
+        return general_graph(
+            cost_of_one, potts.edges[:, 0], potts.edges[:, 1], -potts.pairwise, clamp=clamp
+        )
     (height, width), offsets = grid.shapes[0], grid.offsets
-    # The weight of the edge from pixel p in direction k sits at [k, p] of the grid weights.
+    # The capacity of the edge from pixel p in direction k sits at [k, p] of the grid.
     place = grid.directions * (height * width) + potts.edges[:, 0]
-    grid_weights = np.bincount(place, weights, minlength=len(offsets) * height * width)
-    return _build_grid(
-        unary.reshape(height, width, 2),
+    capacities = np.bincount(place, -potts.pairwise, minlength=len(offsets) * height * width)
+    return grid_graph(
+        cost_of_one.reshape(height, width),
         offsets,
-        grid_weights.reshape(-1, height, width),
+        capacities.reshape(-1, height, width),
         None if clamp is None else clamp.reshape(height, width),
     )
 
@@ -216,7 +150,7 @@ def _solve(potts: Potentials, clamp=None) -> np.ndarray:
     """MAP labelling of one sample (flat)."""
     graph, ids = _build(potts, clamp)
     graph.maxflow()
-    return _segments(graph, ids).ravel()
+    return segments(graph, ids).ravel()
 
 
 def _dynamic_clamped_maps(potts, potentials, nodes, labels, weights, skip_agreeing):
@@ -231,12 +165,12 @@ def _dynamic_clamped_maps(potts, potentials, nodes, labels, weights, skip_agreei
     """
     graph, ids = _build(potts)
     graph.maxflow()
-    map_labels = _segments(graph, ids).ravel()
+    map_labels = segments(graph, ids).ravel()
     solved = solved_queries(map_labels, nodes, labels, skip_agreeing)
     nodes, labels, weights = nodes[solved], labels[solved], weights[solved]
     statistics = Statistics.zeros(potentials)
     flat_ids = ids.ravel().tolist()
-    big = clamp_capacity(potts.unary, potts.pairwise)
+    big = hard_capacity(potts.unary[:, 0] - potts.unary[:, 1], potts.pairwise)
     per_chunk = max(1, CHUNK_NODES // max(len(map_labels), 1))
     block = min(per_chunk, len(nodes)) * (potentials.n_nodes + potentials.n_edges)
     touching = None if block <= DENSE_BLOCK else incidence(potentials.edges, potentials.n_nodes)
@@ -248,22 +182,13 @@ def _dynamic_clamped_maps(potts, potentials, nodes, labels, weights, skip_agreei
             zip(nodes[chunk].tolist(), labels[chunk].tolist(), strict=True)
         ):
             if previous is not None:  # undo the previous clamp
-                _add_clamp(graph, flat_ids[previous[0]], previous[1], -big)
-            _add_clamp(graph, flat_ids[node], label, big)
+                add_clamp(graph, flat_ids[previous[0]], previous[1], -big)
+            add_clamp(graph, flat_ids[node], label, big)
             graph.maxflow(reuse_trees=True)
-            buffer[row] = _segments(graph, ids).ravel()
+            buffer[row] = segments(graph, ids).ravel()
             previous = (node, label)
         count = chunk.stop - chunk.start
         add_sample_differences(
             statistics, potentials, map_labels, buffer[:count], weights[chunk], touching
         )
     return ClampedSolution(map_labels, solved, statistics)
-
-
-def _add_clamp(graph, node_id: int, label: int, amount: float) -> None:
-    """Add ``amount`` to the terminal edge that makes the other label expensive, and mark it."""
-    if label == 1:  # label 1 = sink side: a big sink capacity makes label 0 costly
-        graph.add_tedge(node_id, 0.0, amount)
-    else:
-        graph.add_tedge(node_id, amount, 0.0)
-    graph.mark_node(node_id)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .ishikawa import min_cut
+from .mincut import min_cut
 
 
 def prox_group_max(z: np.ndarray, groups, weights) -> np.ndarray:

@@ -6,7 +6,7 @@ becomes linear in the thresholds, a pairwise cost that is convex in the label di
 becomes edges between the chains (their capacities are its second differences), and a group
 maximum ``d_A u_{max_a z_a}`` becomes, threshold by threshold, the submodular OR of the group's
 thresholds weighted by the level step (Shpakova 2019, §4.5.2). All terms are submodular, so one
-max-flow (PyMaxflow, built in vectorised calls) gives the exact minimiser.
+max-flow (:func:`~pmap_sklearn._backend.mincut.min_cut`) gives the exact minimiser.
 
 Two front ends share the construction: :class:`IshikawaSolver` takes :class:`Potentials` whose
 pairwise scores are concave functions of the label difference (the solver protocol), and
@@ -16,37 +16,14 @@ continuous log-supermodular priors).
 
 from __future__ import annotations
 
-import maxflow
 import numpy as np
 
 from .._parallel import map_jobs
 from .base import CHUNK_NODES, Solver
 from .capabilities import Capabilities, PairwiseTerms
 from .chain import finite_clamp_scores
+from .mincut import min_cut
 from .potentials import Potentials
-
-
-def min_cut(n_nodes, linear, tails, heads, capacities, reverse=None) -> np.ndarray:
-    """Minimise ``Σ_v linear_v x_v + Σ_e cap_e [x_tail = 0][x_head = 1]
-    + rev_e [x_tail = 1][x_head = 0]`` over ``x ∈ {0, 1}^n``.
-
-    Capacities must be ``>= 0`` (the function is then submodular); ``np.inf`` marks a hard
-    constraint. Returns the minimiser as a bool array (``x = 1`` on the sink side).
-    """
-    linear = np.asarray(linear, dtype=float)
-    capacities = np.asarray(capacities, dtype=float)
-    reverse = np.zeros_like(capacities) if reverse is None else np.asarray(reverse, float)
-    finite = np.isfinite(capacities)
-    # "infinite" = more than every finite term together: such an edge is never cut
-    big = np.abs(linear).sum() + capacities[finite].sum() + reverse.sum() + 1.0
-    capacities = np.where(finite, capacities, big)
-    graph = maxflow.Graph[float](n_nodes, len(tails))
-    nodes = graph.add_nodes(n_nodes)
-    graph.add_grid_tedges(np.asarray(nodes), np.maximum(linear, 0.0), np.maximum(-linear, 0.0))
-    if len(tails):
-        graph.add_edges(np.asarray(tails, np.intp), np.asarray(heads, np.intp), capacities, reverse)
-    graph.maxflow()
-    return graph.get_grid_segments(np.asarray(nodes)).astype(bool)
 
 
 class _Thresholds:
