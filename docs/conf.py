@@ -50,6 +50,8 @@ numpydoc_validation_exclude = {
     r"\.set_output$",
     r"\.__init__$",
     r"\.__call__$",
+    # enumerations: their "parameters" are Enum's functional API
+    r"\.(PairwiseKind|PairwiseTerms|GraphKind)$",
 }
 
 

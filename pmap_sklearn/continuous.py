@@ -13,6 +13,7 @@ perturb-and-MAP estimate of the posterior mean (MMSE, §4.4.2) with the signs ma
 from __future__ import annotations
 
 from numbers import Integral, Real
+from typing import NamedTuple
 
 import numpy as np
 from sklearn.base import BaseEstimator, _fit_context
@@ -75,6 +76,19 @@ def inverse_haar2d(coefficients: np.ndarray) -> np.ndarray:
         out[:, :size, :size] = rows / 2.0
         size *= 2
     return out
+
+
+class _Levels(NamedTuple):
+    """The levels ``0, Δ, 2Δ, …`` of the coefficients' magnitudes (thesis §4.4.1)."""
+
+    #: (n_coefficients,) number of levels of each coefficient (its domain over Δ, plus 1)
+    n_levels: np.ndarray
+    #: (max levels,) the level values
+    values: np.ndarray
+    #: (n_coefficients, max levels) log trapezoid weights of the levels
+    log_weights: np.ndarray
+    #: (n_coefficients, max levels) True past a coefficient's last level
+    past: np.ndarray
 
 
 def grid_groups(shape) -> list:
@@ -313,8 +327,8 @@ class ContinuousLogSupermodularDenoiser(BaseEstimator):
         return alpha.reshape((len(alpha),) + self.patch_shape_)
 
     # ---- the discretised prior ------------------------------------------------------------
-    def _levels(self):
-        """Per coefficient: number of levels; the level values; log trapezoid weights."""
+    def _levels(self) -> _Levels:
+        """The discretisation of every coefficient's magnitude."""
         step = float(self.grid_step)
         n_levels = np.ceil(self.domain_ / step - 1e-9).astype(np.intp) + 1
         top = int(n_levels.max())
@@ -323,7 +337,7 @@ class ContinuousLogSupermodularDenoiser(BaseEstimator):
         log_weights[:, 0] = np.log(step / 2)
         log_weights[np.arange(len(n_levels)), n_levels - 1] = np.log(step / 2)
         past = np.arange(top)[None, :] >= n_levels[:, None]
-        return n_levels, values, log_weights, past
+        return _Levels(n_levels, values, log_weights, past)
 
     def _group_max(self, values: np.ndarray) -> np.ndarray:
         """``max_{a∈A} values[..., a]`` for every group, shape (..., n_groups)."""
@@ -331,18 +345,16 @@ class ContinuousLogSupermodularDenoiser(BaseEstimator):
 
     def _level_map(self, costs, weights, levels):
         """``argmin_z Σ_i costs_i(z_i) + Σ_A d_A u_{max_A z}`` of every model (B, k, R)."""
-        n_levels, values, _, _ = levels
-        solver = GroupMaxLevels(n_levels, values, self.groups_, weights)
+        solver = GroupMaxLevels(levels.n_levels, levels.values, self.groups_, weights)
         return solver.map(costs, n_jobs=self.n_jobs)
 
     def _perturbed_prior(self, rng, n_draws, weights, levels):
         """MAPs of ``n_draws`` Gumbel perturbations of the discretised prior, and their maxima
         ``max_z −f(u_z) + Σ_i h_{i,z_i} + log π_{z_i}``."""
-        n_levels, values, log_weights, past = levels
-        scores = gumbel(rng, (n_draws,) + log_weights.shape) + log_weights
+        scores = gumbel(rng, (n_draws,) + levels.log_weights.shape) + levels.log_weights
         z = self._level_map(-scores, weights, levels)
         picked = np.take_along_axis(scores, z[..., None], axis=-1)[..., 0].sum(axis=1)
-        maxima = picked - self._group_max(values[z]) @ weights
+        maxima = picked - self._group_max(levels.values[z]) @ weights
         return z, maxima
 
     # ---- learning ---------------------------------------------------------------------------
@@ -381,7 +393,7 @@ class ContinuousLogSupermodularDenoiser(BaseEstimator):
         self.loss_curve_ = []
         for t in range(self.max_iter):
             z, maxima = self._perturbed_prior(rng, self.batch_perturbations, weights, levels)
-            expected = self._group_max(levels[1][z]).mean(axis=0)
+            expected = self._group_max(levels.values[z]).mean(axis=0)
             gradient = observed - expected  # thesis §4.4.1: Σ max|α| − N E[max u_{z*}]
             self.loss_curve_.append(float(observed @ weights + maxima.mean() + constant))
             squares += gradient**2
@@ -456,14 +468,14 @@ class ContinuousLogSupermodularDenoiser(BaseEstimator):
         return (self._signals_from(alpha) + self._means(signals)).reshape(shape)
 
     def _chunks(self, y, decoding):
-        width = int(self._levels()[0].max()) * y.shape[1]
+        width = int(self._levels().n_levels.max()) * y.shape[1]
         copies = self.n_perturbations if decoding == "mmse" else 1
         per_chunk = max(1, CHUNK_COSTS // (width * copies))
         return [y[i : i + per_chunk] for i in range(0, len(y), per_chunk)]
 
     def _decode_levels(self, y, decoding, sigma2):
         levels = self._levels()
-        _, values, log_weights, _ = levels
+        values, log_weights = levels.values, levels.log_weights
         u = values[None, None, :]
         if decoding == "map":  # joint MAP of signs and magnitudes: signs follow y
             costs = (u - np.abs(y)[:, :, None]) ** 2 / (2.0 * sigma2)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from numbers import Integral, Real
+from typing import NamedTuple
 
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -12,6 +13,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from ._backend import (
     COUNTING_NUMBERS,
     BeliefPropagation,
+    Potentials,
     Statistics,
     counting_numbers,
     pairwise_statistics,
@@ -22,6 +24,26 @@ from ._parallel import uses_workers
 from ._progress import Progress
 from ._utils import NonFiniteError
 from .structures import ChainStructure, GraphStructure, GridStructure, check_structure
+
+
+class _Scores(NamedTuple):
+    """The scores of one weight vector that the messages see."""
+
+    potentials: Potentials
+    #: (n_nodes, K) unary scores plus the loss ℓ_v
+    node: np.ndarray
+    #: (E, K, K) pairwise tables
+    tables: np.ndarray
+
+
+class _Lemma2(NamedTuple):
+    """Lemma 2: the gradient at the current messages and the beliefs it is made of."""
+
+    gradient: np.ndarray
+    #: (n_nodes, K) node beliefs
+    node: np.ndarray
+    #: (E, K, K) edge beliefs
+    edge: np.ndarray
 
 
 @dataclass
@@ -228,29 +250,30 @@ class EpsilonCRF(BaseStructuredEstimator):
             scores[np.arange(batch.n_nodes), labels] = 0.0
         return scores
 
-    def _scores(self, batch, w, loss_scores):
+    def _scores(self, batch, w, loss_scores) -> _Scores:
         potentials = self.structure_.potentials(batch, w)
-        return potentials, potentials.unary + loss_scores, potentials.edge_tables()
+        return _Scores(potentials, potentials.unary + loss_scores, potentials.edge_tables())
 
     def _optimise(self, batch, labels, state, rng, validation_score):
         structure, n = self.structure_, batch.n_samples
         alpha, epsilon = self.alpha, float(self.epsilon)
         loss_scores = self._loss_scores(batch, labels)
         observed = structure.joint_feature(batch, labels) / n  # d / N
-        potentials, node_scores, tables = self._scores(batch, state.coef, loss_scores)
-        bp = BeliefPropagation(potentials, epsilon, self.counting_numbers)
-        bp.set_scores(node_scores, tables)
+        scores = self._scores(batch, state.coef, loss_scores)
+        bp = BeliefPropagation(scores.potentials, epsilon, self.counting_numbers)
+        bp.set_scores(scores.node, scores.tables)
         # With negative counting numbers (Bethe) the objective at fixed messages is no bound
         # (Claim 3): every evaluation then runs the messages to their fixed point.
         settle = bool((bp.node_count < 0).any())
 
         def primal(w, scores=None):
             """The Theorem-1 objective at weights w and the current messages."""
-            p, node, table = scores if scores is not None else self._scores(batch, w, loss_scores)
-            bp.set_scores(node, table)
+            scores = scores if scores is not None else self._scores(batch, w, loss_scores)
+            bp.set_scores(scores.node, scores.tables)
             if settle:
                 bp.run(max_sweeps=1000, tol=1e-10)
-            value = (bp.objective().sum() - p.score(labels).sum()) / n + 0.5 * alpha * w @ w
+            truth = scores.potentials.score(labels).sum()
+            value = (bp.objective().sum() - truth) / n + 0.5 * alpha * w @ w
             if not np.isfinite(value):
                 raise NonFiniteError(
                     "the EpsilonCRF objective is not finite (features too large): scale the "
@@ -261,11 +284,13 @@ class EpsilonCRF(BaseStructuredEstimator):
         progress = Progress(type(self).__name__, self.max_iter, self.verbose, unit="iteration")
         w, converged = state.coef, False
         memory = _CurvatureMemory(
-            lambda v: self._lemma2(bp, batch, v, self._scores(batch, v, loss_scores), observed)[0]
+            lambda v: (
+                self._lemma2(bp, batch, v, self._scores(batch, v, loss_scores), observed).gradient
+            )
         )
         for iteration in range(1, self.max_iter + 1):
             scores = self._scores(batch, w, loss_scores)
-            bp.set_scores(scores[1], scores[2])
+            bp.set_scores(scores.node, scores.tables)
             for _ in range(0 if settle else self.n_message_sweeps):
                 bp.sweep()
             value = primal(w, scores)
@@ -296,15 +321,15 @@ class EpsilonCRF(BaseStructuredEstimator):
         state.coef = w
         progress.finish(state.n_iter, converged, f"primal-dual gap < tol={self.tol}")
 
-    def _lemma2(self, bp, batch, w, scores, observed):
+    def _lemma2(self, bp, batch, w, scores: _Scores, observed) -> _Lemma2:
         """Lemma 2: the gradient in w of the Theorem-1 objective at the current messages, and
         the node and edge beliefs it is made of (``observed`` is ``(1/N) Σ_n Ψ(x_n, y_n)``)."""
-        bp.set_scores(scores[1], scores[2])
+        bp.set_scores(scores.node, scores.tables)
         edge = bp.edge_beliefs()
         node = bp.node_beliefs(edge)
         statistics = Statistics(node, pairwise_statistics(edge, bp.pairwise_kind))
         expected = self.structure_.joint_feature_of(batch, statistics)
-        return expected / batch.n_samples - observed + self.alpha * w, node, edge
+        return _Lemma2(expected / batch.n_samples - observed + self.alpha * w, node, edge)
 
     # ---- prediction -------------------------------------------------------------------------
     def _beliefs(self, batch, w) -> np.ndarray:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass, field
 from numbers import Integral, Real
+from typing import NamedTuple
 
 import numpy as np
 from scipy.special import logsumexp, softmax
@@ -25,6 +26,20 @@ from ._lbfgs import minimise
 from ._progress import Progress
 from ._utils import NonFiniteError, onehot
 from .structures import GraphStructure, GridStructure, check_structure
+
+
+class _Bound(NamedTuple):
+    """The clamped-forest bound of eq. 7 (summed over samples, or of one decomposition of
+    one sample) and what its gradient (eqs. 16–17) is made of."""
+
+    #: ``Σ_n log Z_bound(x_n)``
+    total: float
+    #: (n_nodes, K) node marginals mixed over the states
+    node: np.ndarray
+    #: (E, K, K) edge marginals mixed over the states
+    pair: np.ndarray
+    #: ``log Z(y_F)`` of every state (per sample and decomposition)
+    state_log_z: list
 
 
 @dataclass
@@ -501,9 +516,9 @@ class PartClampCRF(_FullBatchCRF):
         return parts
 
     # ---- the bound --------------------------------------------------------------------------
-    def _bound(self, batch, parts, w, with_states=False):
-        """``Σ_n log Z_bound(x_n)``, its gradient statistics (node, pair) over the batch, and
-        (optionally) ``log Z(y_F)`` of every state."""
+    def _bound(self, batch, parts, w) -> _Bound:
+        """``Σ_n log Z_bound(x_n)``, its gradient statistics over the batch and ``log Z(y_F)``
+        of every state."""
         structure = self.structure_
         potentials = structure.potentials(batch, w)
         tables = potentials.edge_tables()
@@ -527,14 +542,14 @@ class PartClampCRF(_FullBatchCRF):
             for j, i in enumerate(samples):
                 mine = rows == j
                 weight = softmax(log_z[mine])
-                per_sample[i][m] = (
+                per_sample[i][m] = _Bound(
                     logsumexp(log_z[mine]),
                     np.tensordot(weight, node_rows[mine], axes=1),
                     np.tensordot(weight, pair_rows[mine], axes=1),
                     log_z[mine],
                 )
         for i, results in enumerate(per_sample):
-            values = np.array([r[0] for r in results])
+            values = np.array([r.total for r in results])
             if self.combine == "arithmetic":  # eq. 8: log mean of Z^m, mixture weights ∝ Z^m
                 bound = logsumexp(values) - np.log(len(values))
                 mix = softmax(values)
@@ -543,16 +558,14 @@ class PartClampCRF(_FullBatchCRF):
             else:  # eq. 10: the largest
                 bound, mix = values.max(), np.eye(len(values))[np.argmax(values)]
             total += bound
-            node[batch.nodes_of(i)] = sum(c * r[1] for c, r in zip(mix, results, strict=True))
-            pair[batch.edges_of(i)] = sum(c * r[2] for c, r in zip(mix, results, strict=True))
-            state_log_z.append([r[3] for r in results])
-        if with_states:
-            return total, node, pair, state_log_z
-        return total, node, pair
+            node[batch.nodes_of(i)] = sum(c * r.node for c, r in zip(mix, results, strict=True))
+            pair[batch.edges_of(i)] = sum(c * r.pair for c, r in zip(mix, results, strict=True))
+            state_log_z.append([r.state_log_z for r in results])
+        return _Bound(total, node, pair, state_log_z)
 
     def _objective(self, batch, labels, parts, w):
         n = batch.n_samples
-        total, node, pair = self._bound(batch, parts, w)
+        total, node, pair, _ = self._bound(batch, parts, w)
         score = self.structure_.potentials(batch, w).score(labels).sum()
         observed = self.structure_.joint_feature(batch, labels)
         gradient = (self._joint(batch, node, pair) - observed) / n
@@ -575,7 +588,7 @@ class PartClampCRF(_FullBatchCRF):
 
     def _prune(self, batch, parts, w):
         """Keep ``budget`` states: drop the lowest ``Z(y_F)``, never the truth (row 0)."""
-        _, _, _, state_log_z = self._bound(batch, parts, w, with_states=True)
+        state_log_z = self._bound(batch, parts, w).state_log_z
         for i, sample_parts in enumerate(parts):
             for m, (decomposition, states) in enumerate(sample_parts):
                 while len(states) > self.budget:
@@ -605,7 +618,7 @@ class PartClampCRF(_FullBatchCRF):
                 self._tighten(batch, parts, state.coef)
                 if self._schedule() == "online":
                     self._prune(batch, parts, state.coef)
-            state.bounds.append(self._bound(batch, parts, state.coef)[0] / n)
+            state.bounds.append(self._bound(batch, parts, state.coef).total / n)
             w, n_iter, _ = minimise(
                 lambda w: self._objective(batch, labels, parts, w),
                 state.coef,
@@ -623,7 +636,7 @@ class PartClampCRF(_FullBatchCRF):
         most = max(len(states) for sample_parts in parts for _, states in sample_parts)
         return np.array(
             [
-                self._bound(batch, [[(d, s[:k]) for d, s in p] for p in parts], w)[0]
+                self._bound(batch, [[(d, s[:k]) for d, s in p] for p in parts], w).total
                 / batch.n_samples
                 for k in range(1, most + 1)
             ]

@@ -162,10 +162,10 @@ def test_composite_likelihood_is_part_and_clamp_with_the_truth(rng):
 def test_tightened_objective_gradient_and_bound(rng):
     model, batch, labels, parts = _fitted_part_clamp(rng, n_rounds=3)
     structure = model.structure_
-    before = model._bound(batch, parts, model.coef_)[0]
+    before = model._bound(batch, parts, model.coef_).total
     model._tighten(batch, parts, model.coef_)
     model._tighten(batch, parts, model.coef_ * 0.5)
-    after = model._bound(batch, parts, model.coef_)[0]
+    after = model._bound(batch, parts, model.coef_).total
     exact = sum(_brute_log_z(s) for s in structure.potentials(batch, model.coef_).split())
     assert before <= after + 1e-12 <= exact + 1e-9
     w = model.coef_ + 0.3 * rng.normal(size=model.coef_.shape)

@@ -88,7 +88,13 @@ class Capabilities:
     map_quality: str = "exact"
 
     def row(self) -> dict:
-        """The capabilities as strings, for tables."""
+        """The capabilities as strings, for tables.
+
+        Returns
+        -------
+        dict of str to str
+            One entry per field.
+        """
         out = {f.name: getattr(self, f.name) for f in fields(self)}
         out["max_states"] = "any" if self.max_states is None else str(self.max_states)
         out["pairwise"] = ", ".join(k.value for k in PairwiseKind if k in self.pairwise)

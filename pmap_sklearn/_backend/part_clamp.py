@@ -33,8 +33,8 @@ def feedback_vertex_set(
     Nodes are visited from node 0 of every connected component (then the lowest unvisited
     node). A visited node joins the forest unless two of its neighbours already in the forest
     lie in the same tree (a union-find test: joining would close a cycle); then it goes to F.
-    This is the union-find form of Algorithm 1 of Pletscher & Ong, which gives the |F|/|V| of
-    about 1/3 (breadth-first) their text reports on grids.
+    This is the union-find form of Algorithm 1 of Pletscher & Ong, which gives the ratio
+    ``|F| / |V|`` of about 1/3 (breadth-first) their text reports on grids.
 
     Parameters
     ----------
