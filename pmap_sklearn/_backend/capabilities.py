@@ -96,6 +96,7 @@ class Capabilities:
             One entry per field.
         """
         out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out.update({k: "yes" if v else "no" for k, v in out.items() if isinstance(v, bool)})
         out["max_states"] = "any" if self.max_states is None else str(self.max_states)
         out["pairwise"] = ", ".join(k.value for k in PairwiseKind if k in self.pairwise)
         return {name: str(value) for name, value in out.items()}
