@@ -12,7 +12,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._backend import (
     COUNTING_NUMBERS,
-    BeliefPropagation,
+    MessagePassingSolver,
     Potentials,
     Statistics,
     counting_numbers,
@@ -214,6 +214,11 @@ class EpsilonCRF(BaseStructuredEstimator):
     def _make_structure(self):
         return check_structure(self._resolve_structure())
 
+    def _belief_solver(self) -> MessagePassingSolver:
+        """The solver whose belief sessions run the messages of the learning and the
+        marginals (with this estimator's counting numbers)."""
+        return MessagePassingSolver(counting_numbers=self.counting_numbers)
+
     def _solver_needs(self, has_unknown):
         """The structure's solver only decodes MAP labellings (``decoding="map"``): the
         learning runs its own messages, and unknown labels are filled from beliefs."""
@@ -260,7 +265,7 @@ class EpsilonCRF(BaseStructuredEstimator):
         loss_scores = self._loss_scores(batch, labels)
         observed = structure.joint_feature(batch, labels) / n  # d / N
         scores = self._scores(batch, state.coef, loss_scores)
-        bp = BeliefPropagation(scores.potentials, epsilon, self.counting_numbers)
+        bp = self._belief_solver().beliefs(scores.potentials, epsilon)
         bp.set_scores(scores.node, scores.tables)
         # With negative counting numbers (Bethe) the objective at fixed messages is no bound
         # (Claim 3): every evaluation then runs the messages to their fixed point.
@@ -335,7 +340,7 @@ class EpsilonCRF(BaseStructuredEstimator):
     def _beliefs(self, batch, w) -> np.ndarray:
         """Node beliefs of the model without the loss, messages run to convergence."""
         potentials = self.structure_.potentials(batch, w)
-        bp = BeliefPropagation(potentials, float(self.epsilon), self.counting_numbers)
+        bp = self._belief_solver().beliefs(potentials, float(self.epsilon))
         bp.run(max_sweeps=500, tol=1e-9)
         return bp.node_beliefs()
 

@@ -14,9 +14,10 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._backend import (
     ClampedDecomposition,
+    GibbsSampler,
     PairwiseKind,
     Statistics,
-    colour_nodes,
+    conditional_scores,
     feedback_vertex_set,
     max_tighten,
     pairwise_statistics,
@@ -98,18 +99,6 @@ class _FullBatchCRF(BaseStructuredEstimator):
     def _joint(self, batch, node, pair):
         statistics = Statistics(node, pairwise_statistics(pair, self.structure_.pairwise_kind))
         return self.structure_.joint_feature_of(batch, statistics)
-
-
-def _conditional_scores(potentials, labels):
-    """``s_i(k) = θ_i(k) + Σ_{e ∋ i} T_e(k, y_other)``: the scores of each node's label given
-    its neighbours' labels, (n_nodes, K)."""
-    tables = potentials.edge_tables()
-    first, second = potentials.edges[:, 0], potentials.edges[:, 1]
-    columns = np.arange(potentials.n_edges)
-    at_first, at_second = potentials.edge_ends
-    to_first = tables[columns, :, labels[second]]  # (E, K) over the first end's label
-    to_second = tables[columns, labels[first], :]
-    return potentials.unary + at_first @ to_first + at_second @ to_second
 
 
 class PseudoLikelihoodCRF(_FullBatchCRF):
@@ -201,7 +190,7 @@ class PseudoLikelihoodCRF(_FullBatchCRF):
     def _objective(self, batch, labels, w):
         """Negative mean pseudo-log-likelihood (regularised) and its gradient."""
         potentials = self.structure_.potentials(batch, w)
-        scores = _conditional_scores(potentials, labels)
+        scores = conditional_scores(potentials, labels)
         log_norm = logsumexp(scores, axis=1)
         value = np.sum(log_norm - scores[np.arange(len(labels)), labels])
         conditional = np.exp(scores - log_norm[:, None])
@@ -314,25 +303,15 @@ class ContrastiveDivergenceCRF(_FullBatchCRF):
         self.verbose = verbose
         self.unknown_label = unknown_label
 
-    def _gibbs(self, potentials, labels, colours, rng):
-        sample = labels.copy()
-        for _ in range(self.n_gibbs):
-            for nodes in colours:
-                scores = _conditional_scores(potentials, sample)[nodes]
-                gumbel = -np.log(-np.log(rng.random(scores.shape)))
-                sample[nodes] = np.argmax(scores + gumbel, axis=1)  # Gumbel-max draw
-        return sample
-
     def _optimise(self, batch, labels, state, rng, validation_score):
-        colour = colour_nodes(batch.n_nodes, batch.edges)
-        colours = [np.flatnonzero(colour == c) for c in range(colour.max() + 1)]
+        chains = GibbsSampler(self.n_gibbs).session(self.structure_.potentials(batch, state.coef))
         observed = self.structure_.joint_feature(batch, labels)
         n, w = batch.n_samples, state.coef.copy()
         average, n_averaged = np.zeros_like(w), 0
         progress = Progress(type(self).__name__, self.max_iter, self.verbose, unit="step")
         for step in range(1, self.max_iter + 1):
             potentials = self.structure_.potentials(batch, w)
-            sample = self._gibbs(potentials, labels, colours, rng)
+            sample = chains.sample(potentials, labels, rng)
             gradient = (self.structure_.joint_feature(batch, sample) - observed) / n
             gradient += self.alpha * w
             norm = np.linalg.norm(gradient)

@@ -2,7 +2,8 @@
 
 A structure turns samples and weights into :class:`Potentials` and asks its solver
 (``structure(solver=...)``, a name or an instance) for MAP labellings, single-node clamped
-maximisers and, optionally, exact marginals. A new solver subclasses :class:`Solver`, declares
+maximisers and, optionally, exact marginals or belief sessions; a :class:`GibbsSampler` draws
+samples for contrastive divergence. A new solver subclasses :class:`Solver`, declares
 its :class:`Capabilities` and implements ``map``; :meth:`Solver.clamped_maps` then works from
 it, and ``marginals`` may be added.
 """
@@ -14,6 +15,8 @@ from ._backend import (
     ChainLayout,
     ChainSolver,
     ClampedSolution,
+    GibbsSampler,
+    GibbsSession,
     GraphCutSolver,
     GraphKind,
     GridLayout,
@@ -53,4 +56,6 @@ __all__ = [
     "check_solver",
     "check_capabilities",
     "solvers_for",
+    "GibbsSampler",
+    "GibbsSession",
 ]

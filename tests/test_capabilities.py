@@ -23,6 +23,7 @@ from pmap_sklearn.solvers import (
     SOLVERS,
     BruteForceSolver,
     Capabilities,
+    GibbsSampler,
     MessagePassingSolver,
     PairwiseKind,
     Potentials,
@@ -179,3 +180,34 @@ def test_message_passing_honours_clamps_on_loopy_graphs():
     assert np.array_equal(labels[[0, 4, 8]], [2, 1, 0])
     node = MessagePassingSolver().marginals(p, clamp).node
     np.testing.assert_allclose(node[[0, 4, 8]], np.eye(3)[[2, 1, 0]], atol=1e-12)
+
+
+def test_gibbs_sampling_reaches_the_exact_marginals():
+    rng = np.random.default_rng(3)
+    edges = grid_edges((2, 3))
+    p = Potentials(rng.normal(size=(6, 3)), edges, rng.normal(size=(len(edges), 3, 3)))
+    session = GibbsSampler(n_sweeps=1).session(p)
+    sample, counts = np.zeros(6, dtype=np.intp), np.zeros((6, 3))
+    for step in range(6000):
+        sample = session.sample(p, sample, rng)
+        if step >= 200:
+            counts[np.arange(6), sample] += 1
+    exact = BruteForceSolver().marginals(p).node
+    np.testing.assert_allclose(counts / counts.sum(axis=1, keepdims=True), exact, atol=0.03)
+    with pytest.raises(ValueError, match="6 nodes"):
+        session.sample(Potentials(np.zeros((4, 3))), np.zeros(4, dtype=np.intp), rng)
+
+
+def test_a_belief_session_continues_from_its_messages():
+    rng = np.random.default_rng(4)
+    p = _loopy(rng)
+    solver = MessagePassingSolver(counting_numbers="convex")
+    session = solver.beliefs(p, 1.0)
+    session.run(max_sweeps=500, tol=1e-12)
+    np.testing.assert_allclose(session.node_beliefs(), solver.marginals(p).node, atol=1e-8)
+    changed = _loopy(np.random.default_rng(5))
+    session.set_scores(changed.unary, changed.edge_tables())
+    session.run(max_sweeps=500, tol=1e-12)  # warm from the old messages, same fixed point
+    np.testing.assert_allclose(session.node_beliefs(), solver.marginals(changed).node, atol=1e-8)
+    assert SOLVERS["message_passing"].capabilities.beliefs
+    assert not SOLVERS["graph_cut"].capabilities.beliefs

@@ -21,6 +21,7 @@ from .capabilities import (
 )
 from .chain import ChainSolver
 from .cut import GraphCutSolver
+from .gibbs import GibbsSampler, GibbsSession, conditional_scores
 from .group_prox import prox_group_max
 from .ishikawa import GroupMaxLevels, IshikawaSolver
 from .messages import (
@@ -67,6 +68,9 @@ __all__ = [
     "check_solver",
     "check_capabilities",
     "solvers_for",
+    "GibbsSampler",
+    "GibbsSession",
+    "conditional_scores",
     "CHUNK_NODES",
     "chunks_by_size",
     "missing",

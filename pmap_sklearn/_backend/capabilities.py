@@ -75,6 +75,9 @@ class Capabilities:
         learners' clamped maximisers and by learners that fill in unknown (-1) labels.
     marginals : bool, default=False
         Whether it computes node marginals and the log-partition function.
+    beliefs : bool, default=False
+        Whether it opens belief sessions (``beliefs(potentials, epsilon)``): messages kept
+        between weight steps, for learners that interleave message and weight updates.
     map_quality : str, default="exact"
         How good its MAP is, in words (shown in the capabilities table of the user guide).
     """
@@ -85,6 +88,7 @@ class Capabilities:
     graphs: GraphKind = GraphKind.ANY
     clamps: bool = True
     marginals: bool = False
+    beliefs: bool = False
     map_quality: str = "exact"
 
     def row(self) -> dict:
@@ -121,6 +125,8 @@ class Requirements:
         The estimator will clamp nodes.
     marginals : bool, default=False
         The estimator will ask for marginals.
+    beliefs : bool, default=False
+        The estimator will open belief sessions.
     """
 
     n_states: int
@@ -129,6 +135,7 @@ class Requirements:
     graph: GraphKind = GraphKind.ANY
     clamps: bool = False
     marginals: bool = False
+    beliefs: bool = False
 
 
 def missing(capabilities: Capabilities, need: Requirements) -> list[str]:
@@ -158,4 +165,6 @@ def missing(capabilities: Capabilities, need: Requirements) -> list[str]:
         gaps.append("takes no clamps")
     if need.marginals and not capabilities.marginals:
         gaps.append("computes no marginals")
+    if need.beliefs and not capabilities.beliefs:
+        gaps.append("opens no belief sessions")
     return gaps

@@ -361,6 +361,7 @@ class MessagePassingSolver(Solver):
     name = "message_passing"
     capabilities = Capabilities(
         marginals=True,
+        beliefs=True,
         map_quality="approximate on loopy graphs; exact on forests with Bethe numbers",
     )
 
@@ -372,12 +373,31 @@ class MessagePassingSolver(Solver):
     def __repr__(self) -> str:
         return f"MessagePassingSolver(counting_numbers={self.counting_numbers!r})"
 
+    def beliefs(self, potentials: Potentials, epsilon: float) -> BeliefPropagation:
+        """A belief session: messages on ``potentials`` that stay between score changes.
+
+        Parameters
+        ----------
+        potentials : Potentials
+            The models (their graph is fixed for the session; ``set_scores`` changes scores).
+        epsilon : float
+            ε >= 0: 1 is sum-product, 0 max-product.
+
+        Returns
+        -------
+        BeliefPropagation
+            With ``set_scores``, ``sweep``, ``run``, ``objective``, ``node_beliefs`` and
+            ``edge_beliefs`` (Hazan & Urtasun 2010, Theorem 1 and Lemma 1).
+        """
+        self._check(potentials)
+        return BeliefPropagation(potentials, epsilon, self.counting_numbers)
+
     def _propagate(self, potentials, clamp, epsilon):
         self._check(potentials)
         if clamp is not None:
             unary = finite_clamp_scores(potentials.unary, clamp, potentials.pairwise)
             potentials = replace(potentials, unary=unary)
-        bp = BeliefPropagation(potentials, epsilon, self.counting_numbers)
+        bp = self.beliefs(potentials, epsilon)
         bp.run(self.max_sweeps, self.tol)
         return bp
 
