@@ -1,5 +1,6 @@
-"""The double-SGD engine shared by the perturb-and-MAP learners (Shpakova et al. 2018, Alg. 1-4;
-Shpakova 2019, §2.5 for the denoiser).
+"""The SGD engine of every stochastic learner: the perturb-and-MAP learners (Shpakova et al.
+2018, Alg. 1-4; Shpakova 2019, §2.5 for the denoisers), contrastive divergence and the
+continuous priors' AdaGrad.
 
 It maximises ``(1/N) Σ_n ℓ(w, x_n, y_n) − (1/2) Σ_i α_i w_i²`` given a stochastic oracle that, for a
 mini-batch of samples, returns ``Σ_batch ∇ℓ`` (one fresh perturbation per sample, drawn from the
@@ -8,6 +9,9 @@ an oracle *factory*: ``make_oracle(order)`` gathers the samples in ``order`` onc
 epoch), and its oracle takes the mini-batches as contiguous slices of that ordering, so no step
 copies samples. The engine owns what does not depend on the model: the schedule and its
 calibration, mini-batches, projection, iterate averaging, early stopping and progress messages.
+The step sizes come from a step rule (:class:`Schedule` — scikit-learn's ``optimal``,
+``constant`` and ``invscaling`` —, :class:`AdaGrad` or :class:`Normalised`); a full-batch
+learner runs with ``shuffle=False`` and ``batch_size = n_samples`` (one step per epoch).
 """
 
 from __future__ import annotations
@@ -50,16 +54,69 @@ Oracle = Callable[[slice | np.ndarray, np.ndarray, np.random.Generator], tuple[n
 OracleFactory = Callable[[np.ndarray], Oracle]
 
 
-def _step(oracle: Oracle, part: slice, w, rng, eta, alpha, project, scale=None) -> float:
+class StepRule:
+    """How big step ``t`` is: ``rate(t, gradient, w, alpha, batch)`` (a scalar or one rate per
+    coordinate) for the ascent direction ``gradient / batch − α w``."""
+
+    def rate(self, t: int, gradient, w, alpha, batch: int):
+        raise NotImplementedError
+
+
+@dataclass
+class Schedule(StepRule):
+    """scikit-learn's schedules (:func:`learning_rate`), times an optional per-coordinate
+    ``scale`` (a diagonal preconditioner; 0 freezes a coordinate)."""
+
+    name: str
+    eta0: float
+    power_t: float = 0.5
+    alpha: float = 0.0  # the α of ``"optimal"`` (a scalar)
+    scale: np.ndarray | None = None
+
+    def rate(self, t, gradient, w, alpha, batch):
+        eta = learning_rate(self.name, t, self.alpha, self.eta0, self.power_t)
+        return eta if self.scale is None else eta * self.scale
+
+
+@dataclass
+class AdaGrad(StepRule):
+    """``scale_i / sqrt(Σ_s g_{s,i}²)``, the sum over the steps so far (Duchi et al. 2011)."""
+
+    scale: np.ndarray
+    squares: np.ndarray | None = None
+
+    def rate(self, t, gradient, w, alpha, batch):
+        direction = gradient / batch - alpha * w
+        self.squares = direction**2 + (0.0 if self.squares is None else self.squares)
+        return self.scale / np.sqrt(self.squares + 1e-300)
+
+
+@dataclass
+class Normalised(StepRule):
+    """``η0 / sqrt(t + 1)`` along the unit direction (normalised subgradient steps)."""
+
+    eta0: float
+
+    def rate(self, t, gradient, w, alpha, batch):
+        with np.errstate(over="ignore", invalid="ignore"):
+            norm = float(np.linalg.norm(gradient / batch - alpha * w))
+        if norm == 0:
+            return 0.0
+        return self.eta0 / np.sqrt(t + 1.0) / norm
+
+
+def _step(oracle: Oracle, part: slice, w, rng, steps, t, alpha, project) -> tuple[float, float]:
     """One projected ascent step on ``(1/T) Σ_batch ℓ − (1/2) Σ α_i w_i²`` over the samples
-    ``part``, in place; ``scale`` (per coordinate) multiplies the step. Returns Σ ℓ."""
+    ``part``, in place, its size from the step rule ``steps`` (or a fixed step size). Returns
+    ``Σ ℓ`` and the step size (the mean rate for per-coordinate rates)."""
     gradient, value = oracle(part, w, rng)
+    batch = part.stop - part.start
     with np.errstate(over="ignore", invalid="ignore"):  # divergence is checked by the caller
-        rate = eta if scale is None else eta * scale
+        rate = steps.rate(t, gradient, w, alpha, batch) if isinstance(steps, StepRule) else steps
         w *= 1.0 - rate * alpha
-        w += (rate / (part.stop - part.start)) * gradient
+        w += (rate / batch) * gradient
     project(w)
-    return value
+    return value, float(np.mean(rate))
 
 
 def _penalty(alpha, w: np.ndarray) -> float:
@@ -103,7 +160,7 @@ def calibrate_eta0(
         pass_rng = np.random.default_rng(pass_seed)
         for n_steps, begin in enumerate(range(0, len(index), batch_size), start=1):
             part = slice(begin, min(begin + batch_size, len(index)))
-            _step(oracle, part, trial, pass_rng, eta, alpha, project)
+            _step(oracle, part, trial, pass_rng, eta, 0, alpha, project)
             if not np.all(np.isfinite(trial)):
                 return -np.inf
             mean += (trial - mean) / n_steps
@@ -171,9 +228,7 @@ def run_sgd(
     rng: np.random.Generator,
     alpha: float | np.ndarray,
     batch_size: int,
-    schedule: str,
-    eta0: float,
-    power_t: float,
+    steps: StepRule,
     average: bool | int,
     max_iter: int,
     tol: float | None,
@@ -181,8 +236,8 @@ def run_sgd(
     project: Callable[[np.ndarray], np.ndarray],
     validation_score: Callable[[np.ndarray], float] | None = None,
     verbose: int = 0,
-    scale: np.ndarray | None = None,
     average_weights: str = "uniform",
+    shuffle: bool = True,
     name: str = "SGD",
 ) -> SGDState:
     """Run epochs of projected mini-batch SGD ascent, updating ``state`` in place.
@@ -198,11 +253,10 @@ def run_sgd(
         Starting point (and schedule position, for warm starts).
     alpha : float or ndarray
         L2 strength, one for all coordinates or one per coordinate.
+    steps : StepRule
+        The step sizes (:class:`Schedule`, :class:`AdaGrad`, :class:`Normalised`).
     average : bool or int
         Polyak–Ruppert averaging of the iterates; an int starts it after that many samples.
-    scale : ndarray, optional
-        Per-coordinate multiplier of the step (a diagonal preconditioner; 0 freezes a
-        coordinate).
     average_weights : {"uniform", "linear"}, default="uniform"
         Weights of the averaged iterates: equal, or proportional to the step number h (the
         average the ``1/√h`` rate of projected SGD is proved for).
@@ -216,6 +270,9 @@ def run_sgd(
     verbose : int
         Progress after each epoch (see :class:`~pmap_sklearn._progress.Progress`); a
         ``ConvergenceWarning`` when ``tol`` is set and ``max_iter`` ends the run first.
+    shuffle : bool, default=True
+        Visit the samples in a new random order every epoch; False keeps their order and
+        makes the oracle once (full-batch learners).
     """
     w = state.coef
     start_average = 0 if average is True else (int(average) if average else None)
@@ -223,13 +280,15 @@ def run_sgd(
     state.n_iter = 0
     progress = Progress(name, max_iter, verbose)
     converged = None if tol is None else False
+    oracle = None if shuffle else make_oracle(np.arange(n_samples))
     for epoch in range(max_iter):
-        oracle = make_oracle(rng.permutation(n_samples))
+        if shuffle:
+            oracle = make_oracle(rng.permutation(n_samples))
         objective = 0.0
         for begin in range(0, n_samples, batch_size):
             part = slice(begin, min(begin + batch_size, n_samples))
-            eta = learning_rate(schedule, state.t, alpha, eta0, power_t)
-            objective += _step(oracle, part, w, rng, eta, alpha, project, scale)
+            value, eta = _step(oracle, part, w, rng, steps, state.t, alpha, project)
+            objective += value
             if not np.isfinite(w).all():
                 raise NonFiniteError(
                     f"SGD diverged in epoch {epoch + 1} (update {state.t + 1}): the weights are "

@@ -20,6 +20,7 @@ from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_array, check_is_fitted
 
+from . import _sgd
 from ._backend import GroupMaxLevels, prox_group_max
 from ._parallel import N_JOBS_CONSTRAINT
 from ._utils import check_generator
@@ -385,26 +386,38 @@ class ContinuousLogSupermodularDenoiser(BaseEstimator):
         levels = self._levels()
         rng = check_generator(self.random_state)
         observed = self._group_max(magnitudes).mean(axis=0)  # ∂/∂d of the mean f(|α_n|)
-        scale = self.step_size / (observed + step)
-        weights = np.zeros(len(self.groups_))
-        squares = np.zeros_like(weights)
-        average, n_averaged = np.zeros_like(weights), 0
         constant = magnitudes.shape[1] * np.log(2.0)
-        self.loss_curve_ = []
-        for t in range(self.max_iter):
-            z, maxima = self._perturbed_prior(rng, self.batch_perturbations, weights, levels)
-            expected = self._group_max(levels.values[z]).mean(axis=0)
-            gradient = observed - expected  # thesis §4.4.1: Σ max|α| − N E[max u_{z*}]
-            self.loss_curve_.append(float(observed @ weights + maxima.mean() + constant))
-            squares += gradient**2
-            weights = np.maximum(weights - scale * gradient / np.sqrt(squares + 1e-300), 0.0)
-            if t >= self.max_iter // 2:  # average the second half of the iterates
-                n_averaged += 1
-                average += (weights - average) / n_averaged
-            if self.verbose:
-                print(f"step {t + 1}: bound {self.loss_curve_[-1]:.4f}")
-        self.group_weights_ = average
-        self.n_iter_ = self.max_iter
+
+        def make_oracle(order):
+            def oracle(part, weights, rng):
+                """Ascent on minus the bound: thesis §4.4.1, N E[max u_{z*}] − Σ max|α|."""
+                z, maxima = self._perturbed_prior(rng, self.batch_perturbations, weights, levels)
+                expected = self._group_max(levels.values[z]).mean(axis=0)
+                return expected - observed, -float(observed @ weights + maxima.mean() + constant)
+
+            return oracle
+
+        state = _sgd.SGDState(coef=np.zeros(len(self.groups_)), rng=rng)
+        _sgd.run_sgd(
+            make_oracle,
+            state,
+            1,  # one "sample": the mean over the signals is exact, the prior is perturbed
+            rng=rng,
+            alpha=0.0,
+            batch_size=1,
+            steps=_sgd.AdaGrad(self.step_size / (observed + step)),
+            average=self.max_iter // 2,  # the second half of the iterates
+            max_iter=self.max_iter,
+            tol=None,
+            n_iter_no_change=1,
+            project=lambda weights: np.maximum(weights, 0.0, out=weights),  # d_A >= 0
+            verbose=self.verbose,
+            shuffle=False,
+            name=type(self).__name__,
+        )
+        self.loss_curve_ = list(state.loss_curve)
+        self.group_weights_ = state.estimate
+        self.n_iter_ = state.n_iter
         return self
 
     # ---- the likelihood ----------------------------------------------------------------------

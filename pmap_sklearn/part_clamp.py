@@ -12,6 +12,7 @@ import numpy as np
 from scipy.special import logsumexp, softmax
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from . import _sgd
 from ._backend import (
     ClampedDecomposition,
     GibbsSampler,
@@ -24,8 +25,7 @@ from ._backend import (
 )
 from ._base import BaseStructuredEstimator
 from ._lbfgs import minimise
-from ._progress import Progress
-from ._utils import NonFiniteError, onehot
+from ._utils import onehot
 from .structures import GraphStructure, GridStructure, check_structure
 
 
@@ -251,7 +251,7 @@ class ContrastiveDivergenceCRF(_FullBatchCRF):
     warm_start : bool, default=False
         Continue from the previous ``coef_`` and step count.
     verbose : int, default=0
-        Progress per step (the norm of the CD gradient).
+        Progress per step.
     unknown_label : int, float, str or None, default=-1
         Marks unknown labels.
 
@@ -303,29 +303,39 @@ class ContrastiveDivergenceCRF(_FullBatchCRF):
         self.verbose = verbose
         self.unknown_label = unknown_label
 
+    def _new_state(self, rng):
+        return _sgd.SGDState(coef=np.zeros(self.structure_.size_), rng=rng)
+
     def _optimise(self, batch, labels, state, rng, validation_score):
-        chains = GibbsSampler(self.n_gibbs).session(self.structure_.potentials(batch, state.coef))
-        observed = self.structure_.joint_feature(batch, labels)
-        n, w = batch.n_samples, state.coef.copy()
-        average, n_averaged = np.zeros_like(w), 0
-        progress = Progress(type(self).__name__, self.max_iter, self.verbose, unit="step")
-        for step in range(1, self.max_iter + 1):
-            potentials = self.structure_.potentials(batch, w)
-            sample = chains.sample(potentials, labels, rng)
-            gradient = (self.structure_.joint_feature(batch, sample) - observed) / n
-            gradient += self.alpha * w
-            norm = np.linalg.norm(gradient)
-            if not np.isfinite(norm):
-                raise NonFiniteError("the CD gradient is not finite: scale the features")
-            if norm > 0:
-                w -= self.eta0 / np.sqrt(state.n_iter + step) * gradient / norm
-            self.structure_.project(w)  # attractive weights for graph cuts
-            if step > self.max_iter // 2:
-                n_averaged += 1
-                average += (w - average) / n_averaged
-            progress.update(step, norm)
-        progress.finish(self.max_iter, None)
-        state.coef, state.n_iter = average if n_averaged else w, state.n_iter + self.max_iter
+        structure, n = self.structure_, batch.n_samples
+        chains = GibbsSampler(self.n_gibbs).session(structure.potentials(batch, state.coef))
+        observed = structure.joint_feature(batch, labels)
+
+        def make_oracle(order):  # full batch: the samples in their order
+            def oracle(part, w, rng):
+                sample = chains.sample(structure.potentials(batch, w), labels, rng)
+                # CD's ascent direction Ψ(truth) − Ψ(Gibbs sample); no objective to report
+                return observed - structure.joint_feature(batch, sample), 0.0
+
+            return oracle
+
+        _sgd.run_sgd(
+            make_oracle,
+            state,
+            n,
+            rng=rng,
+            alpha=self.alpha,
+            batch_size=n,
+            steps=_sgd.Normalised(self.eta0),
+            average=state.n_seen + n * (self.max_iter // 2),  # the second half of the steps
+            max_iter=self.max_iter,
+            tol=None,
+            n_iter_no_change=1,
+            project=structure.project,  # attractive weights for graph cuts
+            verbose=self.verbose,
+            shuffle=False,
+            name=type(self).__name__,
+        )
 
 
 class PartClampCRF(_FullBatchCRF):

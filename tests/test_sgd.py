@@ -1,7 +1,15 @@
+import numpy as np
 import pytest
 
 from pmap_sklearn import PerturbMAPCRF
-from pmap_sklearn._sgd import learning_rate
+from pmap_sklearn._sgd import (
+    AdaGrad,
+    Normalised,
+    Schedule,
+    SGDState,
+    learning_rate,
+    run_sgd,
+)
 from pmap_sklearn.datasets import make_chain_data
 
 
@@ -28,3 +36,87 @@ def test_optimal_schedule_needs_alpha():
     PerturbMAPCRF(alpha=0.0, learning_rate="constant", eta0=0.01, max_iter=1).fit(
         data.data, data.target
     )
+
+
+def _quadratic_oracle(target, calls):
+    """ℓ(w) = −‖w − target‖² / 2 per sample: its gradient sum over a mini-batch."""
+
+    def make_oracle(order):
+        calls.append(len(order))
+
+        def oracle(part, w, rng):
+            batch = part.stop - part.start
+            return batch * (target - w), -0.5 * batch * float((w - target) @ (w - target))
+
+        return oracle
+
+    return make_oracle
+
+
+def _run(steps, calls, target, *, n=4, max_iter=50, shuffle=True, project=None, average=False):
+    state = SGDState(coef=np.zeros(len(target)))
+    run_sgd(
+        _quadratic_oracle(target, calls),
+        state,
+        n,
+        rng=np.random.default_rng(0),
+        alpha=0.0,
+        batch_size=n,
+        steps=steps,
+        average=average,
+        max_iter=max_iter,
+        tol=None,
+        n_iter_no_change=1,
+        project=project or (lambda w: w),
+        shuffle=shuffle,
+    )
+    return state
+
+
+def test_every_step_rule_reaches_the_optimum_of_a_quadratic():
+    target = np.array([1.0, -2.0, 0.5])
+    for steps in (
+        Schedule("constant", 0.5),
+        Schedule("invscaling", 1.0, power_t=0.5),
+        AdaGrad(np.full(3, 0.5)),
+        Normalised(1.0),
+    ):
+        calls = []
+        state = _run(steps, calls, target, max_iter=400)
+        np.testing.assert_allclose(state.coef, target, atol=0.06, err_msg=repr(steps))
+        assert state.loss_curve[-1] < 0.01 * state.loss_curve[0]
+
+
+def test_step_rules_take_the_documented_steps():
+    w, alpha = np.array([1.0, 0.0]), 0.5
+    gradient = np.array([2.0, -4.0])  # a sum over a batch of 2: direction g/2 − α w
+    direction = gradient / 2 - alpha * w
+    assert Normalised(3.0).rate(8, gradient, w, alpha, 2) == pytest.approx(
+        3.0 / 3.0 / np.linalg.norm(direction)
+    )
+    adagrad = AdaGrad(np.array([1.0, 2.0]))
+    adagrad.rate(0, gradient, w, alpha, 2)
+    np.testing.assert_allclose(
+        adagrad.rate(1, gradient, w, alpha, 2), [1.0, 2.0] / np.sqrt(2 * direction**2)
+    )
+    assert Schedule("optimal", 0.5, alpha=0.1).rate(100, gradient, w, alpha, 2) == pytest.approx(
+        learning_rate("optimal", 100, 0.1, 0.5, 0.5)
+    )
+
+
+def test_full_batch_runs_make_the_oracle_once_and_project():
+    calls = []
+    state = _run(
+        Schedule("constant", 0.5),
+        calls,
+        np.array([1.0, -2.0]),
+        shuffle=False,
+        project=lambda w: np.maximum(w, 0.0, out=w),
+        average=10 * 4,  # after 10 steps of 4 samples: the last 40 of 50 iterates
+    )
+    assert calls == [4]
+    np.testing.assert_allclose(state.estimate, [1.0, 0.0], atol=1e-4)
+    assert state.n_averaged == 40
+    shuffled = []
+    _run(Schedule("constant", 0.5), shuffled, np.array([1.0]), max_iter=3)
+    assert shuffled == [4, 4, 4]
