@@ -38,6 +38,41 @@ from .perturbation import perturb_and_map
 from .samples import SampleBatch
 from .structures import BaseStructure, check_structure
 
+#: Parameter constraints in layers, composed by each estimator as scikit-learn does
+#: (``{**SHARED, **RANDOMISED, ..., "own": [...]}``): what every structured learner takes,
+SHARED_CONSTRAINTS: dict = {
+    "structure": [StrOptions({"chain", "grid", "graph"}), BaseStructure],
+    "alpha": [Interval(Real, 0, None, closed="left")],
+    "max_iter": [Interval(Integral, 1, None, closed="left")],
+    "warm_start": ["boolean"],
+    "verbose": ["verbose"],
+    "unknown_label": [None, Real, str],
+}
+#: learners that draw random numbers,
+RANDOMISED_CONSTRAINTS: dict = {"random_state": ["random_state", np.random.Generator]}
+#: learners that spread solver calls over processes,
+PARALLEL_CONSTRAINTS: dict = {"n_jobs": N_JOBS_CONSTRAINT}
+#: full-batch optimisers with a stopping tolerance,
+TOL_CONSTRAINTS: dict = {"tol": [Interval(Real, 0, None, closed="left")]}
+#: learners that step on mini-batches,
+BATCH_CONSTRAINTS: dict = {"batch_size": [Interval(Integral, 1, None, closed="left")]}
+#: and the SGD learners (schedules, averaging, early stopping).
+SGD_CONSTRAINTS: dict = {
+    **SHARED_CONSTRAINTS,
+    **RANDOMISED_CONSTRAINTS,
+    **PARALLEL_CONSTRAINTS,
+    **BATCH_CONSTRAINTS,
+    "learning_rate": [StrOptions({"optimal", "constant", "invscaling"})],
+    "eta0": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
+    "power_t": [Interval(Real, None, None, closed="neither")],
+    "average": ["boolean", Interval(Integral, 1, None, closed="left")],
+    "tol": [Interval(Real, None, None, closed="neither"), None],
+    "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
+    "early_stopping": ["boolean"],
+    "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
+    "n_perturbations": [Interval(Integral, 1, None, closed="left")],
+}
+
 
 class BaseStructuredEstimator(BaseEstimator):
     """The scikit-learn contract shared by the structured learners (see the module docstring).
@@ -51,17 +86,7 @@ class BaseStructuredEstimator(BaseEstimator):
         The perturbation of the perturb-and-MAP estimates.
     """
 
-    _parameter_constraints: dict = {
-        "structure": [StrOptions({"chain", "grid", "graph"}), BaseStructure],
-        "alpha": [Interval(Real, 0, None, closed="left")],
-        "max_iter": [Interval(Integral, 1, None, closed="left")],
-        "batch_size": [Interval(Integral, 1, None, closed="left")],
-        "warm_start": ["boolean"],
-        "random_state": ["random_state", np.random.Generator],
-        "n_jobs": N_JOBS_CONSTRAINT,
-        "verbose": ["verbose"],
-        "unknown_label": [None, Real, str],
-    }
+    _parameter_constraints: dict = SHARED_CONSTRAINTS
     _marginal_methods: tuple = ()
     _perturbation = "gumbel"
 
@@ -352,18 +377,7 @@ class BaseStructuredSGD(BaseStructuredEstimator):
     signature with its defaults and passes these on.
     """
 
-    _parameter_constraints: dict = {
-        **BaseStructuredEstimator._parameter_constraints,
-        "learning_rate": [StrOptions({"optimal", "constant", "invscaling"})],
-        "eta0": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
-        "power_t": [Interval(Real, None, None, closed="neither")],
-        "average": ["boolean", Interval(Integral, 1, None, closed="left")],
-        "tol": [Interval(Real, None, None, closed="neither"), None],
-        "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
-        "early_stopping": ["boolean"],
-        "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
-        "n_perturbations": [Interval(Integral, 1, None, closed="left")],
-    }
+    _parameter_constraints: dict = SGD_CONSTRAINTS
     _marginal_methods = ("perturb", "exact")
 
     def __init__(

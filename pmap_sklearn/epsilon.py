@@ -18,7 +18,12 @@ from ._backend import (
     counting_numbers,
     pairwise_statistics,
 )
-from ._base import BaseStructuredEstimator
+from ._base import (
+    PARALLEL_CONSTRAINTS,
+    SHARED_CONSTRAINTS,
+    TOL_CONSTRAINTS,
+    BaseStructuredEstimator,
+)
 from ._labels import as_samples
 from ._parallel import uses_workers
 from ._progress import Progress
@@ -157,18 +162,13 @@ class EpsilonCRF(BaseStructuredEstimator):
     """
 
     _parameter_constraints: dict = {
-        "structure": BaseStructuredEstimator._parameter_constraints["structure"],
+        **SHARED_CONSTRAINTS,
+        **PARALLEL_CONSTRAINTS,
+        **TOL_CONSTRAINTS,
         "epsilon": [Interval(Real, 0, None, closed="left")],
         "loss": [StrOptions({"hamming"}), None],
         "counting_numbers": [StrOptions(set(COUNTING_NUMBERS)), tuple],
-        "alpha": [Interval(Real, 0, None, closed="left")],
-        "max_iter": [Interval(Integral, 1, None, closed="left")],
-        "tol": [Interval(Real, 0, None, closed="left")],
         "n_message_sweeps": [Interval(Integral, 1, None, closed="left")],
-        "warm_start": ["boolean"],
-        "n_jobs": BaseStructuredEstimator._parameter_constraints["n_jobs"],
-        "verbose": ["verbose"],
-        "unknown_label": BaseStructuredEstimator._parameter_constraints["unknown_label"],
     }
     _marginal_methods = ("beliefs",)
 

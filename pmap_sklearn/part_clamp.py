@@ -23,10 +23,16 @@ from ._backend import (
     max_tighten,
     pairwise_statistics,
 )
-from ._base import BaseStructuredEstimator
+from ._base import (
+    PARALLEL_CONSTRAINTS,
+    RANDOMISED_CONSTRAINTS,
+    SHARED_CONSTRAINTS,
+    TOL_CONSTRAINTS,
+    BaseStructuredEstimator,
+)
 from ._lbfgs import minimise
 from ._utils import onehot
-from .structures import GraphStructure, GridStructure, check_structure
+from .structures import BaseStructure, GraphStructure, GridStructure, check_structure
 
 
 class _Bound(NamedTuple):
@@ -54,6 +60,17 @@ class _State:
     @property
     def estimate(self) -> np.ndarray:
         return self.coef
+
+
+#: The full-batch surrogate-likelihood learners: grid and graph structures, perturb-and-MAP
+#: marginals (random, parallel).
+_FULL_BATCH_CONSTRAINTS: dict = {
+    **SHARED_CONSTRAINTS,
+    **RANDOMISED_CONSTRAINTS,
+    **PARALLEL_CONSTRAINTS,
+    "structure": [StrOptions({"grid", "graph"}), BaseStructure],
+    "n_perturbations": [Interval(Integral, 1, None, closed="left")],
+}
 
 
 class _FullBatchCRF(BaseStructuredEstimator):
@@ -147,19 +164,8 @@ class PseudoLikelihoodCRF(_FullBatchCRF):
     """
 
     _parameter_constraints: dict = {
-        "structure": [
-            StrOptions({"grid", "graph"}),
-            BaseStructuredEstimator._parameter_constraints["structure"][1],
-        ],
-        "alpha": [Interval(Real, 0, None, closed="left")],
-        "max_iter": [Interval(Integral, 1, None, closed="left")],
-        "tol": [Interval(Real, 0, None, closed="left")],
-        "n_perturbations": [Interval(Integral, 1, None, closed="left")],
-        "random_state": BaseStructuredEstimator._parameter_constraints["random_state"],
-        "n_jobs": BaseStructuredEstimator._parameter_constraints["n_jobs"],
-        "warm_start": ["boolean"],
-        "verbose": ["verbose"],
-        "unknown_label": BaseStructuredEstimator._parameter_constraints["unknown_label"],
+        **_FULL_BATCH_CONSTRAINTS,
+        **TOL_CONSTRAINTS,
     }
 
     def __init__(
@@ -270,11 +276,10 @@ class ContrastiveDivergenceCRF(_FullBatchCRF):
     """
 
     _parameter_constraints: dict = {
-        **PseudoLikelihoodCRF._parameter_constraints,
+        **_FULL_BATCH_CONSTRAINTS,
         "n_gibbs": [Interval(Integral, 1, None, closed="left")],
         "eta0": [Interval(Real, 0, None, closed="neither")],
     }
-    _parameter_constraints.pop("tol")
 
     def __init__(
         self,

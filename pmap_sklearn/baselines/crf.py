@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from numbers import Integral, Real
 
 import numpy as np
-from sklearn.utils._param_validation import Interval
 
-from .._base import BaseStructuredEstimator
+from .._base import SHARED_CONSTRAINTS, TOL_CONSTRAINTS, BaseStructuredEstimator
 from .._lbfgs import minimise
 
 
@@ -86,15 +84,7 @@ class ChainCRF(BaseStructuredEstimator):
     True
     """
 
-    _parameter_constraints: dict = {
-        "structure": BaseStructuredEstimator._parameter_constraints["structure"],
-        "alpha": [Interval(Real, 0, None, closed="left")],
-        "max_iter": [Interval(Integral, 1, None, closed="left")],
-        "tol": [Interval(Real, 0, None, closed="left")],
-        "warm_start": ["boolean"],
-        "verbose": ["verbose"],
-        "unknown_label": BaseStructuredEstimator._parameter_constraints["unknown_label"],
-    }
+    _parameter_constraints: dict = {**SHARED_CONSTRAINTS, **TOL_CONSTRAINTS}
     _marginal_methods = ("exact",)
 
     def __init__(

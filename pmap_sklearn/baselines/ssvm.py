@@ -8,7 +8,13 @@ from numbers import Real
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from .._base import BaseStructuredEstimator
+from .._base import (
+    BATCH_CONSTRAINTS,
+    PARALLEL_CONSTRAINTS,
+    RANDOMISED_CONSTRAINTS,
+    SHARED_CONSTRAINTS,
+    BaseStructuredEstimator,
+)
 from .._progress import Progress
 from .._utils import onehot
 from ..metrics import class_weight_by_code, loss_weights
@@ -119,7 +125,10 @@ class StructuredSVM(BaseStructuredEstimator):
     """
 
     _parameter_constraints: dict = {
-        **BaseStructuredEstimator._parameter_constraints,
+        **SHARED_CONSTRAINTS,
+        **RANDOMISED_CONSTRAINTS,
+        **PARALLEL_CONSTRAINTS,
+        **BATCH_CONSTRAINTS,
         "alpha": [Interval(Real, 0, None, closed="neither")],
         "class_weight": [None, StrOptions({"balanced"}), dict],
         "tol": [Interval(Real, 0, None, closed="left")],
