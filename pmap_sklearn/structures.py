@@ -158,9 +158,19 @@ class BaseStructure(BaseEstimator):
     def n_node_features_(self) -> int:
         return self.n_features_in_ + int(self.bias)
 
+    # ---- weight tying: which weights each node (and edge) uses, as data ----------------------
+    @property
+    def n_node_weight_sets_(self) -> int:
+        """Sets of unary weights (1: every node shares them; more: untied weights)."""
+        return 1
+
+    def _node_weight_sets(self, batch) -> np.ndarray | None:
+        """The unary weight set of every node (n_nodes,), or None when all share one."""
+        return None
+
     @property
     def n_unary_weights_(self) -> int:
-        return self.n_node_features_ * self.n_states_
+        return self.n_node_features_ * self.n_states_ * self.n_node_weight_sets_
 
     @property
     def size_(self) -> int:
@@ -178,13 +188,16 @@ class BaseStructure(BaseEstimator):
         Returns
         -------
         unary : ndarray of shape (n_node_features, K)
-            Weights of the node features for each label (a view of ``w``).
+            Weights of the node features for each label (a view of ``w``); with untied
+            weights, shape (n_node_weight_sets, n_node_features, K).
         pairwise : ndarray
             The pairwise weights (a view of ``w``): the K×K transition table for chains, one
             Potts weight per edge feature for grids and graphs.
         """
-        unary = w[: self.n_unary_weights_].reshape(self.n_node_features_, self.n_states_)
-        return unary, w[self.n_unary_weights_ :]
+        shape = (self.n_node_features_, self.n_states_)
+        if self.n_node_weight_sets_ > 1:
+            shape = (self.n_node_weight_sets_,) + shape
+        return w[: self.n_unary_weights_].reshape(shape), w[self.n_unary_weights_ :]
 
     def project(self, w: np.ndarray) -> np.ndarray:
         """Project weights onto those the solver accepts, in place.
@@ -337,8 +350,11 @@ class BaseStructure(BaseEstimator):
         )
 
     def _unary_potentials(self, batch, unary_weights) -> np.ndarray:
-        """Unary scores (n_nodes, K) = node features @ W."""
-        return batch.features @ unary_weights
+        """Unary scores (n_nodes, K) = node features @ W (each node's own W when untied)."""
+        sets = self._node_weight_sets(batch)
+        if sets is None:
+            return batch.features @ unary_weights
+        return np.einsum("df,dfk->dk", batch.features, unary_weights[sets])
 
     def _layout(self, batch):
         return None
@@ -373,6 +389,16 @@ class BaseStructure(BaseEstimator):
         """``Σ_d φ(x_d) ⊗ values_d`` over the nodes ``rows`` (all when None), flattened like W."""
         rows = slice(None) if rows is None else rows
         features = batch.features[rows]
+        sets = self._node_weight_sets(batch)
+        if sets is not None:
+            return _sum_by_set(
+                features[:, :, None] * values[:, None, :],
+                sets[rows],
+                batch.node_sample[rows],
+                self.n_node_weight_sets_,
+                batch.n_samples,
+                per_sample,
+            )
         if not per_sample:
             return (features.T @ values).ravel()
         n, k = batch.n_samples, self.n_states_
@@ -569,10 +595,20 @@ class _EdgeFeatureStructure(BaseStructure):
     def _table_shape(self) -> tuple[int, int, int]:
         return self.n_edge_features_, self.n_states_, self.n_states_
 
+    @property
+    def n_edge_weight_sets_(self) -> int:
+        """Sets of pairwise weights (1: every edge shares them; more: untied weights)."""
+        return 1
+
+    def _edge_weight_sets(self, batch) -> np.ndarray | None:
+        """The pairwise weight set of every edge (E,), or None when all share one."""
+        return None
+
     def _n_pairwise_weights(self) -> int:
-        return (
+        per_set = (
             int(np.prod(self._table_shape())) if self.pairwise == "table" else self.n_edge_features_
         )
+        return per_set * self.n_edge_weight_sets_
 
     def _make_attractive(self, pairwise):
         """Potts: keep ``v <= 0``; tables (K = 2): keep every ``V_g`` supermodular. With edge
@@ -586,6 +622,13 @@ class _EdgeFeatureStructure(BaseStructure):
         tables -= coupling[:, None] / 4.0 * direction
 
     def _pairwise_potentials(self, batch, pairwise_weights):
+        sets = self._edge_weight_sets(batch)
+        if sets is not None:  # each edge its own weights
+            per_set = pairwise_weights.reshape(self.n_edge_weight_sets_, self.n_edge_features_, -1)
+            scores = np.einsum("eg,egs->es", batch.edge_features, per_set[sets])
+            if self.pairwise_kind is PairwiseKind.POTTS:
+                return scores[:, 0]
+            return scores.reshape(-1, self.n_states_, self.n_states_)
         if self.pairwise_kind is PairwiseKind.POTTS:
             return batch.edge_features @ pairwise_weights
         n_features, k, _ = self._table_shape()
@@ -595,6 +638,16 @@ class _EdgeFeatureStructure(BaseStructure):
     def _pairwise_joint_feature(self, batch, statistics, per_sample):
         if self.pairwise_kind is PairwiseKind.TABLES:
             statistics = statistics.reshape(len(statistics), -1)
+        sets = self._edge_weight_sets(batch)
+        if sets is not None:
+            return _sum_by_set(
+                batch.edge_features[:, :, None] * statistics.reshape(len(statistics), -1)[:, None],
+                sets,
+                batch.edge_sample,
+                self.n_edge_weight_sets_,
+                batch.n_samples,
+                per_sample,
+            )
         if not per_sample:
             return (batch.edge_features.T @ statistics).ravel()
         selector = sparse.csr_matrix(
@@ -755,88 +808,26 @@ class GridStructure(_EdgeFeatureStructure):
             self.image_shape_ = shapes[0]
         return super().fit(X, y)
 
-    # ---- untied weights: one per pixel and per edge position ----------------------------------
+    # ---- untied weights: one set per pixel and per edge position ------------------------------
     @property
-    def _positions(self) -> int:
+    def n_node_weight_sets_(self) -> int:
+        if not self.untied:
+            return 1
         height, width = self.image_shape_
         return height * width
 
+    def _node_weight_sets(self, batch):
+        return batch.positions if self.untied else None
+
     @property
-    def _edge_positions(self) -> int:
+    def n_edge_weight_sets_(self) -> int:
+        if not self.untied:
+            return 1
         height, width = self.image_shape_
         return sum((height - dr) * (width - abs(dc)) for dr, dc in self.offsets)
 
-    @property
-    def n_unary_weights_(self) -> int:
-        per_pixel = self.n_node_features_ * self.n_states_
-        return per_pixel * (self._positions if self.untied else 1)
-
-    def _n_pairwise_weights(self) -> int:
-        per_edge = super()._n_pairwise_weights()
-        return per_edge * (self._edge_positions if self.untied else 1)
-
-    def unpack(self, w: np.ndarray):
-        if not self.untied:
-            return super().unpack(w)
-        unary = w[: self.n_unary_weights_].reshape(
-            self._positions, self.n_node_features_, self.n_states_
-        )
-        return unary, w[self.n_unary_weights_ :]
-
-    def _unary_potentials(self, batch, unary_weights):
-        if not self.untied:
-            return super()._unary_potentials(batch, unary_weights)
-        return np.einsum("df,dfk->dk", batch.features, unary_weights[batch.positions])
-
-    def _unary_joint_feature(self, batch, values, rows, per_sample):
-        if not self.untied:
-            return super()._unary_joint_feature(batch, values, rows, per_sample)
-        return self._by_position(
-            batch.features[:, :, None] * values[:, None, :]
-            if rows is None
-            else batch.features[rows][:, :, None] * values[:, None, :],
-            batch.positions if rows is None else batch.positions[rows],
-            batch.node_sample if rows is None else batch.node_sample[rows],
-            self._positions,
-            batch.n_samples,
-            per_sample,
-        )
-
-    def _pairwise_potentials(self, batch, pairwise_weights):
-        if not self.untied:
-            return super()._pairwise_potentials(batch, pairwise_weights)
-        per_edge = pairwise_weights.reshape(self._edge_positions, self.n_edge_features_, -1)
-        scores = np.einsum("eg,egs->es", batch.edge_features, per_edge[batch.edge_positions])
-        if self.pairwise_kind is PairwiseKind.POTTS:
-            return scores[:, 0]
-        return scores.reshape(-1, self.n_states_, self.n_states_)
-
-    def _pairwise_joint_feature(self, batch, statistics, per_sample):
-        if not self.untied:
-            return super()._pairwise_joint_feature(batch, statistics, per_sample)
-        statistics = statistics.reshape(len(statistics), -1)
-        outer = batch.edge_features[:, :, None] * statistics[:, None, :]
-        return self._by_position(
-            outer,
-            batch.edge_positions,
-            batch.edge_sample,
-            self._edge_positions,
-            batch.n_samples,
-            per_sample,
-        )
-
-    @staticmethod
-    def _by_position(values, positions, samples, n_positions, n_samples, per_sample):
-        """Sum per-node (or per-edge) blocks by position (and by sample with ``per_sample``),
-        flattened like the untied weights."""
-        if len(positions) == n_samples * n_positions:  # every position of every sample, in order
-            out = values.reshape((n_samples, n_positions) + values.shape[1:])
-            return out.reshape(n_samples, -1) if per_sample else out.sum(axis=0).ravel()
-        shape = (n_samples, n_positions) if per_sample else (n_positions,)
-        out = np.zeros(shape + values.shape[1:])
-        index = (samples, positions) if per_sample else positions
-        np.add.at(out, index, values)
-        return out.reshape(n_samples, -1) if per_sample else out.ravel()
+    def _edge_weight_sets(self, batch):
+        return batch.edge_positions if self.untied else None
 
     @property
     def offsets(self) -> list[tuple[int, int]]:
@@ -875,6 +866,18 @@ class GridStructure(_EdgeFeatureStructure):
 
     def _layout(self, batch):
         return GridLayout(tuple(batch.label_shapes), tuple(self.offsets), batch.edge_directions)
+
+
+def _sum_by_set(values, sets, samples, n_sets, n_samples, per_sample):
+    """Sum per-node (or per-edge) blocks by weight set (and by sample with ``per_sample``),
+    flattened like untied weights."""
+    if len(sets) == n_samples * n_sets:  # every set of every sample, in order
+        out = values.reshape((n_samples, n_sets) + values.shape[1:])
+        return out.reshape(n_samples, -1) if per_sample else out.sum(axis=0).ravel()
+    shape = (n_samples, n_sets) if per_sample else (n_sets,)
+    out = np.zeros(shape + values.shape[1:])
+    np.add.at(out, (samples, sets) if per_sample else sets, values)
+    return out.reshape(n_samples, -1) if per_sample else out.ravel()
 
 
 _STRUCTURES = {"chain": ChainStructure, "grid": GridStructure, "graph": GraphStructure}
