@@ -22,20 +22,19 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ._progress import Progress
+from ._state import FitState
 from ._utils import NonFiniteError
 
 
 @dataclass
-class SGDState:
-    """Everything needed to continue a run (``warm_start``)."""
+class SGDState(FitState):
+    """Everything needed to continue a run (``warm_start``): the fit state, the schedule's
+    position and the average of the iterates."""
 
-    coef: np.ndarray
-    rng: np.random.Generator | None = None  # the fit's stream, continued by warm starts
     average: np.ndarray | None = None
     t: int = 0  # updates done
     n_seen: int = 0  # samples seen
     n_averaged: int = 0
-    n_iter: int = 0  # epochs of the last run
     eta0: float | None = None  # initial step size (calibrated once, kept for warm starts)
     loss_curve: list = field(default_factory=list)
     validation_scores: list = field(default_factory=list)

@@ -3,7 +3,6 @@ message passing, for pairwise models of any K and any sign."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from numbers import Integral, Real
 from typing import NamedTuple
 
@@ -27,6 +26,7 @@ from ._base import (
 from ._labels import as_samples
 from ._parallel import uses_workers
 from ._progress import Progress
+from ._state import FitState
 from ._utils import NonFiniteError
 from .structures import ChainStructure, GraphStructure, GridStructure, check_structure
 
@@ -49,20 +49,6 @@ class _Lemma2(NamedTuple):
     node: np.ndarray
     #: (E, K, K) edge beliefs
     edge: np.ndarray
-
-
-@dataclass
-class _PrimalDualState:
-    coef: np.ndarray
-    rng: object = None
-    n_iter: int = 0
-    step: float = 1.0
-    primal: list = field(default_factory=list)
-    dual: list = field(default_factory=list)
-
-    @property
-    def estimate(self) -> np.ndarray:
-        return self.coef
 
 
 class EpsilonCRF(BaseStructuredEstimator):
@@ -231,12 +217,14 @@ class EpsilonCRF(BaseStructuredEstimator):
             counting_numbers(self.counting_numbers, np.zeros(0))
 
     def _new_state(self, rng):
-        return _PrimalDualState(coef=np.zeros(self.structure_.size_), rng=rng)
+        return FitState(coef=np.zeros(self.structure_.size_), rng=rng)
 
     def _set_fitted_attributes(self, state) -> None:
-        self.primal_history_ = list(state.primal)
-        self.dual_history_ = list(state.dual)
-        self.gap_history_ = [p - d for p, d in zip(state.primal, state.dual, strict=True)]
+        self.primal_history_ = state.recorded("primal")
+        self.dual_history_ = state.recorded("dual")
+        self.gap_history_ = [
+            p - d for p, d in zip(self.primal_history_, self.dual_history_, strict=True)
+        ]
 
     def _targets(self, batch, labels, w_supervised, rng):
         """Known labels; unknown ones become the belief argmax of the supervised weights."""
@@ -287,7 +275,7 @@ class EpsilonCRF(BaseStructuredEstimator):
             return value
 
         progress = Progress(type(self).__name__, self.max_iter, self.verbose, unit="iteration")
-        w, converged = state.coef, False
+        w, converged, step = state.coef, False, 1.0
         memory = _CurvatureMemory(
             lambda v: (
                 self._lemma2(bp, batch, v, self._scores(batch, v, loss_scores), observed).gradient
@@ -306,23 +294,22 @@ class EpsilonCRF(BaseStructuredEstimator):
                 linear = np.sum(node * loss_scores) / n
                 entropy = epsilon * bp.entropy(node, edge).sum() / n if epsilon else 0.0
                 dual = linear + entropy - data_gradient @ data_gradient / (2 * alpha)
-            state.primal.append(float(value))
-            state.dual.append(float(dual))
+            state.record(primal=float(value), dual=float(dual))
             state.n_iter += 1
             gap = value - dual
-            progress.update(iteration, value, gap=float(gap), step=state.step)
+            progress.update(iteration, value, gap=float(gap), step=step)
             # (a gap below 0 means beliefs not yet consistent: no bound, go on)
             if 0 <= gap <= self.tol * max(1.0, abs(value)):
                 converged = True
                 break
             if epsilon > 0:
                 direction = memory.direction(gradient)
-                w_new, state.step = _backtrack(primal, w, value, gradient, direction)
+                w_new, step = _backtrack(primal, w, value, gradient, direction)
                 memory.update(w_new - w, gradient, w_new)
                 w = w_new
             else:  # the structured hinge: a subgradient step
-                state.step = 1.0 / (alpha * (state.n_iter + 1))
-                w = w - state.step * gradient
+                step = 1.0 / (alpha * (state.n_iter + 1))
+                w = w - step * gradient
         state.coef = w
         progress.finish(state.n_iter, converged, f"primal-dual gap < tol={self.tol}")
 

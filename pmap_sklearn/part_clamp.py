@@ -4,7 +4,6 @@ pseudo-likelihood, composite likelihood and contrastive divergence."""
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass, field
 from numbers import Integral, Real
 from typing import NamedTuple
 
@@ -31,6 +30,7 @@ from ._base import (
     BaseStructuredEstimator,
 )
 from ._lbfgs import minimise
+from ._state import FitState
 from ._utils import onehot
 from .structures import BaseStructure, GraphStructure, GridStructure, check_structure
 
@@ -47,19 +47,6 @@ class _Bound(NamedTuple):
     pair: np.ndarray
     #: ``log Z(y_F)`` of every state (per sample and decomposition)
     state_log_z: list
-
-
-@dataclass
-class _State:
-    coef: np.ndarray
-    rng: object = None
-    n_iter: int = 0
-    bounds: list = field(default_factory=list)
-    by_states: np.ndarray | None = None
-
-    @property
-    def estimate(self) -> np.ndarray:
-        return self.coef
 
 
 #: The full-batch surrogate-likelihood learners: grid and graph structures, perturb-and-MAP
@@ -105,7 +92,7 @@ class _FullBatchCRF(BaseStructuredEstimator):
         return [(None, None)] * n_unary + [(None, 0.0)] * (structure.size_ - n_unary)
 
     def _new_state(self, rng):
-        return _State(coef=np.zeros(self.structure_.size_), rng=rng)
+        return FitState(coef=np.zeros(self.structure_.size_), rng=rng)
 
     def _targets(self, batch, labels, w_supervised, rng):
         """Known labels; unknown ones become the MAP of the supervised weights given them."""
@@ -612,7 +599,7 @@ class PartClampCRF(_FullBatchCRF):
                 self._tighten(batch, parts, state.coef)
                 if self._schedule() == "online":
                     self._prune(batch, parts, state.coef)
-            state.bounds.append(self._bound(batch, parts, state.coef).total / n)
+            state.record(bounds=self._bound(batch, parts, state.coef).total / n)
             w, n_iter, _ = minimise(
                 lambda w: self._objective(batch, labels, parts, w),
                 state.coef,
@@ -623,7 +610,7 @@ class PartClampCRF(_FullBatchCRF):
                 bounds=self._box(),
             )
             state.coef, state.n_iter = w, state.n_iter + n_iter
-        state.by_states = self._bound_by_states(batch, parts, state.coef)
+        state.record(by_states=self._bound_by_states(batch, parts, state.coef))
 
     def _bound_by_states(self, batch, parts, w):
         """The mean bound at ``w`` with the first 1, 2, … states of every ``Y_F``."""
@@ -637,5 +624,5 @@ class PartClampCRF(_FullBatchCRF):
         )
 
     def _set_fitted_attributes(self, state) -> None:
-        self.lower_bound_history_ = list(state.bounds)
-        self.lower_bound_by_states_ = state.by_states
+        self.lower_bound_history_ = state.recorded("bounds")
+        self.lower_bound_by_states_ = state.recorded("by_states")[-1]

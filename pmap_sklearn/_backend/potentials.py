@@ -97,7 +97,9 @@ class Potentials(StackedSamples):
     >>> p = Potentials(np.array([[0.0, 1.0], [0.0, -1.0], [0.0, 0.5]]),
     ...                edges=[[0, 1], [1, 2], [0, 2]], pairwise=[-0.5, -0.5, -0.5])
     >>> p.pairwise_kind, p.n_states
-    ('potts', 2)
+    (<PairwiseKind.POTTS: 'potts'>, 2)
+    >>> p.pairwise_kind == "potts"
+    True
     >>> p.score(np.array([1, 1, 1]))
     array([0.5])
     """

@@ -2,24 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from .._base import SHARED_CONSTRAINTS, TOL_CONSTRAINTS, BaseStructuredEstimator
 from .._lbfgs import minimise
-
-
-@dataclass
-class _LBFGSState:
-    coef: np.ndarray
-    rng: object = None
-    n_iter: int = 0
-    objective: float = np.nan
-
-    @property
-    def estimate(self) -> np.ndarray:
-        return self.coef
+from .._state import FitState
 
 
 class ChainCRF(BaseStructuredEstimator):
@@ -110,10 +97,10 @@ class ChainCRF(BaseStructuredEstimator):
         return {"marginals": True, "clamps": has_unknown}
 
     def _new_state(self, rng):
-        return _LBFGSState(coef=np.zeros(self.structure_.size_))
+        return FitState(coef=np.zeros(self.structure_.size_))
 
     def _set_fitted_attributes(self, state) -> None:
-        self.objective_ = state.objective
+        self.objective_ = state.recorded("objective")[-1]
 
     def _log_likelihood(self, batch, labels, w, observed_feature=None):
         """Mean log-likelihood of the labelled batch and its gradient (unregularised).
@@ -155,4 +142,6 @@ class ChainCRF(BaseStructuredEstimator):
             tol=self.tol,
             verbose=self.verbose,
         )
-        return _LBFGSState(coef=w, n_iter=n_iter, objective=-value)
+        state = FitState(coef=w, n_iter=n_iter)
+        state.record(objective=-value)
+        return state

@@ -16,22 +16,22 @@ from .._base import (
     BaseStructuredEstimator,
 )
 from .._progress import Progress
+from .._state import FitState
 from .._utils import onehot
 from ..metrics import class_weight_by_code, loss_weights
 
 
 @dataclass
-class BCFWState:
-    """Dual state of BCFW: per-block contributions to ``w`` and to the loss term."""
+class BCFWState(FitState):
+    """The fit state of BCFW: ``coef`` is ``ŵ = Σ_i w_i`` (before the projection onto the
+    constraint set); the dual blocks, their loss terms and the average of the primal
+    iterates."""
 
-    coef: np.ndarray  # ŵ = Σ_i w_i (before the projection onto the constraint set)
-    rng: np.random.Generator
-    project: object
+    project: object = None
     blocks: np.ndarray | None = None  # (n, size): w_i
     block_losses: np.ndarray | None = None  # (n,): ℓ_i
     average: np.ndarray | None = None  # weighted average of the primal iterates
     n_steps: int = 0
-    n_iter: int = 0
     gaps: list = field(default_factory=list)
 
     @property
