@@ -8,54 +8,5 @@ its :class:`Capabilities` and implements ``map``; :meth:`Solver.clamped_maps` th
 it, and ``marginals`` may be added.
 """
 
-from ._backend import (
-    SOLVERS,
-    BruteForceSolver,
-    Capabilities,
-    ChainLayout,
-    ChainSolver,
-    ClampedSolution,
-    GibbsSampler,
-    GibbsSession,
-    GraphCutSolver,
-    GraphKind,
-    GridLayout,
-    IshikawaSolver,
-    Marginals,
-    MessagePassingSolver,
-    PairwiseKind,
-    PairwiseTerms,
-    Potentials,
-    Requirements,
-    Solver,
-    Statistics,
-    check_capabilities,
-    check_solver,
-    solvers_for,
-)
-
-__all__ = [
-    "Potentials",
-    "GridLayout",
-    "ChainLayout",
-    "Statistics",
-    "Solver",
-    "Capabilities",
-    "Requirements",
-    "PairwiseKind",
-    "PairwiseTerms",
-    "GraphKind",
-    "ClampedSolution",
-    "Marginals",
-    "ChainSolver",
-    "GraphCutSolver",
-    "BruteForceSolver",
-    "MessagePassingSolver",
-    "IshikawaSolver",
-    "SOLVERS",
-    "check_solver",
-    "check_capabilities",
-    "solvers_for",
-    "GibbsSampler",
-    "GibbsSession",
-]
+from ._backend import *  # noqa: F403 (the protocol's names, listed once in _backend)
+from ._backend import __all__  # noqa: F401

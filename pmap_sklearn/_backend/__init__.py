@@ -4,36 +4,35 @@ A structure turns samples and weights into :class:`Potentials`; a :class:`Solver
 clamped-MAP and (optionally) marginal queries on them, and declares what it handles as
 :class:`Capabilities`. Nothing here knows about structures or estimators.
 
-:mod:`pmap_sklearn.solvers` makes the protocol's names public; the others are the internal
-building blocks the estimators use. Modules outside ``_backend`` import from this
-package, never from its submodules (a ruff rule, TID251).
+:mod:`pmap_sklearn.solvers` makes the names of ``__all__`` public; the names imported
+``as`` themselves are the internal building blocks the estimators use. Modules outside
+``_backend`` import from this package, never from its submodules (a ruff rule, TID251).
 """
 
-from .base import CHUNK_NODES, ClampedSolution, Marginals, Solver, chunks_by_size
+from .base import CHUNK_NODES as CHUNK_NODES
+from .base import ClampedSolution, Marginals, Solver
+from .base import chunks_by_size as chunks_by_size
 from .brute import BruteForceSolver
-from .capabilities import (
-    Capabilities,
-    GraphKind,
-    PairwiseKind,
-    PairwiseTerms,
-    Requirements,
-    missing,
-)
+from .capabilities import Capabilities, GraphKind, PairwiseKind, PairwiseTerms, Requirements
+from .capabilities import missing as missing
 from .chain import ChainSolver
 from .cut import GraphCutSolver
-from .gibbs import GibbsSampler, GibbsSession, conditional_scores
-from .group_prox import prox_group_max
-from .ishikawa import GroupMaxLevels, IshikawaSolver
-from .messages import (
-    COUNTING_NUMBERS,
-    BeliefPropagation,
-    MessagePassingSolver,
-    colour_nodes,
-    counting_numbers,
-    pairwise_statistics,
-)
-from .part_clamp import ClampedDecomposition, feedback_vertex_set, max_tighten
-from .potentials import ChainLayout, GridLayout, Potentials, Statistics, label_statistics
+from .gibbs import GibbsSampler, GibbsSession
+from .gibbs import conditional_scores as conditional_scores
+from .group_prox import prox_group_max as prox_group_max
+from .ishikawa import GroupMaxLevels as GroupMaxLevels
+from .ishikawa import IshikawaSolver
+from .messages import COUNTING_NUMBERS as COUNTING_NUMBERS
+from .messages import BeliefPropagation as BeliefPropagation
+from .messages import MessagePassingSolver
+from .messages import colour_nodes as colour_nodes
+from .messages import counting_numbers as counting_numbers
+from .messages import pairwise_statistics as pairwise_statistics
+from .part_clamp import ClampedDecomposition as ClampedDecomposition
+from .part_clamp import feedback_vertex_set as feedback_vertex_set
+from .part_clamp import max_tighten as max_tighten
+from .potentials import ChainLayout, GridLayout, Potentials, Statistics
+from .potentials import label_statistics as label_statistics
 
 SOLVERS = {
     solver.name: solver
@@ -70,21 +69,6 @@ __all__ = [
     "solvers_for",
     "GibbsSampler",
     "GibbsSession",
-    "conditional_scores",
-    "CHUNK_NODES",
-    "chunks_by_size",
-    "missing",
-    "prox_group_max",
-    "GroupMaxLevels",
-    "COUNTING_NUMBERS",
-    "BeliefPropagation",
-    "colour_nodes",
-    "counting_numbers",
-    "pairwise_statistics",
-    "ClampedDecomposition",
-    "feedback_vertex_set",
-    "max_tighten",
-    "label_statistics",
 ]
 
 

@@ -13,7 +13,14 @@ from dataclasses import dataclass, fields
 from enum import Enum
 
 
-class PairwiseKind(str, Enum):
+class _Named(str, Enum):
+    """An enumeration whose members are their string values (``Member == "value"``)."""
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class PairwiseKind(_Named):
     """The shape of the pairwise scores of :class:`~pmap_sklearn.Potentials`.
 
     Members compare equal to their value (``PairwiseKind.POTTS == "potts"``).
@@ -26,11 +33,8 @@ class PairwiseKind(str, Enum):
     #: one (K, K) table per edge, shape (E, K, K)
     TABLES = "tables"
 
-    def __str__(self) -> str:
-        return self.value
 
-
-class PairwiseTerms(str, Enum):
+class PairwiseTerms(_Named):
     """Which pairwise functions a solver is correct for, from the most to the least general."""
 
     #: any table, any sign
@@ -40,20 +44,14 @@ class PairwiseTerms(str, Enum):
     #: tables concave in the label difference ``y_i − y_j`` (convex costs; ordered labels)
     CONVEX_DIFFERENCE = "convex_difference"
 
-    def __str__(self) -> str:
-        return self.value
 
-
-class GraphKind(str, Enum):
+class GraphKind(_Named):
     """The graphs of a family of models."""
 
     #: each sample's edges join its consecutive nodes ``(d, d + 1)``, in order
     CHAIN = "chain"
     #: any graph, cycles included
     ANY = "any"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 @dataclass(frozen=True)
