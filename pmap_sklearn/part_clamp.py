@@ -13,7 +13,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from . import _sgd
 from ._backend import (
-    ClampedDecomposition,
+    ForestSolver,
     GibbsSampler,
     PairwiseKind,
     Statistics,
@@ -482,7 +482,7 @@ class PartClampCRF(_FullBatchCRF):
             key = (batch.lengths[i], edges.tobytes())
             if key not in cache:
                 cache[key] = [
-                    ClampedDecomposition(
+                    ForestSolver().session(
                         batch.lengths[i],
                         edges,
                         feedback_vertex_set(

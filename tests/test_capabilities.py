@@ -23,6 +23,7 @@ from pmap_sklearn.solvers import (
     SOLVERS,
     BruteForceSolver,
     Capabilities,
+    ForestSolver,
     GibbsSampler,
     MessagePassingSolver,
     PairwiseKind,
@@ -211,3 +212,29 @@ def test_a_belief_session_continues_from_its_messages():
     np.testing.assert_allclose(session.node_beliefs(), solver.marginals(changed).node, atol=1e-8)
     assert SOLVERS["message_passing"].capabilities.beliefs
     assert not SOLVERS["graph_cut"].capabilities.beliefs
+
+
+def test_the_forest_solver_is_exact_once_a_feedback_vertex_set_is_clamped():
+    from pmap_sklearn.part_clamp import feedback_vertex_set
+
+    rng = np.random.default_rng(6)
+    tree, grid = np.array([[0, 1], [1, 2], [1, 3], [3, 4]]), grid_edges((3, 3))
+    edges = np.concatenate([tree, grid + 5, np.zeros((0, 2), dtype=int)])
+    p = Potentials(
+        rng.normal(size=(16, 3)),
+        edges,
+        rng.normal(size=(len(edges), 3, 3)),
+        node_offsets=[0, 5, 14, 16],  # a tree, a grid, two nodes without an edge
+        edge_offsets=[0, 4, len(edges), len(edges)],
+    )
+    fvs = feedback_vertex_set(9, grid)
+    clamp = np.full(16, -1)
+    clamp[5 + np.flatnonzero(fvs)] = rng.integers(0, 3, int(fvs.sum()))
+    clamp[[1, 15]] = [0, 2]
+    got, want = ForestSolver().marginals(p, clamp), BruteForceSolver().marginals(p, clamp)
+    np.testing.assert_allclose(got.node, want.node, atol=1e-12)
+    np.testing.assert_allclose(got.statistics.pairwise, want.statistics.pairwise, atol=1e-12)
+    np.testing.assert_allclose(got.log_partition, want.log_partition, rtol=1e-12)
+    assert np.array_equal(ForestSolver().map(p, clamp), BruteForceSolver().map(p, clamp))
+    with pytest.raises(ValueError, match="sample 1 has a cycle"):
+        ForestSolver().map(p)  # the grid without its clamps

@@ -17,6 +17,7 @@ from .capabilities import Capabilities, GraphKind, PairwiseKind, PairwiseTerms, 
 from .capabilities import missing as missing
 from .chain import ChainSolver
 from .cut import GraphCutSolver
+from .forest import ForestSolver
 from .gibbs import GibbsSampler, GibbsSession
 from .gibbs import conditional_scores as conditional_scores
 from .group_prox import prox_group_max as prox_group_max
@@ -28,7 +29,6 @@ from .messages import MessagePassingSolver
 from .messages import colour_nodes as colour_nodes
 from .messages import counting_numbers as counting_numbers
 from .messages import pairwise_statistics as pairwise_statistics
-from .part_clamp import ClampedDecomposition as ClampedDecomposition
 from .part_clamp import feedback_vertex_set as feedback_vertex_set
 from .part_clamp import max_tighten as max_tighten
 from .potentials import ChainLayout, GridLayout, Potentials, Statistics
@@ -41,6 +41,7 @@ SOLVERS = {
         GraphCutSolver,
         MessagePassingSolver,
         IshikawaSolver,
+        ForestSolver,
         BruteForceSolver,
     )
 }
@@ -63,6 +64,7 @@ __all__ = [
     "BruteForceSolver",
     "MessagePassingSolver",
     "IshikawaSolver",
+    "ForestSolver",
     "SOLVERS",
     "check_solver",
     "check_capabilities",

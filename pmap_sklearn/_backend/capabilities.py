@@ -50,6 +50,8 @@ class GraphKind(_Named):
 
     #: each sample's edges join its consecutive nodes ``(d, d + 1)``, in order
     CHAIN = "chain"
+    #: no cycle once the clamped nodes are removed (chains and trees are forests)
+    FOREST = "forest"
     #: any graph, cycles included
     ANY = "any"
 
@@ -159,6 +161,8 @@ def missing(capabilities: Capabilities, need: Requirements) -> list[str]:
         gaps.append(f"needs {capabilities.terms.value} pairwise terms, which the model can't keep")
     if capabilities.graphs is GraphKind.CHAIN and need.graph is not GraphKind.CHAIN:
         gaps.append("solves chains only")
+    if capabilities.graphs is GraphKind.FOREST and need.graph is GraphKind.ANY:
+        gaps.append("solves forests only")
     if need.clamps and not capabilities.clamps:
         gaps.append("takes no clamps")
     if need.marginals and not capabilities.marginals:

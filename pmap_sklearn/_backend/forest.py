@@ -16,6 +16,11 @@ import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import breadth_first_order, connected_components
 
+from .base import Marginals, Solver
+from .capabilities import Capabilities, GraphKind
+from .messages import pairwise_statistics
+from .potentials import Potentials, Statistics
+
 
 @dataclass
 class ForestMarginals:
@@ -75,7 +80,9 @@ class ForestPlan:
         self.roots, self.parent, self.depth = roots, parent, depth
         child = np.flatnonzero(parent >= 0)
         # the edge joining each non-root node to its parent, and whether the node is its first end
-        edge_id = np.asarray(graph[child, parent[child]]).ravel() - 1
+        edge_id = np.zeros(0, dtype=np.intp)  # (scipy's fancy indexing fails on no child)
+        if child.size:
+            edge_id = np.asarray(graph[child, parent[child]]).ravel() - 1
         self.parent_edge = np.full(n_nodes, -1)
         self.parent_edge[child] = edge_id
         self.is_first = np.zeros(n_nodes, dtype=bool)
@@ -129,3 +136,210 @@ class ForestPlan:
         belief = inward + downward
         node = np.exp(belief - _logsumexp(belief, axis=2)[..., None])
         return ForestMarginals(log_z, node, edge)
+
+    def max_product(self, unary: np.ndarray, tables: np.ndarray) -> np.ndarray:
+        """Exact MAP labellings of B models on this forest (Viterbi on trees).
+
+        Parameters
+        ----------
+        unary : ndarray of shape (B, n_nodes, K)
+        tables : ndarray of shape (B, n_edges, K, K)
+
+        Returns
+        -------
+        ndarray of shape (B, n_nodes) of int
+        """
+        n_models = unary.shape[0]
+        inward = unary.copy()  # unary + max-messages from the children
+        best = np.zeros(unary.shape, dtype=np.intp)  # each node's best label per parent label
+        rows = np.arange(n_models)[:, None]
+        for nodes in reversed(self.levels):
+            scores = inward[:, nodes, :, None] + self._oriented(tables, nodes)  # (B, n, K, K_p)
+            best[:, nodes] = scores.argmax(axis=2)
+            np.add.at(inward, (slice(None), self.parent[nodes]), scores.max(axis=2))
+        labels = np.zeros((n_models, self.n_nodes), dtype=np.intp)
+        labels[:, self.roots] = inward[:, self.roots].argmax(axis=2)
+        for nodes in self.levels:  # parents are decoded before their children
+            labels[:, nodes] = best[rows, nodes, labels[:, self.parent[nodes]]]
+        return labels
+
+
+class ClampedDecomposition:
+    """One feedback vertex set of a graph, and the forests its clamped states leave.
+
+    The forest (the graph without F) is rooted once (:class:`ForestPlan`); every model
+    on this graph — every image of one shape, every clamped state — then folds its edges to F
+    into the unary scores of the free nodes and runs one exact sum-product pass, all models at
+    once.
+
+    Parameters
+    ----------
+    n_nodes : int
+    edges : ndarray of shape (E, 2)
+    fvs : ndarray of shape (n_nodes,) of bool
+        A feedback vertex set of the graph.
+    """
+
+    def __init__(self, n_nodes: int, edges: np.ndarray, fvs: np.ndarray):
+        self.n_nodes, self.edges, self.fvs = n_nodes, np.asarray(edges, dtype=np.intp), fvs
+        self.free, self.clamped = np.flatnonzero(~fvs), np.flatnonzero(fvs)
+        first, second = self.edges[:, 0], self.edges[:, 1]
+        self.between = np.flatnonzero(~fvs[first] & ~fvs[second])
+        self.inside = np.flatnonzero(fvs[first] & fvs[second])
+        self.to_first = np.flatnonzero(~fvs[first] & fvs[second])  # fold into the first end
+        self.to_second = np.flatnonzero(fvs[first] & ~fvs[second])
+        local = np.full(n_nodes, -1)
+        local[self.free] = np.arange(len(self.free))
+        self.local = local
+        self.plan = ForestPlan(len(self.free), local[self.edges[self.between]])
+
+    def _fold(self, unary, tables, states):
+        """The scores of the free nodes with the edges to F folded in, the constant part of
+        the score (F's unary terms and the edges inside F), and every node's label on F."""
+        n_models = unary.shape[0]
+        rows = np.arange(n_models)[:, None]
+        label = np.zeros((n_models, self.n_nodes), dtype=np.intp)
+        label[:, self.clamped] = states
+        first, second = self.edges[:, 0], self.edges[:, 1]
+        constant = unary[rows, self.clamped, states].sum(axis=1)
+        e = self.inside
+        constant += tables[rows, e, label[:, first[e]], label[:, second[e]]].sum(axis=1)
+        free_unary = unary[:, self.free].copy()
+        e = self.to_first  # add T_e[:, y_j] to the first end
+        np.add.at(
+            free_unary,
+            (slice(None), self.local[first[e]]),
+            tables[rows, e, :, label[:, second[e]]],
+        )
+        e = self.to_second  # add T_e[y_i, :] to the second end
+        np.add.at(
+            free_unary, (slice(None), self.local[second[e]]), tables[rows, e, label[:, first[e]]]
+        )
+        return free_unary, constant, label
+
+    def map(self, unary: np.ndarray, tables: np.ndarray, states: np.ndarray) -> np.ndarray:
+        """MAP labellings of B (model, state) pairs, F held at the states.
+
+        Parameters
+        ----------
+        unary : ndarray of shape (B, n_nodes, K)
+        tables : ndarray of shape (B, E, K, K)
+        states : ndarray of shape (B, |F|)
+
+        Returns
+        -------
+        ndarray of shape (B, n_nodes) of int
+        """
+        free_unary, _, label = self._fold(unary, tables, states)
+        label[:, self.free] = self.plan.max_product(free_unary, tables[:, self.between])
+        return label
+
+    def marginals(self, unary: np.ndarray, tables: np.ndarray, states: np.ndarray):
+        """Exact clamped log-partitions and marginals of B (model, state) pairs.
+
+        Parameters
+        ----------
+        unary : ndarray of shape (B, n_nodes, K)
+        tables : ndarray of shape (B, E, K, K)
+        states : ndarray of shape (B, |F|)
+            The labels of the F nodes of each pair.
+
+        Returns
+        -------
+        log_z : ndarray of shape (B,)
+            ``log Z(y_F)``: the log-sum over the free nodes of exp of the full score.
+        node : ndarray of shape (B, n_nodes, K)
+            Marginals given the clamped state (one-hot on F).
+        pair : ndarray of shape (B, E, K, K)
+            Pairwise marginals given the clamped state.
+        """
+        n_models, _, k = unary.shape
+        rows = np.arange(n_models)[:, None]
+        first, second = self.edges[:, 0], self.edges[:, 1]
+        free_unary, constant, _ = self._fold(unary, tables, states)
+        forest = self.plan.sum_product(free_unary, tables[:, self.between])
+        node = np.zeros((n_models, self.n_nodes, k))
+        node[:, self.free] = forest.node
+        node[rows, self.clamped, states] = 1.0
+        pair = np.einsum("bea,bec->beac", node[:, first], node[:, second])
+        pair[:, self.between] = forest.edge
+        return constant + forest.log_partition, node, pair
+
+
+class ForestSolver(Solver):
+    """Exact MAP and marginals of models that are forests once their clamped nodes are
+    removed: chains and trees, or any graph with a feedback vertex set clamped (Part & Clamp).
+
+    The clamped nodes' edges are folded into the scores of their free neighbours, and the
+    forest left is solved by max-product (MAP) or sum-product (marginals, ``log Z``), level
+    by level (Pearl's two-pass schedule). :meth:`session` keeps the rooted forest of one graph
+    and one clamped node set for many scores and states.
+    """
+
+    name = "forest"
+    capabilities = Capabilities(
+        graphs=GraphKind.FOREST,
+        marginals=True,
+        map_quality="exact; forests once the clamped nodes are removed",
+    )
+
+    def session(self, n_nodes: int, edges: np.ndarray, clamped: np.ndarray):
+        """The rooted forest of a graph without its ``clamped`` nodes, for many models.
+
+        Parameters
+        ----------
+        n_nodes : int
+        edges : ndarray of shape (E, 2)
+        clamped : ndarray of shape (n_nodes,) of bool
+            Nodes whose removal leaves a forest (e.g. a feedback vertex set).
+
+        Returns
+        -------
+        ClampedDecomposition
+            With ``map`` and ``marginals`` of B (model, clamped state) pairs at once.
+        """
+        return ClampedDecomposition(n_nodes, edges, np.asarray(clamped, dtype=bool))
+
+    def _samples(self, potentials: Potentials, clamp):
+        """Per sample: its nodes and edges, its session, and its scores and clamped state as
+        one model."""
+        self._check(potentials)
+        tables = potentials.edge_tables()
+        for i in range(potentials.n_samples):
+            nodes = slice(potentials.node_offsets[i], potentials.node_offsets[i + 1])
+            edges = slice(potentials.edge_offsets[i], potentials.edge_offsets[i + 1])
+            given = np.full(nodes.stop - nodes.start, -1) if clamp is None else clamp[nodes]
+            try:
+                session = self.session(
+                    nodes.stop - nodes.start, potentials.edges[edges] - nodes.start, given >= 0
+                )
+            except ValueError:
+                raise ValueError(
+                    f"sample {i} has a cycle once its clamped nodes are removed: the forest "
+                    "solver needs forests (use solver='message_passing', or clamp a feedback "
+                    "vertex set)"
+                ) from None
+            yield (
+                nodes,
+                edges,
+                session,
+                potentials.unary[None, nodes],
+                tables[None, edges],
+                given[given >= 0][None],
+            )
+
+    def map(self, potentials, clamp=None, n_jobs=None):
+        labels = np.zeros(potentials.n_nodes, dtype=np.intp)
+        for nodes, _, session, *scores in self._samples(potentials, clamp):
+            labels[nodes] = session.map(*scores)[0]
+        return labels
+
+    def marginals(self, potentials, clamp=None):
+        node = np.zeros(potentials.unary.shape)
+        pair = np.zeros((potentials.n_edges,) + (potentials.n_states,) * 2)
+        log_z = np.zeros(potentials.n_samples)
+        for i, (nodes, edges, session, *scores) in enumerate(self._samples(potentials, clamp)):
+            sample_log_z, sample_node, sample_pair = session.marginals(*scores)
+            log_z[i], node[nodes], pair[edges] = sample_log_z[0], sample_node[0], sample_pair[0]
+        statistics = Statistics(node, pairwise_statistics(pair, potentials.pairwise_kind))
+        return Marginals(statistics, log_z)

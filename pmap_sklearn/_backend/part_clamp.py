@@ -7,7 +7,8 @@ a forest, whose partition function ``Z(y_F)`` sum-product computes exactly, and
     log Σ_{y_F ∈ Y_F} Z(y_F) <= log Z,
 
 with equality when ``Y_F`` holds every state of F. This module holds the two building blocks;
-the Part & Clamp learners build on them.
+the Part & Clamp learners build on them, with the clamped forests of
+:class:`~.forest.ForestSolver`.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import numpy as np
 from scipy.special import logsumexp, softmax
 
 from .._utils import check_generator
-from .forest import ForestPlan
+from .forest import ClampedDecomposition
 from .messages import pairwise_statistics
 from .potentials import Potentials, Statistics
 
@@ -101,82 +102,6 @@ def feedback_vertex_set(
                     queued[u] = True
                     frontier.append(u)
     return in_fvs
-
-
-class ClampedDecomposition:
-    """One feedback vertex set of a graph, and the forests its clamped states leave.
-
-    The forest (the graph without F) is rooted once (:class:`~.forest.ForestPlan`); every model
-    on this graph — every image of one shape, every clamped state — then folds its edges to F
-    into the unary scores of the free nodes and runs one exact sum-product pass, all models at
-    once.
-
-    Parameters
-    ----------
-    n_nodes : int
-    edges : ndarray of shape (E, 2)
-    fvs : ndarray of shape (n_nodes,) of bool
-        A feedback vertex set of the graph.
-    """
-
-    def __init__(self, n_nodes: int, edges: np.ndarray, fvs: np.ndarray):
-        self.n_nodes, self.edges, self.fvs = n_nodes, np.asarray(edges, dtype=np.intp), fvs
-        self.free, self.clamped = np.flatnonzero(~fvs), np.flatnonzero(fvs)
-        first, second = self.edges[:, 0], self.edges[:, 1]
-        self.between = np.flatnonzero(~fvs[first] & ~fvs[second])
-        self.inside = np.flatnonzero(fvs[first] & fvs[second])
-        self.to_first = np.flatnonzero(~fvs[first] & fvs[second])  # fold into the first end
-        self.to_second = np.flatnonzero(fvs[first] & ~fvs[second])
-        local = np.full(n_nodes, -1)
-        local[self.free] = np.arange(len(self.free))
-        self.local = local
-        self.plan = ForestPlan(len(self.free), local[self.edges[self.between]])
-
-    def marginals(self, unary: np.ndarray, tables: np.ndarray, states: np.ndarray):
-        """Exact clamped log-partitions and marginals of B (model, state) pairs.
-
-        Parameters
-        ----------
-        unary : ndarray of shape (B, n_nodes, K)
-        tables : ndarray of shape (B, E, K, K)
-        states : ndarray of shape (B, |F|)
-            The labels of the F nodes of each pair.
-
-        Returns
-        -------
-        log_z : ndarray of shape (B,)
-            ``log Z(y_F)``: the log-sum over the free nodes of exp of the full score.
-        node : ndarray of shape (B, n_nodes, K)
-            Marginals given the clamped state (one-hot on F).
-        pair : ndarray of shape (B, E, K, K)
-            Pairwise marginals given the clamped state.
-        """
-        n_models, _, k = unary.shape
-        rows = np.arange(n_models)[:, None]
-        label = np.zeros((n_models, self.n_nodes), dtype=np.intp)
-        label[:, self.clamped] = states
-        first, second = self.edges[:, 0], self.edges[:, 1]
-        constant = unary[rows, self.clamped, states].sum(axis=1)
-        e = self.inside
-        constant += tables[rows, e, label[:, first[e]], label[:, second[e]]].sum(axis=1)
-        free_unary = unary[:, self.free].copy()
-        e = self.to_first  # add T_e[:, y_j] to the first end
-        np.add.at(
-            free_unary,
-            (slice(None), self.local[first[e]]),
-            tables[rows, e, :, label[:, second[e]]],
-        )
-        e = self.to_second  # add T_e[y_i, :] to the second end
-        np.add.at(
-            free_unary, (slice(None), self.local[second[e]]), tables[rows, e, label[:, first[e]]]
-        )
-        forest = self.plan.sum_product(free_unary, tables[:, self.between])
-        node = np.zeros((n_models, self.n_nodes, k))
-        node[:, self.free] = forest.node
-        node[rows, self.clamped, states] = 1.0
-        pair = np.einsum("bea,bec->beac", node[:, first], node[:, second])
-        pair[:, self.between] = forest.edge
-        return constant + forest.log_partition, node, pair
 
 
 def clamped_bound(potentials: Potentials, fvs: np.ndarray, states: np.ndarray):
