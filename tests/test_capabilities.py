@@ -238,3 +238,21 @@ def test_the_forest_solver_is_exact_once_a_feedback_vertex_set_is_clamped():
     assert np.array_equal(ForestSolver().map(p, clamp), BruteForceSolver().map(p, clamp))
     with pytest.raises(ValueError, match="sample 1 has a cycle"):
         ForestSolver().map(p)  # the grid without its clamps
+
+
+def test_a_solver_written_for_the_old_protocol_is_translated_with_a_warning():
+    with pytest.warns(FutureWarning, match="declare capabilities"):
+
+        class OldCut(Solver):
+            name = "old_cut"
+            max_states = 2
+            needs_attractive = True
+
+            def map(self, potentials, clamp=None, n_jobs=None):
+                return np.zeros(potentials.n_nodes, dtype=np.intp)
+
+    solver = OldCut()
+    assert solver.max_states == 2 and solver.needs_attractive
+    assert OldCut.capabilities.max_states == 2
+    with pytest.raises(ValueError, match="handles at most 2 labels"):
+        PerturbMAPCRF(GridStructure(solver=solver)).fit(*_data("grid", 3, unknown=False))

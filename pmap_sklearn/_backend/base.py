@@ -16,6 +16,7 @@ clamped problem solved from scratch, in bounded chunks); a solver with a faster 
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -85,6 +86,10 @@ class Marginals:
         return self.statistics.unary
 
 
+#: Class attributes of the protocol before :class:`Capabilities` (translated, with a warning).
+_LEGACY = ("max_states", "needs_attractive")
+
+
 class Solver:
     """Base class of the solvers (the protocol is described in :ref:`solvers`).
 
@@ -106,6 +111,23 @@ class Solver:
             cls.capabilities = replace(
                 cls.capabilities, marginals=cls.marginals is not Solver.marginals
             )
+        legacy = {name: cls.__dict__[name] for name in _LEGACY if name in cls.__dict__}
+        if legacy:  # the protocol before capabilities: translate, and say so
+            warnings.warn(
+                f"{cls.__name__} sets {sorted(legacy)}: declare capabilities = "
+                "Capabilities(max_states=..., terms=PairwiseTerms.ATTRACTIVE) instead (the "
+                "class attributes will stop working in 0.3)",
+                FutureWarning,
+                stacklevel=2,
+            )
+            changes = {}
+            if "max_states" in legacy:
+                changes["max_states"] = legacy["max_states"]
+            if legacy.get("needs_attractive"):
+                changes["terms"] = PairwiseTerms.ATTRACTIVE
+            cls.capabilities = replace(cls.capabilities, **changes)
+            for name in legacy:
+                delattr(cls, name)  # the properties read the capabilities again
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
