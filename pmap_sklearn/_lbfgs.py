@@ -1,4 +1,14 @@
-"""L-BFGS on a regularised objective, with the library's progress and non-finite checks."""
+"""L-BFGS for every full-batch learner, with the library's progress and non-finite checks.
+
+Two entry points, for two kinds of objective:
+
+- :func:`minimise`: a fixed objective (ChainCRF, pseudo-likelihood, Part & Clamp), by scipy's
+  L-BFGS-B — its active-set handling of bounds keeps the graph-cut learners' pairwise weights
+  attractive, which a plain L-BFGS step cannot;
+- :class:`CurvatureMemory` and :func:`backtrack`: L-BFGS directions and an Armijo line search
+  one step at a time, for an objective that changes between steps (EpsilonCRF moves its
+  messages between weight steps, so no black-box optimiser sees one function).
+"""
 
 from __future__ import annotations
 
@@ -67,3 +77,58 @@ def minimise(objective, w0, *, name, max_iter, tol, verbose, bounds=None):
     # status 1: the iteration budget ran out before the gradient tolerance was met
     progress.finish(result.nit, result.status != 1, f"projected gradient < tol={tol}")
     return result.x, int(result.nit), float(result.fun)
+
+
+def backtrack(objective, w, value, gradient, direction, shrink=0.5, max_halvings=60):
+    """Armijo backtracking along a descent direction from η = 1: the first η with
+    ``objective(w + η d) <= value + η g·d / 4``; returns the new weights and η."""
+    slope = gradient @ direction
+    step = 1.0
+    for _ in range(max_halvings):
+        candidate = w + step * direction
+        if objective(candidate) <= value + 0.25 * step * slope:
+            return candidate, step
+        step *= shrink
+    return w, 0.0
+
+
+class CurvatureMemory:
+    """L-BFGS directions (Nocedal & Wright 2006, Alg. 7.4), one step at a time.
+
+    ``gradient_at(w)`` gives the gradient that makes the curvature pairs; for EpsilonCRF it is
+    taken at the messages of the accepted step, so the direction is a quasi-Newton step on the
+    current block of the joint program (Hazan & Urtasun 2010, Lemma 2). The direction falls
+    back to the steepest descent whenever it is not a descent direction.
+    """
+
+    def __init__(self, gradient_at, size: int = 10):
+        self.gradient_at, self.size, self.pairs = gradient_at, size, []
+        self.last_gradient = None
+
+    def direction(self, gradient):
+        self.last_gradient = gradient
+        q = gradient.copy()
+        coefficients = []
+        for s, y, rho in reversed(self.pairs):
+            a = rho * (s @ q)
+            coefficients.append(a)
+            q -= a * y
+        if self.pairs:
+            s, y, _ = self.pairs[-1]
+            q *= (s @ y) / (y @ y)
+        for (s, y, rho), a in zip(self.pairs, reversed(coefficients), strict=True):
+            q += s * (a - rho * (y @ q))
+        direction = -q
+        if gradient @ direction >= -1e-12 * (gradient @ gradient):
+            self.pairs.clear()
+            direction = -gradient
+        return direction
+
+    def update(self, s, gradient, w_new):
+        if not np.any(s):
+            self.pairs.clear()
+            return
+        y = self.gradient_at(w_new) - gradient
+        if s @ y > 1e-12 * (s @ s):
+            self.pairs.append((s, y, 1.0 / (s @ y)))
+            del self.pairs[: -self.size]

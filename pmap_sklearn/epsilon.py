@@ -9,6 +9,7 @@ from typing import NamedTuple
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from . import _lbfgs, _sgd
 from ._backend import (
     COUNTING_NUMBERS,
     MessagePassingSolver,
@@ -276,7 +277,7 @@ class EpsilonCRF(BaseStructuredEstimator):
 
         progress = Progress(type(self).__name__, self.max_iter, self.verbose, unit="iteration")
         w, converged, step = state.coef, False, 1.0
-        memory = _CurvatureMemory(
+        memory = _lbfgs.CurvatureMemory(
             lambda v: (
                 self._lemma2(bp, batch, v, self._scores(batch, v, loss_scores), observed).gradient
             )
@@ -304,11 +305,11 @@ class EpsilonCRF(BaseStructuredEstimator):
                 break
             if epsilon > 0:
                 direction = memory.direction(gradient)
-                w_new, step = _backtrack(primal, w, value, gradient, direction)
+                w_new, step = _lbfgs.backtrack(primal, w, value, gradient, direction)
                 memory.update(w_new - w, gradient, w_new)
                 w = w_new
-            else:  # the structured hinge: a subgradient step
-                step = 1.0 / (alpha * (state.n_iter + 1))
+            else:  # the structured hinge: a subgradient step of size 1 / (α (t + 1))
+                step = _sgd.learning_rate("optimal", state.n_iter, alpha, 1.0 / alpha, 0.0)
                 w = w - step * gradient
         state.coef = w
         progress.finish(state.n_iter, converged, f"primal-dual gap < tol={self.tol}")
@@ -379,57 +380,3 @@ class EpsilonCRF(BaseStructuredEstimator):
             raise ValueError(f"method must be 'beliefs', got {method!r}")
         batch = self._prepare_fitted(X)
         return as_samples(batch.split(self._beliefs(batch, self.coef_)))
-
-
-def _backtrack(objective, w, value, gradient, direction, shrink=0.5, max_halvings=60):
-    """Armijo backtracking along a descent direction from η = 1: the first η with
-    ``objective(w + η d) <= value + η g·d / 4``; returns the new weights and η."""
-    slope = gradient @ direction
-    step = 1.0
-    for _ in range(max_halvings):
-        candidate = w + step * direction
-        if objective(candidate) <= value + 0.25 * step * slope:
-            return candidate, step
-        step *= shrink
-    return w, 0.0
-
-
-class _CurvatureMemory:
-    """L-BFGS directions (Nocedal & Wright 2006, Alg. 7.4) for the weight steps of Lemma 2.
-
-    The curvature pairs are gradient differences at the messages of the accepted step, so the
-    direction is a quasi-Newton step on the current block of the joint program; it falls back
-    to the steepest descent whenever it is not a descent direction.
-    """
-
-    def __init__(self, gradient_at, size: int = 10):
-        self.gradient_at, self.size, self.pairs = gradient_at, size, []
-        self.last_gradient = None
-
-    def direction(self, gradient):
-        self.last_gradient = gradient
-        q = gradient.copy()
-        coefficients = []
-        for s, y, rho in reversed(self.pairs):
-            a = rho * (s @ q)
-            coefficients.append(a)
-            q -= a * y
-        if self.pairs:
-            s, y, _ = self.pairs[-1]
-            q *= (s @ y) / (y @ y)
-        for (s, y, rho), a in zip(self.pairs, reversed(coefficients), strict=True):
-            q += s * (a - rho * (y @ q))
-        direction = -q
-        if gradient @ direction >= -1e-12 * (gradient @ gradient):
-            self.pairs.clear()
-            direction = -gradient
-        return direction
-
-    def update(self, s, gradient, w_new):
-        if not np.any(s):
-            self.pairs.clear()
-            return
-        y = self.gradient_at(w_new) - gradient
-        if s @ y > 1e-12 * (s @ s):
-            self.pairs.append((s, y, 1.0 / (s @ y)))
-            del self.pairs[: -self.size]
