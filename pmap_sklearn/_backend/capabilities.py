@@ -138,6 +138,13 @@ class Requirements:
     beliefs: bool = False
 
 
+_TERMS_IN_WORDS = {
+    PairwiseTerms.ANY: "any pairwise terms",
+    PairwiseTerms.ATTRACTIVE: "attractive binary pairwise terms",
+    PairwiseTerms.CONVEX_DIFFERENCE: "pairwise costs convex in the label difference",
+}
+
+
 def missing(capabilities: Capabilities, need: Requirements) -> list[str]:
     """What a solver with ``capabilities`` lacks for ``need``, in words (empty: nothing).
 
@@ -158,7 +165,7 @@ def missing(capabilities: Capabilities, need: Requirements) -> list[str]:
         kinds = ", ".join(sorted(k.value for k in capabilities.pairwise))
         gaps.append(f"takes {kinds} pairwise scores, not {need.pairwise.value}")
     if capabilities.terms not in need.terms:
-        gaps.append(f"needs {capabilities.terms.value} pairwise terms, which the model can't keep")
+        gaps.append(f"needs {_TERMS_IN_WORDS[capabilities.terms]}, which the model can't keep")
     if capabilities.graphs is GraphKind.CHAIN and need.graph is not GraphKind.CHAIN:
         gaps.append("solves chains only")
     if capabilities.graphs is GraphKind.FOREST and need.graph is GraphKind.ANY:
