@@ -78,10 +78,14 @@ def table_41(quick):
     for step in (0.5, 0.05):
         model.set_params(grid_step=step)
         rows[f"MAP, levels {step}"] = error(model.predict(noisy, decoding="map"))
-    # the exact posterior mean on the levels: Σ_z p(z | y) u_z tanh(u_z y), signs summed out
-    _, values, log_weights, _ = model._levels()
+    # the exact posterior mean on the levels: Σ_z p(z | y) u_z tanh(u_z y), signs summed out,
+    # with the trapezoid weights of the levels 0, Δ, …, up to the fitted domain
+    step = model.grid_step
+    values = step * np.arange(int(np.ceil(model.domain_[0] / step - 1e-9)) + 1)
+    log_weights = np.full(len(values), np.log(step))
+    log_weights[[0, -1]] = np.log(step / 2)
     y = noisy[:, :1]
-    log_post = log_weights[0] - values - values**2 / 2 + np.logaddexp(values * y, -values * y)
+    log_post = log_weights - values - values**2 / 2 + np.logaddexp(values * y, -values * y)
     rows["exact MMSE, levels 0.05"] = error(
         (softmax(log_post, axis=1) * values * np.tanh(values * y)).sum(axis=1, keepdims=True)
     )
