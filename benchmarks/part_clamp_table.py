@@ -70,12 +70,16 @@ def grid_graph(x):
 def learners(quick):
     rounds = 3 if quick else 5
     return {
-        "PL": PseudoLikelihoodCRF("graph"),
-        "CL": PartClampCRF("graph", n_rounds=1),
+        "PL": PseudoLikelihoodCRF("graph", random_state=0),
+        "CL": PartClampCRF("graph", n_rounds=1, random_state=0),
         "CD": ContrastiveDivergenceCRF("graph", max_iter=100 if quick else 200, random_state=0),
-        "P&C batch": PartClampCRF("graph", n_rounds=rounds),
-        "P&C online": PartClampCRF("graph", schedule="online", n_rounds=rounds, budget=2),
-        "P&C online, budget 3": PartClampCRF("graph", schedule="online", n_rounds=rounds, budget=3),
+        "P&C batch": PartClampCRF("graph", n_rounds=rounds, random_state=0),
+        "P&C online": PartClampCRF(
+            "graph", schedule="online", n_rounds=rounds, budget=2, random_state=0
+        ),
+        "P&C online, budget 3": PartClampCRF(
+            "graph", schedule="online", n_rounds=rounds, budget=3, random_state=0
+        ),
         "PerturbMAPCRF": PerturbMAPCRF("graph", alpha=1e-3, max_iter=50, tol=None, random_state=0),
         "MarginalPerturbMAPCRF": MarginalPerturbMAPCRF(
             "graph", alpha=1e-3, max_iter=20 if quick else 50, random_state=0
@@ -132,7 +136,7 @@ def main():
         X, y, X_test, y_test = X_all[:10], y_all[:10], X_all[10:], y_all[10:]
         jobs = learners(args.quick)
         jobs["P&C batch, MAP tightening"] = PartClampCRF(
-            "graph", n_rounds=3 if args.quick else 5, tighten="map"
+            "graph", n_rounds=3 if args.quick else 5, tighten="map", random_state=0
         )
         done = Parallel(n_jobs=2)(
             delayed(run)(name, model, X, y, X_test, y_test, 50) for name, model in jobs.items()
