@@ -104,10 +104,10 @@ class Normalised(StepRule):
         return self.eta0 / np.sqrt(t + 1.0) / norm
 
 
-def _step(oracle: Oracle, part: slice, w, rng, steps, t, alpha, project) -> tuple[float, float]:
+def _step(oracle: Oracle, part: slice, w, rng, steps, t, alpha, project):
     """One projected ascent step on ``(1/T) Σ_batch ℓ − (1/2) Σ α_i w_i²`` over the samples
     ``part``, in place, its size from the step rule ``steps`` (or a fixed step size). Returns
-    ``Σ ℓ`` and the step size (the mean rate for per-coordinate rates)."""
+    ``Σ ℓ`` and the rate (a scalar, or one per coordinate)."""
     gradient, value = oracle(part, w, rng)
     batch = part.stop - part.start
     with np.errstate(over="ignore", invalid="ignore"):  # divergence is checked by the caller
@@ -115,7 +115,7 @@ def _step(oracle: Oracle, part: slice, w, rng, steps, t, alpha, project) -> tupl
         w *= 1.0 - rate * alpha
         w += (rate / batch) * gradient
     project(w)
-    return value, float(np.mean(rate))
+    return value, rate
 
 
 def _penalty(alpha, w: np.ndarray) -> float:
@@ -318,7 +318,7 @@ def run_sgd(
         if validation_score is not None:
             current = validation_score(state.estimate)
             state.validation_scores.append(current)
-        details = {"step size": eta}
+        details = {"step size": float(np.mean(eta))}  # the last step's (mean) rate
         if validation_score is not None:
             details["validation score"] = current
         progress.update(epoch + 1, -regularised, **details)
