@@ -15,11 +15,11 @@ from . import _sgd
 from ._backend import (
     ForestSolver,
     GibbsSampler,
+    MessagePassingSolver,
     PairwiseKind,
     Statistics,
     conditional_scores,
     feedback_vertex_set,
-    max_tighten,
     pairwise_statistics,
 )
 from ._base import (
@@ -560,7 +560,11 @@ class PartClampCRF(_FullBatchCRF):
         start = structure.solver_.map(potentials, n_jobs=self.n_jobs)
         for m in range(self.n_decompositions):
             fvs = np.concatenate([p[m][0].fvs for p in parts])
-            labels = start if self.tighten == "map" else max_tighten(potentials, fvs, start)
+            labels = (
+                start
+                if self.tighten == "map"
+                else MessagePassingSolver().marginal_map(potentials, fvs, start)
+            )
             for i, sample_parts in enumerate(parts):
                 decomposition, states = sample_parts[m]
                 new = labels[batch.nodes_of(i)][decomposition.clamped]

@@ -256,3 +256,17 @@ def test_a_solver_written_for_the_old_protocol_is_translated_with_a_warning():
     assert OldCut.capabilities.max_states == 2
     with pytest.raises(ValueError, match="handles at most 2 labels"):
         PerturbMAPCRF(GridStructure(solver=solver)).fit(*_data("grid", 3, unknown=False))
+
+
+def test_marginal_map_on_a_tree_is_the_map_or_the_marginal_argmax_at_its_extremes():
+    rng = np.random.default_rng(7)
+    edges = np.array([[0, 1], [1, 2], [1, 3], [3, 4], [3, 5]])
+    p = Potentials(rng.normal(size=(6, 3)) * 2, edges, rng.normal(size=(5, 3, 3)) * 2)
+    solver, exact = MessagePassingSolver(), BruteForceSolver()
+    start = np.zeros(6, dtype=np.intp)
+    every = solver.marginal_map(p, np.ones(6, dtype=bool), start, n_iter=200)
+    assert np.array_equal(every, exact.map(p))
+    none = solver.marginal_map(p, np.zeros(6, dtype=bool), start, n_iter=200)
+    assert np.array_equal(none, exact.marginals(p).node.argmax(axis=1))
+    assert SOLVERS["message_passing"].capabilities.marginal_map
+    assert not SOLVERS["graph_cut"].capabilities.marginal_map

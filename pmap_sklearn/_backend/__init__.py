@@ -30,7 +30,6 @@ from .messages import colour_nodes as colour_nodes
 from .messages import counting_numbers as counting_numbers
 from .messages import pairwise_statistics as pairwise_statistics
 from .part_clamp import feedback_vertex_set as feedback_vertex_set
-from .part_clamp import max_tighten as max_tighten
 from .potentials import ChainLayout, GridLayout, Potentials, Statistics
 from .potentials import label_statistics as label_statistics
 

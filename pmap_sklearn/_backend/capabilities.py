@@ -78,6 +78,9 @@ class Capabilities:
     beliefs : bool, default=False
         Whether it opens belief sessions (``beliefs(potentials, epsilon)``): messages kept
         between weight steps, for learners that interleave message and weight updates.
+    marginal_map : bool, default=False
+        Whether it answers marginal-MAP queries (``marginal_map(potentials, max_nodes,
+        start)``: the best labels of some nodes with the others summed out).
     map_quality : str, default="exact"
         How good its MAP is, in words (shown in the capabilities table of the user guide).
     """
@@ -89,6 +92,7 @@ class Capabilities:
     clamps: bool = True
     marginals: bool = False
     beliefs: bool = False
+    marginal_map: bool = False
     map_quality: str = "exact"
 
     def row(self) -> dict:
@@ -127,6 +131,8 @@ class Requirements:
         The estimator will ask for marginals.
     beliefs : bool, default=False
         The estimator will open belief sessions.
+    marginal_map : bool, default=False
+        The estimator will ask marginal-MAP queries.
     """
 
     n_states: int
@@ -136,6 +142,7 @@ class Requirements:
     clamps: bool = False
     marginals: bool = False
     beliefs: bool = False
+    marginal_map: bool = False
 
 
 _TERMS_IN_WORDS = {
@@ -176,4 +183,6 @@ def missing(capabilities: Capabilities, need: Requirements) -> list[str]:
         gaps.append("computes no marginals")
     if need.beliefs and not capabilities.beliefs:
         gaps.append("opens no belief sessions")
+    if need.marginal_map and not capabilities.marginal_map:
+        gaps.append("answers no marginal-MAP queries")
     return gaps
