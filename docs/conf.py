@@ -75,6 +75,8 @@ def _write_solver_table() -> None:
         ("graphs", "graphs"),
         ("clamps", "clamps"),
         ("marginals", "marginals"),
+        ("beliefs", "belief sessions"),
+        ("marginal_map", "marginal MAP"),
         ("map_quality", "MAP"),
     ]
     lines = [".. list-table::", "   :header-rows: 1", ""]
