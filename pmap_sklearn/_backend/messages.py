@@ -340,65 +340,6 @@ def pairwise_statistics(edge_beliefs: np.ndarray, kind: str) -> np.ndarray:
     return edge_beliefs.sum(axis=(1, 2)) - np.trace(edge_beliefs, axis1=1, axis2=2)
 
 
-def max_tighten(
-    potentials: Potentials,
-    fvs: np.ndarray,
-    start: np.ndarray,
-    n_iter: int = 30,
-    damping: float = 0.5,
-    smoothing: float = 1.0,
-) -> np.ndarray:
-    """MAX-TIGHTEN (Pletscher & Ong §5.2): marginal MAP of the F nodes, summing out the others.
-
-    Hybrid loopy message passing (Jiang et al. 2011): a node of F max-marginalises its messages,
-    every other node sum-marginalises them; the messages are damped and start from a smoothed
-    labelling (``smoothing`` nats towards ``start``, e.g. the MAP, as the paper recommends);
-    the beliefs are rounded to labels at the end.
-
-    Parameters
-    ----------
-    potentials : Potentials
-        A batch of models.
-    fvs : ndarray of shape (n_nodes,) of bool
-        The F nodes of every sample.
-    start : ndarray of shape (n_nodes,)
-        The labelling the messages start from.
-    n_iter : int, default=30
-        Synchronous, damped passes over all edges.
-    damping : float, default=0.5
-        Weight of the previous message.
-    smoothing : float, default=1.0
-        Initial message towards ``start``.
-
-    Returns
-    -------
-    ndarray of shape (n_nodes,)
-        The rounded labels (those of the F nodes are the tightening state).
-    """
-    k, edges = potentials.n_states, potentials.edges
-    tables = potentials.edge_tables()
-    first, second = edges[:, 0], edges[:, 1]
-    at_first, at_second = potentials.edge_ends
-    to_second = smoothing * (np.arange(k) == start[second][:, None])  # first → second
-    to_first = smoothing * (np.arange(k) == start[first][:, None])  # second → first
-    for _ in range(n_iter):
-        belief = potentials.unary + at_second @ to_second + at_first @ to_first
-        out_first = (belief[first] - to_first)[:, :, None] + tables  # (E, K_first, K_second)
-        out_second = (belief[second] - to_second)[:, None, :] + tables
-        new_second = np.where(
-            fvs[first][:, None], out_first.max(axis=1), logsumexp(out_first, axis=1)
-        )
-        new_first = np.where(
-            fvs[second][:, None], out_second.max(axis=2), logsumexp(out_second, axis=2)
-        )
-        new_second -= new_second.max(axis=1, keepdims=True)
-        new_first -= new_first.max(axis=1, keepdims=True)
-        to_second = damping * to_second + (1 - damping) * new_second
-        to_first = damping * to_first + (1 - damping) * new_first
-    belief = potentials.unary + at_second @ to_second + at_first @ to_first
-    return belief.argmax(axis=1)
-
-
 class MessagePassingSolver(Solver):
     """Convex belief propagation: approximate marginals and MAP for any K and any sign.
 
@@ -464,8 +405,11 @@ class MessagePassingSolver(Solver):
     ) -> np.ndarray:
         """Approximate marginal MAP: the best labels of ``max_nodes``, the others summed out.
 
-        Hybrid message passing (:func:`max_tighten`: Jiang et al. 2011, the MAX-TIGHTEN of
-        Pletscher & Ong, §5.2).
+        Hybrid loopy message passing (Jiang et al. 2011; the MAX-TIGHTEN of Pletscher & Ong,
+        §5.2): a max node max-marginalises its messages, every other node sum-marginalises
+        them; the messages are damped and start from a smoothed labelling (``smoothing`` nats
+        towards ``start``, e.g. the MAP, as the paper recommends); the beliefs are rounded to
+        labels at the end.
 
         Parameters
         ----------
@@ -488,7 +432,28 @@ class MessagePassingSolver(Solver):
             The rounded beliefs (those of ``max_nodes`` are the answer).
         """
         self._check(potentials)
-        return max_tighten(potentials, max_nodes, start, n_iter, damping, smoothing)
+        k, edges = potentials.n_states, potentials.edges
+        tables = potentials.edge_tables()
+        first, second = edges[:, 0], edges[:, 1]
+        at_first, at_second = potentials.edge_ends
+        to_second = smoothing * (np.arange(k) == start[second][:, None])  # first → second
+        to_first = smoothing * (np.arange(k) == start[first][:, None])  # second → first
+        for _ in range(n_iter):
+            belief = potentials.unary + at_second @ to_second + at_first @ to_first
+            out_first = (belief[first] - to_first)[:, :, None] + tables  # (E, K_first, K_second)
+            out_second = (belief[second] - to_second)[:, None, :] + tables
+            new_second = np.where(
+                max_nodes[first][:, None], out_first.max(axis=1), logsumexp(out_first, axis=1)
+            )
+            new_first = np.where(
+                max_nodes[second][:, None], out_second.max(axis=2), logsumexp(out_second, axis=2)
+            )
+            new_second -= new_second.max(axis=1, keepdims=True)
+            new_first -= new_first.max(axis=1, keepdims=True)
+            to_second = damping * to_second + (1 - damping) * new_second
+            to_first = damping * to_first + (1 - damping) * new_first
+        belief = potentials.unary + at_second @ to_second + at_first @ to_first
+        return belief.argmax(axis=1)
 
     def _propagate(self, potentials, clamp, epsilon):
         self._check(potentials)
