@@ -103,7 +103,7 @@ class Solver:
     """
 
     name = ""
-    capabilities = Capabilities(marginals=False)
+    capabilities = Capabilities()
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)

@@ -152,6 +152,17 @@ _TERMS_IN_WORDS = {
 }
 
 
+#: The graph kinds from the narrowest: a solver of one kind solves the kinds before it.
+_GRAPHS = (GraphKind.CHAIN, GraphKind.FOREST, GraphKind.ANY)
+#: The queries an estimator may make (flags of both dataclasses), and a solver that can't.
+_QUERIES = {
+    "clamps": "takes no clamps",
+    "marginals": "computes no marginals",
+    "beliefs": "opens no belief sessions",
+    "marginal_map": "answers no marginal-MAP queries",
+}
+
+
 def missing(capabilities: Capabilities, need: Requirements) -> list[str]:
     """What a solver with ``capabilities`` lacks for ``need``, in words (empty: nothing).
 
@@ -173,16 +184,9 @@ def missing(capabilities: Capabilities, need: Requirements) -> list[str]:
         gaps.append(f"takes {kinds} pairwise scores, not {need.pairwise.value}")
     if capabilities.terms not in need.terms:
         gaps.append(f"needs {_TERMS_IN_WORDS[capabilities.terms]}, which the model can't keep")
-    if capabilities.graphs is GraphKind.CHAIN and need.graph is not GraphKind.CHAIN:
-        gaps.append("solves chains only")
-    if capabilities.graphs is GraphKind.FOREST and need.graph is GraphKind.ANY:
-        gaps.append("solves forests only")
-    if need.clamps and not capabilities.clamps:
-        gaps.append("takes no clamps")
-    if need.marginals and not capabilities.marginals:
-        gaps.append("computes no marginals")
-    if need.beliefs and not capabilities.beliefs:
-        gaps.append("opens no belief sessions")
-    if need.marginal_map and not capabilities.marginal_map:
-        gaps.append("answers no marginal-MAP queries")
+    if _GRAPHS.index(need.graph) > _GRAPHS.index(capabilities.graphs):
+        gaps.append(f"solves {capabilities.graphs.value}s only")
+    for query, lack in _QUERIES.items():
+        if getattr(need, query) and not getattr(capabilities, query):
+            gaps.append(lack)
     return gaps
