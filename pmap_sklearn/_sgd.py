@@ -106,12 +106,12 @@ class Normalised(StepRule):
 
 def _step(oracle: Oracle, part: slice, w, rng, steps, t, alpha, project):
     """One projected ascent step on ``(1/T) Σ_batch ℓ − (1/2) Σ α_i w_i²`` over the samples
-    ``part``, in place, its size from the step rule ``steps`` (or a fixed step size). Returns
+    ``part``, in place, its size from the step rule ``steps``. Returns
     ``Σ ℓ`` and the rate (a scalar, or one per coordinate)."""
     gradient, value = oracle(part, w, rng)
     batch = part.stop - part.start
     with np.errstate(over="ignore", invalid="ignore"):  # divergence is checked by the caller
-        rate = steps.rate(t, gradient, w, alpha, batch) if isinstance(steps, StepRule) else steps
+        rate = steps.rate(t, gradient, w, alpha, batch)
         w *= 1.0 - rate * alpha
         w += (rate / batch) * gradient
     project(w)
@@ -159,7 +159,7 @@ def calibrate_eta0(
         pass_rng = np.random.default_rng(pass_seed)
         for n_steps, begin in enumerate(range(0, len(index), batch_size), start=1):
             part = slice(begin, min(begin + batch_size, len(index)))
-            _step(oracle, part, trial, pass_rng, eta, 0, alpha, project)
+            _step(oracle, part, trial, pass_rng, Schedule("constant", eta), 0, alpha, project)
             if not np.all(np.isfinite(trial)):
                 return -np.inf
             mean += (trial - mean) / n_steps
