@@ -88,8 +88,6 @@ class _Levels(NamedTuple):
     values: np.ndarray
     #: (n_coefficients, max levels) log trapezoid weights of the levels
     log_weights: np.ndarray
-    #: (n_coefficients, max levels) True past a coefficient's last level
-    past: np.ndarray
 
 
 def grid_groups(shape) -> list:
@@ -337,8 +335,7 @@ class ContinuousLogSupermodularDenoiser(BaseEstimator):
         log_weights = np.full((len(n_levels), top), np.log(step))
         log_weights[:, 0] = np.log(step / 2)
         log_weights[np.arange(len(n_levels)), n_levels - 1] = np.log(step / 2)
-        past = np.arange(top)[None, :] >= n_levels[:, None]
-        return _Levels(n_levels, values, log_weights, past)
+        return _Levels(n_levels, values, log_weights)
 
     def _group_max(self, values: np.ndarray) -> np.ndarray:
         """``max_{a∈A} values[..., a]`` for every group, shape (..., n_groups)."""

@@ -136,7 +136,8 @@ def test_perturb_and_map_bound_is_above_the_discretised_log_partition(rng):
         groups=[[0], [1], [2], [0, 1], [1, 2, 0]], grid_step=0.5, max_iter=5, random_state=0
     ).fit(clean)
     model.group_weights_ = np.array([0.3, 0.5, 0.2, 0.4, 0.6])
-    n_levels, values, log_weights, _ = model._levels()
+    levels = model._levels()
+    n_levels, values, log_weights = levels.n_levels, levels.values, levels.log_weights
     exact = logsumexp(
         [
             log_weights[np.arange(3), z].sum()
