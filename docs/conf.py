@@ -77,6 +77,7 @@ def _write_solver_table() -> None:
         ("marginals", "marginals"),
         ("beliefs", "belief sessions"),
         ("marginal_map", "marginal MAP"),
+        ("group_max", "group maxima"),
         ("map_quality", "MAP"),
     ]
     lines = [".. list-table::", "   :header-rows: 1", ""]

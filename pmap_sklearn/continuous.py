@@ -21,7 +21,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_array, check_is_fitted
 
 from . import _sgd
-from ._backend import GroupMaxLevels, prox_group_max
+from ._backend import GroupMaxPotentials, IshikawaSolver, prox_group_max
 from ._parallel import N_JOBS_CONSTRAINT
 from ._utils import check_generator
 from .perturbation import gumbel
@@ -341,16 +341,17 @@ class ContinuousLogSupermodularDenoiser(BaseEstimator):
         """``max_{a∈A} values[..., a]`` for every group, shape (..., n_groups)."""
         return np.stack([values[..., g].max(axis=-1) for g in self.groups_], axis=-1)
 
-    def _level_map(self, costs, weights, levels):
-        """``argmin_z Σ_i costs_i(z_i) + Σ_A d_A u_{max_A z}`` of every model (B, k, R)."""
-        solver = GroupMaxLevels(levels.n_levels, levels.values, self.groups_, weights)
-        return solver.map(costs, n_jobs=self.n_jobs)
+    def _level_map(self, scores, weights, levels):
+        """``argmax_z Σ_i scores_i(z_i) − Σ_A d_A u_{max_A z}`` of every model (B, k, R), by
+        Ishikawa cuts."""
+        model = GroupMaxPotentials(scores, levels.n_levels, levels.values, self.groups_, weights)
+        return IshikawaSolver().map(model, n_jobs=self.n_jobs)
 
     def _perturbed_prior(self, rng, n_draws, weights, levels):
         """MAPs of ``n_draws`` Gumbel perturbations of the discretised prior, and their maxima
         ``max_z −f(u_z) + Σ_i h_{i,z_i} + log π_{z_i}``."""
         scores = gumbel(rng, (n_draws,) + levels.log_weights.shape) + levels.log_weights
-        z = self._level_map(-scores, weights, levels)
+        z = self._level_map(scores, weights, levels)
         picked = np.take_along_axis(scores, z[..., None], axis=-1)[..., 0].sum(axis=1)
         maxima = picked - self._group_max(levels.values[z]) @ weights
         return z, maxima
@@ -488,8 +489,8 @@ class ContinuousLogSupermodularDenoiser(BaseEstimator):
         values, log_weights = levels.values, levels.log_weights
         u = values[None, None, :]
         if decoding == "map":  # joint MAP of signs and magnitudes: signs follow y
-            costs = (u - np.abs(y)[:, :, None]) ** 2 / (2.0 * sigma2)
-            return np.sign(y) * values[self._level_map(costs, self.group_weights_, levels)]
+            scores = -((u - np.abs(y)[:, :, None]) ** 2) / (2.0 * sigma2)
+            return np.sign(y) * values[self._level_map(scores, self.group_weights_, levels)]
         # posterior of the magnitudes with the signs summed out, perturbed M times
         coupling = u * y[:, :, None] / sigma2
         log_posterior = -(u**2) / (2.0 * sigma2) + np.logaddexp(coupling, -coupling)
@@ -497,7 +498,7 @@ class ContinuousLogSupermodularDenoiser(BaseEstimator):
         rng = check_generator(self.random_state)
         m = self.n_perturbations
         scores = np.repeat(log_posterior, m, axis=0) + gumbel(rng, (len(y) * m,) + u.shape[1:])
-        z = self._level_map(-scores, self.group_weights_, levels).reshape(len(y), m, -1)
+        z = self._level_map(scores, self.group_weights_, levels).reshape(len(y), m, -1)
         beta = values[z]
         # E[α | β, y] = β tanh(β y / σ²), averaged over the perturbed MAPs of β
         return (beta * np.tanh(beta * y[:, None, :] / sigma2)).mean(axis=1)

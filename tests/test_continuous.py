@@ -10,10 +10,11 @@ from scipy.optimize import minimize
 from scipy.special import logsumexp
 
 from pmap_sklearn import ContinuousLogSupermodularDenoiser
+from pmap_sklearn._backend import base as solver_base
+from pmap_sklearn._backend import ishikawa
 from pmap_sklearn._backend.group_prox import prox_group_max
-from pmap_sklearn._backend.ishikawa import GroupMaxLevels, IshikawaSolver
 from pmap_sklearn.continuous import haar2d, inverse_haar2d, tree_groups
-from pmap_sklearn.solvers import BruteForceSolver, Potentials
+from pmap_sklearn.solvers import BruteForceSolver, GroupMaxPotentials, IshikawaSolver, Potentials
 
 
 def _convex_tables(rng, edges, k):
@@ -52,6 +53,61 @@ def test_ishikawa_handles_attractive_potts_and_refuses_what_is_not_convex(rng):
         IshikawaSolver().map(potts)
 
 
+def test_ishikawa_solves_many_samples_in_chunks_and_over_jobs(rng, monkeypatch):
+    """Samples of different sizes, some clamped nodes: the same MAPs whether they share one
+    max-flow, are cut into chunks of a few samples, or go to two processes."""
+    k, parts, edges, tables = 4, [], [], []
+    for n in rng.integers(1, 6, size=12):
+        chain = np.column_stack([np.arange(n - 1), np.arange(1, n)])
+        parts.append(n)
+        edges.append(chain + sum(parts[:-1]))
+        tables.append(_convex_tables(rng, chain, k).reshape(-1, k, k))
+    offsets = np.concatenate([[0], np.cumsum(parts)])
+    p = Potentials(
+        rng.normal(size=(offsets[-1], k)),
+        np.concatenate(edges),
+        np.concatenate(tables),
+        offsets,
+        np.concatenate([[0], np.cumsum([len(e) for e in edges])]),
+    )
+    clamp = np.where(rng.random(p.n_nodes) < 0.2, rng.integers(k, size=p.n_nodes), -1)
+    together = IshikawaSolver().map(p, clamp)
+    assert (together[clamp >= 0] == clamp[clamp >= 0]).all()
+    brute = BruteForceSolver().map(p, clamp)
+    np.testing.assert_allclose(p.score(together), p.score(brute), atol=1e-9)
+    monkeypatch.setattr(ishikawa, "CHUNK_NODES", 7)  # two or three samples per max-flow
+    monkeypatch.setattr(solver_base, "CHUNK_NODES", 7)
+    np.testing.assert_allclose(p.score(IshikawaSolver().map(p, clamp)), p.score(brute), atol=1e-9)
+    monkeypatch.setattr("pmap_sklearn._parallel.MIN_PARALLEL_WORK", 0)
+    in_jobs = IshikawaSolver().map(p, clamp, n_jobs=2)
+    np.testing.assert_allclose(p.score(in_jobs), p.score(brute), atol=1e-9)
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"unary": np.zeros((2, 3, 2))}, r"unary must have shape \(B, 3, 3\)"),
+        ({"n_levels": [1, 4, 2]}, r"n_levels must lie in \[1, 3\]"),
+        ({"levels": [0.0, 2.0, 1.0]}, "levels must increase"),
+        ({"weights": [1.0, -1.0]}, "2 values >= 0"),
+        ({"weights": [1.0, np.nan]}, "2 values >= 0"),
+        ({"groups": [[0], [1, 3]]}, r"group 1 must hold node indices in \[0, 3\)"),
+    ],
+)
+def test_group_max_potentials_refuse_malformed_models(change, message):
+    model = {
+        "unary": np.zeros((2, 3, 3)),
+        "n_levels": [1, 3, 2],
+        "levels": [0.0, 1.0, 2.0],
+        "groups": [[0], [1, 2]],
+        "weights": [1.0, 0.5],
+    }
+    with pytest.raises(ValueError, match=message):
+        GroupMaxPotentials(**(model | change))
+    with pytest.raises(ValueError, match="take no clamp"):
+        IshikawaSolver().map(GroupMaxPotentials(**model), clamp=np.zeros(3, np.intp))
+
+
 def _group_value(costs, levels, groups, weights, z):
     return costs[np.arange(len(z)), z].sum() + sum(
         d * levels[z[g].max()] for g, d in zip(groups, weights, strict=True)
@@ -70,7 +126,8 @@ def test_group_max_levels_equal_brute_force(rng):
         ]
         weights = 2.0 * rng.random(len(groups))
         costs = 2.0 * rng.normal(size=(3, n, n_levels.max()))
-        found = GroupMaxLevels(n_levels, levels, groups, weights).map(costs)
+        model = GroupMaxPotentials(-costs, n_levels, levels, groups, weights)
+        found = IshikawaSolver().map(model)
         for b in range(3):
             best = min(
                 _group_value(costs[b], levels, groups, weights, np.array(z))

@@ -21,8 +21,7 @@ from .forest import ForestSolver
 from .gibbs import GibbsSampler, GibbsSession
 from .gibbs import conditional_scores as conditional_scores
 from .group_prox import prox_group_max as prox_group_max
-from .ishikawa import GroupMaxLevels as GroupMaxLevels
-from .ishikawa import IshikawaSolver
+from .ishikawa import GroupMaxPotentials, IshikawaSolver
 from .messages import COUNTING_NUMBERS as COUNTING_NUMBERS
 from .messages import BeliefPropagation as BeliefPropagation
 from .messages import MessagePassingSolver
@@ -63,6 +62,7 @@ __all__ = [
     "BruteForceSolver",
     "MessagePassingSolver",
     "IshikawaSolver",
+    "GroupMaxPotentials",
     "ForestSolver",
     "SOLVERS",
     "check_solver",

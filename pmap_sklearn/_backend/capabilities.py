@@ -81,6 +81,9 @@ class Capabilities:
     marginal_map : bool, default=False
         Whether it answers marginal-MAP queries (``marginal_map(potentials, max_nodes,
         start)``: the best labels of some nodes with the others summed out).
+    group_max : bool, default=False
+        Whether ``map`` also maximises level models with group-maximum terms
+        (:class:`~pmap_sklearn.solvers.GroupMaxPotentials`, the continuous priors).
     map_quality : str, default="exact"
         How good its MAP is, in words (shown in the capabilities table of the user guide).
     """
@@ -93,6 +96,7 @@ class Capabilities:
     marginals: bool = False
     beliefs: bool = False
     marginal_map: bool = False
+    group_max: bool = False
     map_quality: str = "exact"
 
     def row(self) -> dict:
@@ -133,6 +137,8 @@ class Requirements:
         The estimator will open belief sessions.
     marginal_map : bool, default=False
         The estimator will ask marginal-MAP queries.
+    group_max : bool, default=False
+        The estimator will ask MAPs of group-maximum level models.
     """
 
     n_states: int
@@ -143,6 +149,7 @@ class Requirements:
     marginals: bool = False
     beliefs: bool = False
     marginal_map: bool = False
+    group_max: bool = False
 
 
 _TERMS_IN_WORDS = {
@@ -160,6 +167,7 @@ _QUERIES = {
     "marginals": "computes no marginals",
     "beliefs": "opens no belief sessions",
     "marginal_map": "answers no marginal-MAP queries",
+    "group_max": "solves no group-maximum models",
 }
 
 

@@ -8,13 +8,16 @@ maximum ``d_A u_{max_a z_a}`` becomes, threshold by threshold, the submodular OR
 thresholds weighted by the level step (Shpakova 2019, §4.5.2). All terms are submodular, so one
 max-flow (:func:`~pmap_sklearn._backend.mincut.min_cut`) gives the exact minimiser.
 
-Two front ends share the construction: :class:`IshikawaSolver` takes :class:`Potentials` whose
-pairwise scores are concave functions of the label difference (the solver protocol), and
-:class:`GroupMaxLevels` solves many level models with group-maximum terms at once (the
-continuous log-supermodular priors).
+:class:`IshikawaSolver` takes two kinds of models: :class:`Potentials` whose pairwise scores
+are concave functions of the label difference (the solver protocol), and
+:class:`GroupMaxPotentials`, level models with group-maximum terms (the continuous
+log-supermodular priors), built by :class:`GroupMaxLevels`. Both are solved in chunks of at
+most ``CHUNK_NODES`` threshold nodes per max-flow, over ``n_jobs`` processes.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -92,45 +95,149 @@ def _difference_edges(thresholds: _Thresholds, edges, costs, second, k: int):
     return tails, heads, capacities, unary_i, unary_k
 
 
+@dataclass(frozen=True)
+class GroupMaxPotentials:
+    """Level models with group-maximum terms, the models of the continuous log-supermodular
+    priors (Shpakova 2019, §4.5.2).
+
+    Model ``b`` scores a labelling ``z`` (node ``i`` on levels ``0 … n_levels[i] − 1`` of values
+    ``levels``) as ``Σ_i unary[b, i, z_i] − Σ_A d_A u_{max_{a∈A} z_a}``; all models share the
+    levels and the groups. :class:`IshikawaSolver` maximises them exactly.
+
+    Parameters
+    ----------
+    unary : ndarray of shape (B, n, max(n_levels))
+        Scores of the levels (entries past a node's levels are ignored).
+    n_levels : ndarray of shape (n,)
+        Levels of each node, at least 1.
+    levels : ndarray of shape (max(n_levels),)
+        Increasing level values, ``levels[0] = 0``.
+    groups : sequence of int arrays
+        Members of each group.
+    weights : ndarray of shape (n_groups,)
+        ``d_A >= 0``.
+    """
+
+    unary: np.ndarray
+    n_levels: np.ndarray
+    levels: np.ndarray
+    groups: tuple
+    weights: np.ndarray
+
+    def __post_init__(self):
+        unary = np.asarray(self.unary, dtype=float)
+        n_levels = np.asarray(self.n_levels, dtype=np.intp)
+        levels = np.asarray(self.levels, dtype=float)
+        weights = np.asarray(self.weights, dtype=float)
+        if unary.ndim != 3 or unary.shape[1:] != (len(n_levels), len(levels)):
+            raise ValueError(
+                f"unary must have shape (B, {len(n_levels)}, {len(levels)}) (models, nodes, "
+                f"levels), got {unary.shape}"
+            )
+        if len(n_levels) and (n_levels.min() < 1 or n_levels.max() > len(levels)):
+            raise ValueError(f"n_levels must lie in [1, {len(levels)}] (the levels given)")
+        if len(levels) and (levels[0] != 0 or np.any(np.diff(levels) <= 0)):
+            raise ValueError("levels must increase from levels[0] = 0")
+        if weights.shape != (len(self.groups),) or not np.all(weights >= 0):
+            raise ValueError(f"weights must be {len(self.groups)} values >= 0 (one per group)")
+        groups = tuple(np.asarray(g, dtype=np.intp).ravel() for g in self.groups)
+        for g, members in enumerate(groups):
+            if members.size == 0 or members.min() < 0 or members.max() >= len(n_levels):
+                raise ValueError(
+                    f"group {g} must hold node indices in [0, {len(n_levels)}), got "
+                    f"{members.tolist()}"
+                )
+        for name, value in [
+            ("unary", unary),
+            ("n_levels", n_levels),
+            ("levels", levels),
+            ("groups", groups),
+            ("weights", weights),
+        ]:
+            object.__setattr__(self, name, value)
+
+
 class IshikawaSolver(Solver):
     """Exact MAP of multi-label models whose pairwise terms are convex in the label difference.
 
     Labels are ordered (``0 < 1 < … < K − 1``); every edge's score table must be a concave
     function of ``y_i − y_j`` (a cost convex in the difference: total variation, truncated-free
-    quadratics, Potts with ``K = 2`` and a non-positive weight…). One minimum cut on the
-    Ishikawa graph — ``K − 1`` threshold nodes per node — solves all samples at once (Ishikawa
-    2003). No marginals (use ``perturb_and_map`` for perturbed averages).
+    quadratics, Potts with ``K = 2`` and a non-positive weight…). Minimum cuts on the Ishikawa
+    graph — ``K − 1`` threshold nodes per node — solve the samples, many per max-flow (Ishikawa
+    2003). It also maximises :class:`GroupMaxPotentials` (level models with group-maximum
+    terms). No marginals (use ``perturb_and_map`` for perturbed averages).
     """
 
     name = "ishikawa"
     capabilities = Capabilities(
         terms=PairwiseTerms.CONVEX_DIFFERENCE,
+        group_max=True,
         map_quality="exact; costs convex in the label difference",
     )
 
-    def map(self, potentials: Potentials, clamp=None, n_jobs=None) -> np.ndarray:
+    def map(self, potentials, clamp=None, n_jobs=None) -> np.ndarray:
+        """MAP labelling of every sample.
+
+        Parameters
+        ----------
+        potentials : Potentials or GroupMaxPotentials
+        clamp : ndarray of shape (n_nodes,), optional
+            Label each node is forced to, ``-1`` for a free node (:class:`Potentials` only).
+        n_jobs : int, optional
+            Processes for the chunks of samples (results do not depend on it).
+
+        Returns
+        -------
+        ndarray of shape (n_nodes,), or (B, n) for :class:`GroupMaxPotentials`
+        """
+        if isinstance(potentials, GroupMaxPotentials):
+            if clamp is not None:
+                raise ValueError("group-maximum models take no clamp")
+            p = potentials
+            model = GroupMaxLevels(p.n_levels, p.levels, p.groups, p.weights)
+            return model.map(-p.unary, n_jobs=n_jobs)
         self._check(potentials)
         p = potentials
-        k = p.n_states
-        if k == 1:
+        if p.n_states == 1 or p.n_nodes == 0:
             return np.zeros(p.n_nodes, dtype=np.intp)
-        costs = -(p.unary if clamp is None else finite_clamp_scores(p.unary, clamp, p.pairwise))
-        thresholds = _Thresholds(np.full(p.n_nodes, k))
-        tails, heads = thresholds.chain_edges()
-        capacities = np.full(len(tails), np.inf)
         if p.n_edges:
-            difference, second = _difference_costs(p)
-            e_tails, e_heads, e_caps, unary_i, unary_k = _difference_edges(
-                thresholds, p.edges, difference, second, k
+            _difference_costs(p)  # refuse a non-convex table before any cut
+        # consecutive samples per max-flow, about CHUNK_NODES threshold nodes each
+        ends = np.cumsum(p.lengths) * (p.n_states - 1)
+        chunk_of = np.maximum(ends - 1, 0) // CHUNK_NODES
+        bounds = np.concatenate([[0], np.flatnonzero(np.diff(chunk_of)) + 1, [p.n_samples]])
+        jobs = [
+            (
+                p.take(slice(a, b)),
+                None if clamp is None else clamp[p.node_offsets[a] : p.node_offsets[b]],
             )
-            costs = costs.copy()
-            np.add.at(costs, p.edges[:, 0], unary_i)
-            np.add.at(costs, p.edges[:, 1], unary_k)
-            tails = np.concatenate([tails, e_tails])
-            heads = np.concatenate([heads, e_heads])
-            capacities = np.concatenate([capacities, e_caps])
-        x = min_cut(thresholds.n, thresholds.linear(costs), tails, heads, capacities)
-        return thresholds.decode(x[None])[0]
+            for a, b in zip(bounds[:-1], bounds[1:], strict=True)
+        ]
+        work = [job[0].n_nodes * p.n_states for job in jobs]
+        labels = map_jobs(_solve_pairwise, jobs, n_jobs, work)
+        return np.concatenate(labels) if labels else np.zeros(0, np.intp)
+
+
+def _solve_pairwise(p: Potentials, clamp) -> np.ndarray:
+    """The exact MAP of convex-difference potentials by one minimum cut."""
+    k = p.n_states
+    costs = -(p.unary if clamp is None else finite_clamp_scores(p.unary, clamp, p.pairwise))
+    thresholds = _Thresholds(np.full(p.n_nodes, k))
+    tails, heads = thresholds.chain_edges()
+    capacities = np.full(len(tails), np.inf)
+    if p.n_edges:
+        difference, second = _difference_costs(p)
+        e_tails, e_heads, e_caps, unary_i, unary_k = _difference_edges(
+            thresholds, p.edges, difference, second, k
+        )
+        costs = costs.copy()
+        np.add.at(costs, p.edges[:, 0], unary_i)
+        np.add.at(costs, p.edges[:, 1], unary_k)
+        tails = np.concatenate([tails, e_tails])
+        heads = np.concatenate([heads, e_heads])
+        capacities = np.concatenate([capacities, e_caps])
+    x = min_cut(thresholds.n, thresholds.linear(costs), tails, heads, capacities)
+    return thresholds.decode(x[None])[0]
 
 
 def _difference_costs(p: Potentials):
