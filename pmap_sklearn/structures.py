@@ -86,13 +86,17 @@ class BaseStructure(BaseEstimator):
         """
         if len(X) == 0:
             raise ValueError("X is empty: at least one sample is needed")
-        self.solver_ = check_solver(self.solver)
+        self.n_states_ = self._infer_n_states(y)
+        self.solver_ = check_solver(self._auto_solver() if self.solver == "auto" else self.solver)
         first = self._parse_sample(X[0], 0)
         self.n_features_in_ = first.features.shape[1]
         self.n_edge_features_ = first.edge_features.shape[1]
-        self.n_states_ = self._infer_n_states(y)
         check_capabilities(self.solver_, self.requirements(), type(self).__name__)
         return self
+
+    def _auto_solver(self) -> str:
+        """The solver ``solver="auto"`` picks once K is known."""
+        return "viterbi"
 
     def requirements(self, *, clamps: bool = False, marginals: bool = False) -> Requirements:
         """What the fitted structure's models need from a solver.
@@ -111,8 +115,8 @@ class BaseStructure(BaseEstimator):
             the queries.
         """
         terms = {PairwiseTerms.ANY}
-        if self._can_make_attractive():
-            terms.add(PairwiseTerms.ATTRACTIVE)
+        if self._can_make_attractive():  # attractive Potts (any K) / binary tables are metric
+            terms |= {PairwiseTerms.ATTRACTIVE, PairwiseTerms.METRIC}
         return Requirements(
             self.n_states_,
             PairwiseKind(self.pairwise_kind),
@@ -592,6 +596,13 @@ class _EdgeFeatureStructure(BaseStructure):
     def _can_make_attractive(self) -> bool:
         return self.pairwise_kind is PairwiseKind.POTTS or self.n_states_ == 2
 
+    def _auto_solver(self) -> str:
+        """Exact graph cuts for K = 2, α-expansion for Potts terms with K > 2, else message
+        passing (K > 2 tables)."""
+        if self.n_states_ == 2:
+            return "graph_cut"
+        return "alpha_expansion" if self.pairwise_kind is PairwiseKind.POTTS else "message_passing"
+
     def _table_shape(self) -> tuple[int, int, int]:
         return self.n_edge_features_, self.n_states_, self.n_states_
 
@@ -665,8 +676,8 @@ class GraphStructure(_EdgeFeatureStructure):
 
     A sample is a :class:`~pmap_sklearn.GraphSample` (or a tuple ``(node_features, edges[,
     edge_features[, node_sizes]])``). The pairwise part of Ψ is ``Σ_(i,j) ψ_ij [y_i != y_j]``
-    with the edge features ψ. With the default graph-cut solver K = 2, the edge features must
-    be ``>= 0`` and their weights are kept ``<= 0`` (attractive terms: MAP is an exact min cut).
+    with the edge features ψ. With graph cuts (K = 2) or α-expansion, the edge features must
+    be ``>= 0`` and their weights are kept ``<= 0`` (attractive terms: every cut is exact).
 
     Parameters
     ----------
@@ -677,9 +688,11 @@ class GraphStructure(_EdgeFeatureStructure):
     pairwise : {"potts", "table"}, default="potts"
         ``"potts"``: one Potts weight per edge feature; ``"table"``: a K×K table per edge
         feature (any K, any sign; with graph cuts K = 2 and supermodular tables).
-    solver : str or Solver, default="graph_cut"
-        ``"graph_cut"`` (exact, K = 2), ``"message_passing"`` (any K, approximate on loopy
-        graphs) or ``"brute_force"`` (tiny models, any K).
+    solver : str or Solver, default="auto"
+        ``"auto"``: ``"graph_cut"`` for K = 2 (exact), ``"alpha_expansion"`` for Potts terms
+        with K > 2 (approximate, within a factor 2 of the optimum), ``"message_passing"`` for
+        K > 2 tables. Or any of them by name, ``"brute_force"`` (tiny models), or a
+        :class:`~pmap_sklearn.solvers.Solver`; ``solver_`` holds the one fitted.
     """
 
     def __init__(
@@ -688,7 +701,7 @@ class GraphStructure(_EdgeFeatureStructure):
         *,
         n_states: int | None = None,
         pairwise: str = "potts",
-        solver="graph_cut",
+        solver="auto",
     ):
         self.bias = bias
         self.n_states = n_states
@@ -740,8 +753,8 @@ class GridStructure(_EdgeFeatureStructure):
 
     A sample is an image of shape (H, W) or (H, W, F); labels have shape (H, W). Each direction
     of the neighbourhood has its own Potts weight (e.g. horizontal and vertical). With the
-    default graph-cut solver K = 2 and the weights are kept ``<= 0`` (exact min cut, through
-    PyMaxflow's grid fast path).
+    default solver, K = 2 is solved exactly by graph cuts (PyMaxflow's grid fast path) and
+    K > 2 by α-expansion, with the Potts weights kept ``<= 0``.
 
     Parameters
     ----------
@@ -760,9 +773,11 @@ class GridStructure(_EdgeFeatureStructure):
     untied : bool, default=False
         One set of weights per pixel and per edge position instead of weights shared by all
         pixels and edges (Hazan & Urtasun 2010, §6): every image must have the fitted shape.
-    solver : str or Solver, default="graph_cut"
-        ``"graph_cut"`` (exact, K = 2), ``"message_passing"`` (any K, approximate on loopy
-        graphs) or ``"brute_force"`` (tiny images, any K).
+    solver : str or Solver, default="auto"
+        ``"auto"``: ``"graph_cut"`` for K = 2 (exact), ``"alpha_expansion"`` for Potts terms
+        with K > 2 (approximate, within a factor 2 of the optimum), ``"message_passing"`` for
+        K > 2 tables. Or any of them by name, ``"brute_force"`` (tiny models), or a
+        :class:`~pmap_sklearn.solvers.Solver`; ``solver_`` holds the one fitted.
     """
 
     def __init__(
@@ -774,7 +789,7 @@ class GridStructure(_EdgeFeatureStructure):
         n_states: int | None = None,
         pairwise: str = "potts",
         untied: bool = False,
-        solver="graph_cut",
+        solver="auto",
     ):
         self.connectivity = connectivity
         self.contrast = contrast

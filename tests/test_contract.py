@@ -398,6 +398,7 @@ def test_grid_with_any_number_of_labels_needs_a_fitting_solver():
     checker = np.arange(9).reshape(3, 3) % 2 * 2
     three = [np.where(t == 0, checker, t) for t in data.target]  # labels 0, 1, 2
     with pytest.raises(ValueError, match="graph_cut solver: it handles at most 2 labels"):
-        PerturbMAPCRF("grid", max_iter=1).fit(data.data, three)
-    model = PerturbMAPCRF(GridStructure(solver="brute_force"), max_iter=1, random_state=0)
-    assert len(model.fit(data.data, three).classes_) == len(np.unique(np.concatenate(three)))
+        PerturbMAPCRF(GridStructure(solver="graph_cut"), max_iter=1).fit(data.data, three)
+    for solver in ("auto", "brute_force"):  # "auto": α-expansion for K > 2 Potts
+        model = PerturbMAPCRF(GridStructure(solver=solver), max_iter=1, random_state=0)
+        assert len(model.fit(data.data, three).classes_) == len(np.unique(np.concatenate(three)))

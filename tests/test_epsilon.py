@@ -252,7 +252,8 @@ def test_bad_input_gets_clear_errors():
         EpsilonCRF(epsilon=0, alpha=0).fit(X, y)
     images, labels = [np.zeros((3, 3, 1))], [np.array([[0, 1, 2]] * 3)]
     with pytest.raises(ValueError, match="message_passing"):
-        GridStructure(pairwise="table").fit(images, labels)
+        GridStructure(pairwise="table", solver="graph_cut").fit(images, labels)
+    assert GridStructure(pairwise="table").fit(images, labels).solver_.name == "message_passing"
 
 
 def test_kumar_hebert_noise_statistics():

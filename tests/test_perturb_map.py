@@ -16,6 +16,7 @@ from pmap_sklearn import (
     ChainStructure,
     GraphSample,
     GraphStructure,
+    GridStructure,
     NodeTransformer,
     PerturbMAPCRF,
     hamming_scorer,
@@ -209,7 +210,9 @@ def test_bad_input_and_parameters(chains):
     with pytest.raises(ValueError, match="structure"):
         PerturbMAPCRF(structure="tree").fit(X, y)
     with pytest.raises(ValueError, match="graph_cut solver: it handles at most 2 labels"):
-        PerturbMAPCRF("grid").fit([np.zeros((2, 2))], [np.array([[0, 2], [1, 0]])])
+        PerturbMAPCRF(GridStructure(solver="graph_cut")).fit(
+            [np.zeros((2, 2))], [np.array([[0, 2], [1, 0]])]
+        )
     crf = PerturbMAPCRF(max_iter=1).fit(X, y)
     with pytest.raises(ValueError, match="sample 0 has 7 node features, expected 6"):
         crf.predict([np.zeros((3, 7))])

@@ -166,7 +166,12 @@ def test_projection_keeps_cut_weights_nonpositive(rng):
         (ChainStructure(), [np.zeros((3, 2))], [[0, -1, 1]], "-1 .unknown. is not accepted"),
         (ChainStructure(), [np.zeros((3, 2))], [[0, 0.5, 1]], "labels must be integers"),
         (ChainStructure(), [np.zeros((3, 2))], [[0, 1, 1], [0]], "1 samples but y has 2"),
-        (GridStructure(), [np.zeros((2, 2))], [[[0, 1], [2, 0]]], "handles at most 2 labels"),
+        (
+            GridStructure(solver="graph_cut"),
+            [np.zeros((2, 2))],
+            [[[0, 1], [2, 0]]],
+            "handles at most 2 labels",
+        ),
         (ChainStructure(n_states="a"), [np.zeros((2, 2))], None, "n_states must be an int"),
         (ChainStructure(n_states=1), [np.zeros((2, 2))], None, "n_states must be at least 2"),
         (GraphStructure(), [GraphSample(np.zeros((3, 1)), [[0, 3]])], None, "out of range"),

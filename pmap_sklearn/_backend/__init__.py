@@ -17,6 +17,7 @@ from .capabilities import Capabilities, GraphKind, PairwiseKind, PairwiseTerms, 
 from .capabilities import missing as missing
 from .chain import ChainSolver
 from .cut import GraphCutSolver
+from .expansion import AlphaExpansionSolver
 from .forest import ForestSolver
 from .gibbs import GibbsSampler, GibbsSession
 from .gibbs import conditional_scores as conditional_scores
@@ -37,6 +38,7 @@ SOLVERS = {
     for solver in (
         ChainSolver,
         GraphCutSolver,
+        AlphaExpansionSolver,
         MessagePassingSolver,
         IshikawaSolver,
         ForestSolver,
@@ -59,6 +61,7 @@ __all__ = [
     "Marginals",
     "ChainSolver",
     "GraphCutSolver",
+    "AlphaExpansionSolver",
     "BruteForceSolver",
     "MessagePassingSolver",
     "IshikawaSolver",

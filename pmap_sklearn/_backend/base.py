@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .._utils import NonFiniteError
+from .._utils import NonFiniteError, ranges
 from .capabilities import Capabilities, PairwiseKind, PairwiseTerms
 from .potentials import Potentials, Statistics, add_clamped_differences
 
@@ -139,9 +139,10 @@ class Solver:
 
     @property
     def needs_attractive(self) -> bool:
-        """Whether it needs attractive pairwise terms (structures then keep their pairwise
-        weights in that set), from ``capabilities``."""
-        return self.capabilities.terms is PairwiseTerms.ATTRACTIVE
+        """Whether it needs attractive pairwise terms — binary submodular, or Potts weights
+        ``<= 0`` for metric solvers (structures then keep their pairwise weights in that set),
+        from ``capabilities``."""
+        return self.capabilities.terms in (PairwiseTerms.ATTRACTIVE, PairwiseTerms.METRIC)
 
     @property
     def has_marginals(self) -> bool:
@@ -251,7 +252,10 @@ class Solver:
             clamp = np.full(replicated.n_nodes, -1)
             local = nodes[chunk] - potentials.node_offsets[copies[chunk]]
             clamp[replicated.node_offsets[:-1] + local] = labels[chunk]
-            labellings = self.map(replicated, clamp, n_jobs=n_jobs)
+            start = {}
+            if self.capabilities.warm_start:  # each clamped copy starts from the MAP
+                start["init"] = map_labels[ranges(potentials.node_offsets, copies[chunk])]
+            labellings = self.map(replicated, clamp, n_jobs=n_jobs, **start)
             add_clamped_differences(
                 statistics, potentials, map_labels, copies[chunk], labellings, weights[chunk]
             )

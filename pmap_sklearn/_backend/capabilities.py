@@ -41,6 +41,9 @@ class PairwiseTerms(_Named):
     ANY = "any"
     #: binary and attractive (supermodular score); structures project their weights onto it
     ATTRACTIVE = "attractive"
+    #: metric costs ``V = −scores`` (Potts weights <= 0 for any K; binary attractive tables):
+    #: what α-expansion moves need; structures keep attractive weights in it
+    METRIC = "metric"
     #: tables concave in the label difference ``y_i − y_j`` (convex costs; ordered labels)
     CONVEX_DIFFERENCE = "convex_difference"
 
@@ -81,6 +84,8 @@ class Capabilities:
     marginal_map : bool, default=False
         Whether it answers marginal-MAP queries (``marginal_map(potentials, max_nodes,
         start)``: the best labels of some nodes with the others summed out).
+    warm_start : bool, default=False
+        Whether ``map`` takes ``init=`` (a starting labelling, e.g. the previous MAP).
     group_max : bool, default=False
         Whether ``map`` also maximises level models with group-maximum terms
         (:class:`~pmap_sklearn.solvers.GroupMaxPotentials`, the continuous priors).
@@ -96,6 +101,7 @@ class Capabilities:
     marginals: bool = False
     beliefs: bool = False
     marginal_map: bool = False
+    warm_start: bool = False
     group_max: bool = False
     map_quality: str = "exact"
 
@@ -155,6 +161,7 @@ class Requirements:
 _TERMS_IN_WORDS = {
     PairwiseTerms.ANY: "any pairwise terms",
     PairwiseTerms.ATTRACTIVE: "attractive binary pairwise terms",
+    PairwiseTerms.METRIC: "metric pairwise costs (Potts weights <= 0)",
     PairwiseTerms.CONVEX_DIFFERENCE: "pairwise costs convex in the label difference",
 }
 

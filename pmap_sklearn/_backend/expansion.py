@@ -1,0 +1,297 @@
+"""α-expansion and αβ-swap: multi-label MAP by sequences of binary minimum cuts.
+
+From a labelling ``y``, a *move* lets every node choose between two labels ``p_i`` (``x_i = 0``)
+and ``q_i`` (``x_i = 1``): an expansion on α offers ``p = y, q = α`` to every node; a swap of
+α and β offers ``{α, β}`` to the nodes labelled α or β and nothing to the others (``p = q =
+y``). The best move is a binary energy, minimised exactly by one cut when every edge's term is
+submodular, ``V(p_i, q_j) + V(q_i, p_j) >= V(p_i, p_j) + V(q_i, q_j)`` — for every expansion
+when the costs ``V = −scores`` satisfy ``V(a, c) + V(c, b) >= V(a, b) + V(c, c)`` (metrics,
+Potts with non-negative costs), for every swap when ``V(a, b) + V(b, a) >= V(a, a) + V(b, b)``
+(semi-metrics). Cycling over the labels until no move lowers the energy gives a local optimum
+with respect to all moves; for Potts costs the expansion optimum is within a factor 2 of the
+global one (Boykov, Veksler & Zabih 2001, Theorem 6.1).
+
+All samples of a call make their moves together: each move of a chunk of samples (at most
+``CHUNK_NODES`` nodes) is one max-flow over the nodes that can change, a sample drops out once a
+whole cycle left it unchanged, and a move is kept only by the samples whose energy it lowers.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._parallel import map_jobs
+from .base import CHUNK_NODES, Solver, chunks_by_size
+from .capabilities import Capabilities, PairwiseKind, PairwiseTerms
+from .cut import GraphCutSolver
+from .mincut import min_cut
+from .potentials import Potentials
+
+#: The move sets, and the condition on the costs under which every move is a cut.
+MOVES = {
+    "expansion": "metric pairwise costs, V(a, c) + V(c, b) >= V(a, b) + V(c, c)",
+    "swap": "semi-metric pairwise costs, V(a, b) + V(b, a) >= V(a, a) + V(b, b)",
+}
+
+
+class AlphaExpansionSolver(Solver):
+    """Approximate multi-label MAP by α-expansion (or αβ-swap) moves, each one graph cut.
+
+    Pairwise costs ``V = −scores`` must make every move submodular: Potts weights ``<= 0``
+    (non-negative costs) or metric tables for expansions, semi-metric tables for swaps; a table
+    that is neither is refused with an error naming ``message_passing``. The result is a local
+    optimum for every move; with Potts costs, expansion's is within a factor 2 of the optimum
+    (Boykov, Veksler & Zabih 2001). With ``K = 2`` it is the exact graph-cut MAP
+    (:class:`GraphCutSolver`, dynamic cuts for the clamped maximisers).
+
+    Many samples are solved together (one max-flow per move for a chunk of samples); clamped
+    nodes keep their label through every move; ``map(..., init=labels)`` starts from a given
+    labelling (a warm start, e.g. the previous step's MAP: the result is never worse than it),
+    as do the clamped maximisers of ``clamped_maps`` (from the unclamped MAP).
+
+    Parameters
+    ----------
+    moves : {"expansion", "swap"}, default="expansion"
+        α-expansion (metrics, the factor-2 bound for Potts) or αβ-swap (semi-metrics; ``K (K −
+        1) / 2`` moves per cycle instead of ``K``).
+    max_cycles : int, default=20
+        Cycles over the labels (or label pairs) before stopping; a sample stops earlier when a
+        whole cycle leaves it unchanged.
+    """
+
+    name = "alpha_expansion"
+    capabilities = Capabilities(
+        terms=PairwiseTerms.METRIC,
+        warm_start=True,
+        map_quality="approximate: a local optimum of α-expansion moves, within a factor 2 of "
+        "the optimum for Potts; exact for K = 2",
+    )
+
+    def __init__(self, moves: str = "expansion", max_cycles: int = 20):
+        if moves not in MOVES:
+            raise ValueError(f"moves must be one of {sorted(MOVES)}, got {moves!r}")
+        if isinstance(max_cycles, bool) or not isinstance(max_cycles, int) or max_cycles < 1:
+            raise ValueError(f"max_cycles must be an int >= 1, got {max_cycles!r}")
+        self.moves = moves
+        self.max_cycles = max_cycles
+
+    def __repr__(self) -> str:
+        return f"AlphaExpansionSolver(moves={self.moves!r}, max_cycles={self.max_cycles})"
+
+    def map(self, potentials: Potentials, clamp=None, n_jobs=None, init=None) -> np.ndarray:
+        """Labelling of every sample that no move improves.
+
+        Parameters
+        ----------
+        potentials : Potentials
+        clamp : ndarray of shape (n_nodes,), optional
+            Label each node is forced to, ``-1`` for a free node.
+        n_jobs : int, optional
+            Processes for the chunks of samples (results do not depend on it).
+        init : ndarray of shape (n_nodes,), optional
+            The starting labelling (clamps override it); default: each node's best unary
+            label.
+
+        Returns
+        -------
+        ndarray of shape (n_nodes,)
+        """
+        self._check(potentials)
+        p = potentials
+        clamp = _check_labels(clamp, p, "clamp", allow_free=True)
+        init = _check_labels(init, p, "init", allow_free=False)
+        if p.n_states <= 2:
+            if p.n_states == 1:
+                return np.zeros(p.n_nodes, dtype=np.intp)
+            return GraphCutSolver().map(p, clamp, n_jobs=n_jobs)
+        check_move_costs(p, self.moves)
+        start = np.argmax(p.unary, axis=1) if init is None else init.copy()
+        if clamp is not None:
+            start = np.where(clamp >= 0, clamp, start)
+        chunks = chunks_by_size(p.lengths, CHUNK_NODES)
+        jobs = [
+            (
+                p.take(chunk),
+                start[p.node_offsets[chunk.start] : p.node_offsets[chunk.stop]],
+                None
+                if clamp is None
+                else clamp[p.node_offsets[chunk.start] : p.node_offsets[chunk.stop]],
+                self.moves,
+                self.max_cycles,
+            )
+            for chunk in chunks
+        ]
+        work = [job[0].n_nodes * p.n_states for job in jobs]
+        labels = map_jobs(_cycle_moves, jobs, n_jobs, work)
+        return np.concatenate(labels) if labels else np.zeros(0, np.intp)
+
+    def clamped_maps(self, potentials: Potentials, nodes, labels, weights, **kwargs):
+        if potentials.n_states == 2:  # exact, and the dynamic cuts of graph cuts
+            return GraphCutSolver().clamped_maps(potentials, nodes, labels, weights, **kwargs)
+        return super().clamped_maps(potentials, nodes, labels, weights, **kwargs)
+
+
+def _check_labels(labels, p: Potentials, name: str, allow_free: bool):
+    """``clamp`` / ``init`` as an int array of one label per node (or None), checked."""
+    if labels is None:
+        return None
+    labels = np.asarray(labels)
+    if labels.shape != (p.n_nodes,) or labels.dtype.kind not in "iu":
+        raise ValueError(
+            f"{name} must be an int array of shape ({p.n_nodes},), got "
+            f"{labels.dtype} of shape {labels.shape}"
+        )
+    low = -1 if allow_free else 0
+    if labels.size and (labels.min() < low or labels.max() >= p.n_states):
+        raise ValueError(
+            f"{name} labels must lie in {low}..{p.n_states - 1}"
+            + (" (-1: free)" if allow_free else "")
+        )
+    return labels.astype(np.intp, copy=False)
+
+
+def _move_pair_costs(p: Potentials, first, second):
+    """``V_e`` of every edge at the four corners of a move: ``(first_i, first_j)``,
+    ``(first_i, second_j)``, ``(second_i, first_j)``, ``(second_i, second_j)``."""
+    i, j = p.edges[:, 0], p.edges[:, 1]
+    fi, fj, si, sj = first[i], first[j], second[i], second[j]
+    ends = [(fi, fj), (fi, sj), (si, fj), (si, sj)]
+    if p.pairwise_kind is PairwiseKind.POTTS:
+        cost = -p.pairwise
+        return [cost * (u != v) for u, v in ends]
+    if p.pairwise_kind is PairwiseKind.SHARED:
+        return [-p.pairwise[u, v] for u, v in ends]
+    rows = np.arange(p.n_edges)
+    return [-p.pairwise[rows, u, v] for u, v in ends]
+
+
+def check_move_costs(p: Potentials, moves: str) -> None:
+    """Raise a ValueError naming the first edge whose costs make a move non-submodular.
+
+    Parameters
+    ----------
+    p : Potentials
+    moves : {"expansion", "swap"}
+    """
+    if not p.n_edges:
+        return
+    tolerance = 1e-9 * (1.0 + np.abs(p.pairwise).max())
+    if p.pairwise_kind is PairwiseKind.POTTS:
+        slack = -p.pairwise[:, None]  # a Potts cost c >= 0 is a metric
+    else:
+        costs = -(p.pairwise[None] if p.pairwise_kind is PairwiseKind.SHARED else p.pairwise)
+        k = p.n_states
+        diagonal = np.diagonal(costs, axis1=1, axis2=2)
+        if moves == "swap":
+            slack = costs + costs.transpose(0, 2, 1) - diagonal[:, :, None] - diagonal[:, None, :]
+            slack = slack.reshape(len(costs), -1)
+        else:  # V(a, c) + V(c, b) − V(a, b) − V(c, c), one label c at a time
+            slack = np.stack(
+                [
+                    (
+                        costs[:, :, c, None]
+                        + costs[:, None, c, :]
+                        - costs
+                        - diagonal[:, c, None, None]
+                    ).min(axis=(1, 2))
+                    for c in range(k)
+                ],
+                axis=1,
+            )
+    worst = slack.min(axis=1)
+    bad = np.flatnonzero(worst < -tolerance)
+    if bad.size:
+        edge = int(bad[0])
+        where = (
+            "the shared table"
+            if p.pairwise_kind is PairwiseKind.SHARED
+            else (f"edge {edge} of sample {int(p.edge_sample[edge])}")
+        )
+        raise ValueError(
+            f"{moves} moves need {MOVES[moves]} (V = −pairwise scores; Potts weights <= 0); "
+            f"{where} violates it by {-worst[edge]:.3g}. Use solver='message_passing' for "
+            "other multi-label models"
+            + ("" if moves == "swap" else ", or moves='swap' for semi-metrics")
+        )
+
+
+def _cycle_moves(p: Potentials, labels: np.ndarray, clamp, moves: str, max_cycles: int):
+    """Moves on one chunk of samples until each sample is unchanged for a whole cycle."""
+    k = p.n_states
+    labels = labels.copy()
+    if moves == "expansion":
+        cycle = [(alpha, None) for alpha in range(k)]
+    else:
+        cycle = [(a, b) for a in range(k) for b in range(a + 1, k)]
+    free = np.ones(p.n_nodes, bool) if clamp is None else clamp < 0
+    idle = np.zeros(p.n_samples, np.intp)  # moves since the sample last changed
+    for _ in range(max_cycles):
+        for alpha, beta in cycle:
+            running = idle[p.node_sample] < len(cycle)
+            if not running.any():
+                return labels
+            if beta is None:  # expansion: stay (first = y) or take α (second = α)
+                movable = free & running & (labels != alpha)
+                first = labels
+            else:  # swap: the nodes labelled α or β choose between them
+                movable = free & running & ((labels == alpha) | (labels == beta))
+                first = np.where(movable, alpha, labels)
+            second = np.where(movable, alpha if beta is None else beta, labels)
+            proposal, better = _best_move(p, labels, first, second, movable)
+            labels = np.where(better[p.node_sample], proposal, labels)
+            idle = np.where(better, 0, idle + 1)
+    return labels
+
+
+def _best_move(p: Potentials, labels, first, second, movable):
+    """The minimum-energy move ``x`` (labels ``where(x, second, first)``) and, per sample,
+    whether it lowers the energy of ``labels`` (else the sample keeps them)."""
+    no_change = labels, np.zeros(p.n_samples, bool)
+    if not movable.any():
+        return no_change
+    rows = np.arange(p.n_nodes)
+    # unary: x_i = 1 costs V_i(second) − V_i(first)
+    linear = p.unary[rows, first] - p.unary[rows, second]
+    i, j = p.edges[:, 0], p.edges[:, 1]
+    a, b, c, d = _move_pair_costs(p, first, second)
+    # E(x_i, x_j) = a + (c − a) x_i + (d − c) x_j + (b + c − a − d) [x_i = 0][x_j = 1]; an
+    # edge with a fixed end has b + c − a − d = 0 and adds to its free end's unary term only
+    linear += np.bincount(i, c - a, minlength=p.n_nodes)
+    linear += np.bincount(j, d - c, minlength=p.n_nodes)
+    capacity = np.maximum(b + c - a - d, 0.0)  # >= 0 up to rounding (checked costs)
+    x = _min_cut(p, linear, capacity, movable)
+    # the energy change of each sample, from the move's energy at x and at the labels
+    now = movable & (labels == second)  # the labels in move coordinates
+    node_change = linear * (x.astype(float) - now)
+    edge_change = capacity * ((~x[i] & x[j]).astype(float) - (~now[i] & now[j]))
+    change, scale = _per_sample(p, node_change, edge_change)
+    better = change < -1e-10 * (1.0 + scale)
+    if not better.any():
+        return no_change
+    return np.where(x, second, first), better
+
+
+def _per_sample(p: Potentials, node_values, edge_values):
+    """Per sample: the sum of node and edge values, and the sum of their magnitudes."""
+    if p.n_samples == 1:
+        total = node_values.sum() + edge_values.sum()
+        size = np.abs(node_values).sum() + np.abs(edge_values).sum()
+        return np.array([total]), np.array([size])
+    total = np.bincount(p.node_sample, node_values, minlength=p.n_samples)
+    total += np.bincount(p.edge_sample, edge_values, minlength=p.n_samples)
+    size = np.bincount(p.node_sample, np.abs(node_values), minlength=p.n_samples)
+    size += np.bincount(p.edge_sample, np.abs(edge_values), minlength=p.n_samples)
+    return total, size
+
+
+def _min_cut(p: Potentials, linear, capacity, movable) -> np.ndarray:
+    """``argmin_x Σ linear_i x_i + Σ_e capacity_e [x_i = 0][x_j = 1]`` with the fixed nodes
+    at 0, as a bool array over all nodes."""
+    x = np.zeros(p.n_nodes, bool)
+    nodes = np.flatnonzero(movable)
+    local = np.full(p.n_nodes, -1)
+    local[nodes] = np.arange(len(nodes))
+    cut = capacity > 0  # > 0 only between two movable nodes
+    i, j = local[p.edges[cut, 0]], local[p.edges[cut, 1]]
+    x[nodes] = min_cut(len(nodes), linear[nodes], i, j, capacity[cut])
+    return x
