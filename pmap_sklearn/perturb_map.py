@@ -65,6 +65,15 @@ class PerturbMAPCRF(BaseStructuredSGD):
     unknown_label : int, float, str or None, default=-1
         The label that marks an unknown node in ``y`` (use e.g. ``"?"`` with string labels;
         None: every label is known).
+    init : {"auto", "logistic", "zeros"}, default="auto"
+        Starting weights: ``"logistic"`` sets the unary weights to per-node multinomial
+        logistic regression on the labelled nodes (at most 10,000 of them, 30 L-BFGS
+        iterations) and the pairwise weights to 0 — the perturb-and-MAP maximum likelihood of
+        the model without pairwise terms (the Gumbel-max trick). From ``"zeros"`` the first
+        perturbed MAPs are noise, and on pixel grids with few training images the pairwise
+        weights outrun the unary ones until every pixel gets one label (see
+        :ref:`perturb-and-map-grids`). ``"auto"``: ``"logistic"`` on grids and graphs,
+        ``"zeros"`` on chains (where it generalises better).
 
     Attributes
     ----------
@@ -130,6 +139,7 @@ class PerturbMAPCRF(BaseStructuredSGD):
         n_jobs=None,
         verbose=0,
         unknown_label=-1,
+        init="auto",
     ):
         super().__init__(
             structure,
@@ -150,6 +160,7 @@ class PerturbMAPCRF(BaseStructuredSGD):
             n_jobs=n_jobs,
             verbose=verbose,
             unknown_label=unknown_label,
+            init=init,
         )
 
     def _targets(self, batch, labels, w_supervised, rng):

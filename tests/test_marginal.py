@@ -154,7 +154,7 @@ def test_balanced_weights_win_on_the_weighted_hamming_loss(rng):
 
 
 def test_semi_supervised_uses_conditional_marginals_of_unknown_nodes():
-    data = make_grid_data(n_samples=10, shape=(12, 12), noise=1.2, random_state=0)
+    data = make_grid_data(n_samples=10, shape=(12, 12), noise=0.8, random_state=0)
     X, y = data.data, [t.copy() for t in data.target]
     for t in y[4:]:  # "bounding box" style: the border is known background, the rest unknown
         t[2:-2, 2:-2] = -1
