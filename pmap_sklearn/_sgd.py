@@ -120,9 +120,10 @@ def _step(oracle: Oracle, part: slice, w, rng, steps, t, alpha, project):
 
 def _penalty(alpha, w: np.ndarray) -> float:
     """``(1/2) Σ α_i w_i²`` for a scalar or per-coordinate α."""
-    if np.ndim(alpha) == 0:
-        return 0.5 * alpha * float(w @ w)
-    return 0.5 * float(alpha @ (w * w))
+    with np.errstate(over="ignore"):  # an overflow is caught as a non-finite objective
+        if np.ndim(alpha) == 0:
+            return 0.5 * alpha * float(w @ w)
+        return 0.5 * float(alpha @ (w * w))
 
 
 def calibrate_eta0(
@@ -310,8 +311,9 @@ def run_sgd(
         regularised = objective / n_samples - _penalty(alpha, w)
         if not np.isfinite(regularised):
             raise NonFiniteError(
-                f"the objective of epoch {epoch + 1} is not finite ({regularised}): scale the "
-                "features or regularise more"
+                f"the objective of epoch {epoch + 1} is not finite ({regularised}): the weights "
+                "overflowed; lower the step size (eta0, or eta0='auto'), scale the features or "
+                "regularise more"
             )
         state.loss_curve.append(-regularised)
         current = regularised

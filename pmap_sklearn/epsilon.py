@@ -3,10 +3,12 @@ message passing, for pairwise models of any K and any sign."""
 
 from __future__ import annotations
 
+import warnings
 from numbers import Integral, Real
 from typing import NamedTuple
 
 import numpy as np
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from . import _lbfgs, _sgd
@@ -276,7 +278,7 @@ class EpsilonCRF(BaseStructuredEstimator):
             return value
 
         progress = Progress(type(self).__name__, self.max_iter, self.verbose, unit="iteration")
-        w, converged, step = state.coef, False, 1.0
+        w, converged, step, stalled = state.coef, False, 1.0, None
         memory = _lbfgs.CurvatureMemory(
             lambda v: (
                 self._lemma2(bp, batch, v, self._scores(batch, v, loss_scores), observed).gradient
@@ -306,13 +308,42 @@ class EpsilonCRF(BaseStructuredEstimator):
             if epsilon > 0:
                 direction = memory.direction(gradient)
                 w_new, step = _lbfgs.backtrack(primal, w, value, gradient, direction)
+                if step == 0.0:  # no decrease along a descent direction: rounding has won
+                    stalled = iteration
+                    break
                 memory.update(w_new - w, gradient, w_new)
                 w = w_new
             else:  # the structured hinge: a subgradient step of size 1 / (α (t + 1))
                 step = _sgd.learning_rate("optimal", state.n_iter, alpha, 1.0 / alpha, 0.0)
                 w = w - step * gradient
         state.coef = w
+        if stalled is not None:
+            advice = (
+                "the objective is too flat or too steep for double precision: scale the "
+                "features (e.g. with NodeTransformer(StandardScaler())) or lower epsilon"
+            )
+            if not np.any(w):
+                raise NonFiniteError(
+                    f"EpsilonCRF learned nothing: its line search found no decrease from w = 0 "
+                    f"at iteration {stalled}; {advice}"
+                )
+            warnings.warn(
+                f"EpsilonCRF stopped at iteration {stalled}: its line search found no decrease "
+                f"(primal-dual gap {gap:.3g}); {advice}",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
+            return
         progress.finish(state.n_iter, converged, f"primal-dual gap < tol={self.tol}")
+        if converged and not np.any(w) and np.any(data_gradient):
+            warnings.warn(
+                f"EpsilonCRF stopped at w = 0: the primal-dual gap {gap:.3g} is below tol × "
+                f"|objective| = {self.tol * abs(value):.3g} before any step, so the weights are "
+                "all zero; the objective is dominated by its entropy or loss term: lower "
+                "epsilon or tol, or scale the features",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
 
     def _lemma2(self, bp, batch, w, scores: _Scores, observed) -> _Lemma2:
         """Lemma 2: the gradient in w of the Theorem-1 objective at the current messages, and

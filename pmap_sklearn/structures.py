@@ -86,6 +86,12 @@ class BaseStructure(BaseEstimator):
         """
         if len(X) == 0:
             raise ValueError("X is empty: at least one sample is needed")
+        for flag in ("bias", "contrast", "untied"):
+            value = getattr(self, flag, False)
+            if not isinstance(value, bool | np.bool_):
+                raise ValueError(
+                    f"{type(self).__name__}({flag}=...) must be True or False, got {value!r}"
+                )
         self.n_states_ = self._infer_n_states(y)
         self.solver_ = check_solver(self._auto_solver() if self.solver == "auto" else self.solver)
         first = self._parse_sample(X[0], 0)
@@ -647,12 +653,13 @@ class _EdgeFeatureStructure(BaseStructure):
         return tables.reshape(-1, k, k)
 
     def _pairwise_joint_feature(self, batch, statistics, per_sample):
-        if self.pairwise_kind is PairwiseKind.TABLES:
-            statistics = statistics.reshape(len(statistics), -1)
+        if self.pairwise_kind is PairwiseKind.TABLES:  # (E, K, K) → (E, K²), E may be 0
+            statistics = statistics.reshape(len(statistics), self.n_states_**2)
         sets = self._edge_weight_sets(batch)
         if sets is not None:
             return _sum_by_set(
-                batch.edge_features[:, :, None] * statistics.reshape(len(statistics), -1)[:, None],
+                batch.edge_features[:, :, None]
+                * (statistics if statistics.ndim == 2 else statistics[:, None])[:, None],
                 sets,
                 batch.edge_sample,
                 self.n_edge_weight_sets_,
@@ -668,7 +675,7 @@ class _EdgeFeatureStructure(BaseStructure):
         if self.pairwise_kind is PairwiseKind.POTTS:
             return selector @ (batch.edge_features * statistics[:, None])
         outer = batch.edge_features[:, :, None] * statistics[:, None, :]
-        return selector @ outer.reshape(len(statistics), -1)
+        return selector @ outer.reshape(len(statistics), outer.shape[1] * outer.shape[2])
 
 
 class GraphStructure(_EdgeFeatureStructure):

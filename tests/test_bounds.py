@@ -160,7 +160,7 @@ def test_bad_models_are_refused(rng):
         log_partition_perturb(repulsive)
     with pytest.raises(ValueError, match="24 binary nodes"):
         log_partition_exact(Potentials(np.zeros((30, 2))))
-    with pytest.raises(ValueError, match="sample 0: edge endpoint out of range 0..4"):
+    with pytest.raises(ValueError, match="of sample 0 leaves the sample.s nodes 0..4"):
         log_partition_exact(Potentials(unary, edges + 10, weights))
     with pytest.raises(ValueError, match="non-finite"):
         log_partition_exact(Potentials(np.full((3, 2), np.nan)))

@@ -41,6 +41,10 @@ def test_load_ocr_parses_the_letter_data_layout(tmp_path):
     _write_letters(tmp_path / "bad.gz", [[1, "c", -1, 1, 1, 3, 0, 1]])
     with pytest.raises(ValueError, match="not in the letter.data layout"):
         load_ocr(tmp_path / "bad.gz")
+    for cut in (1, 4):  # inside the first word, inside the second
+        _write_letters(tmp_path / "cut.gz", rows[:cut])
+        with pytest.raises(ValueError, match="ends inside a word.*truncated"):
+            load_ocr(tmp_path / "cut.gz")
 
 
 def test_load_ocr_missing_file_names_the_places_tried(tmp_path, monkeypatch):

@@ -93,8 +93,9 @@ def test_loader_arguments_are_checked(tmp_path, rng):
         load_weizmann_horses(folder, compactness=-1.0, cache=False)
     from pmap_sklearn.datasets import load_weizmann_horse_masks
 
-    with pytest.raises(ValueError, match="index -3 is out of range: there are 2 horse masks"):
-        load_weizmann_horse_masks(folder, indices=[-3])
+    for index in (-3, -1, 2):  # positions 0..1 only: -1 is not "the last one"
+        with pytest.raises(ValueError, match=f"index {index} is out of range: there are 2 horse"):
+            load_weizmann_horse_masks(folder, indices=[index])
 
 
 def test_feature_cache_follows_the_files_and_shows_progress(tmp_path, rng, capsys):

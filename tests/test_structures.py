@@ -173,6 +173,8 @@ def test_projection_keeps_cut_weights_nonpositive(rng):
             "handles at most 2 labels",
         ),
         (ChainStructure(n_states="a"), [np.zeros((2, 2))], None, "n_states must be an int"),
+        (ChainStructure(bias="no"), [np.zeros((2, 2))], None, r"ChainStructure\(bias=...\)"),
+        (GridStructure(contrast=1), [np.zeros((2, 2))], None, r"contrast=...\) must be True"),
         (ChainStructure(n_states=1), [np.zeros((2, 2))], None, "n_states must be at least 2"),
         (GraphStructure(), [GraphSample(np.zeros((3, 1)), [[0, 3]])], None, "out of range"),
         (GraphStructure(), [GraphSample(np.zeros((3, 1)), [[0, 1], [2, 2]])], None, "self-loop"),

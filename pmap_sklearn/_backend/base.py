@@ -171,8 +171,24 @@ class Solver:
             f"the {self.name} solver handles at most {self.max_states} labels, got K = {n_states}"
         )
 
-    def _check(self, potentials: Potentials) -> None:
-        """Cheap checks before every call: the number of labels and finite scores."""
+    def _check(self, potentials: Potentials, clamp=None) -> None:
+        """Checks before every call, in one vectorised pass: the argument types, the graph
+        (:meth:`Potentials.check_graph`), the number of labels, finite scores and the clamp.
+
+        Raises
+        ------
+        TypeError
+            If ``potentials`` is not a :class:`Potentials`.
+        ValueError
+            Naming the argument and, for the graph, the edge and its sample.
+        NonFiniteError
+            If a score is NaN or infinite.
+        """
+        if not isinstance(potentials, Potentials):
+            raise TypeError(
+                f"the {self.name} solver takes Potentials, got {type(potentials).__name__}"
+            )
+        potentials.check_graph()
         self.check_states(potentials.n_states)
         for name in ("unary", "pairwise"):
             values = getattr(potentials, name)
@@ -183,6 +199,8 @@ class Solver:
                     "scale the features (e.g. with NodeTransformer(StandardScaler())) or "
                     "regularise more"
                 )
+        if clamp is not None:
+            check_clamp(clamp, potentials)
 
     # ---- the protocol --------------------------------------------------------------------
     def map(self, potentials: Potentials, clamp=None, n_jobs=None) -> np.ndarray:
@@ -301,6 +319,34 @@ def _first_bad_sample(potentials: Potentials, name: str) -> int:
         return 0
     bad = ~np.isfinite(values.reshape(len(values), -1)).all(axis=1)
     return int(potentials.edge_sample[np.flatnonzero(bad)[0]])
+
+
+def check_clamp(clamp, potentials: Potentials) -> np.ndarray:
+    """A clamp as an int array of one label per node, ``-1`` for a free node, or a ValueError
+    naming what is wrong.
+
+    Parameters
+    ----------
+    clamp : array-like of shape (n_nodes,)
+    potentials : Potentials
+
+    Returns
+    -------
+    ndarray of shape (n_nodes,) of int
+    """
+    clamp = np.asarray(clamp)
+    if clamp.shape != (potentials.n_nodes,) or (clamp.size and clamp.dtype.kind not in "iu"):
+        raise ValueError(
+            f"clamp must be an int array of shape ({potentials.n_nodes},) (a label per node, "
+            f"-1 for a free node), got {clamp.dtype} of shape {clamp.shape}"
+        )
+    if clamp.size and (clamp.min() < -1 or clamp.max() >= potentials.n_states):
+        bad = int(np.flatnonzero((clamp < -1) | (clamp >= potentials.n_states))[0])
+        raise ValueError(
+            f"clamp labels must lie in -1..{potentials.n_states - 1} (-1: free); node {bad} "
+            f"has {int(clamp[bad])}"
+        )
+    return clamp.astype(np.intp, copy=False)
 
 
 def check_queries(potentials: Potentials, nodes, labels, weights):

@@ -7,8 +7,10 @@ small). Any number of labels and any pairwise kind.
 from __future__ import annotations
 
 from dataclasses import replace
+from numbers import Integral
 
 import numpy as np
+from sklearn.utils import check_scalar
 
 from .base import Marginals, Solver
 from .capabilities import Capabilities, PairwiseKind
@@ -56,10 +58,10 @@ class BruteForceSolver(Solver):
     capabilities = Capabilities(marginals=True, map_quality="exact; tiny models only")
 
     def __init__(self, max_labellings: int = 1 << 24):
-        self.max_labellings = max_labellings
+        self.max_labellings = check_scalar(max_labellings, "max_labellings", Integral, min_val=1)
 
     def _samples(self, potentials: Potentials, clamp):
-        self._check(potentials)
+        self._check(potentials, clamp)
         k = potentials.n_states
         unary = potentials.unary if clamp is None else clamp_scores(potentials.unary, clamp)
         clamped = replace(potentials, unary=unary)

@@ -293,8 +293,8 @@ class ChainSolver(Solver):
         pairwise=frozenset({PairwiseKind.SHARED}), graphs=GraphKind.CHAIN, marginals=True
     )
 
-    def _check(self, potentials: Potentials) -> None:
-        super()._check(potentials)
+    def _check(self, potentials: Potentials, clamp=None) -> None:
+        super()._check(potentials, clamp)
         p = potentials
         if p.pairwise_kind is not PairwiseKind.SHARED:
             raise ValueError(
@@ -303,7 +303,8 @@ class ChainSolver(Solver):
             )
         if isinstance(p.layout, ChainLayout):
             return
-        first = np.delete(np.arange(p.n_nodes), p.node_offsets[1:] - 1)
+        last = p.node_offsets[1:][np.diff(p.node_offsets) > 0] - 1  # of non-empty chains
+        first = np.delete(np.arange(p.n_nodes), last)
         if p.n_edges != len(first) or not (
             np.array_equal(p.edges[:, 0], first) and np.array_equal(p.edges[:, 1], first + 1)
         ):
@@ -321,7 +322,9 @@ class ChainSolver(Solver):
         return pad(unary, potentials.lengths)
 
     def map(self, potentials, clamp=None, n_jobs=None):
-        self._check(potentials)
+        self._check(potentials, clamp)
+        if potentials.n_nodes == 0:
+            return np.zeros(0, dtype=np.intp)
         padded, position = self._padded(potentials, clamp)
         labels = viterbi(padded, potentials.lengths, potentials.pairwise)
         return labels[potentials.node_sample, position]
@@ -374,7 +377,7 @@ class ChainSolver(Solver):
             Node marginals, the expected transition counts summed over the batch, and the
             log-partition of every chain.
         """
-        self._check(potentials)
+        self._check(potentials, clamp)
         p = potentials
         unary = p.unary if clamp is None else clamp_scores(p.unary, clamp)
         node = np.empty_like(unary)

@@ -57,7 +57,9 @@ class GraphCutSolver(Solver):
     # (_attractive_potts), once per call of map / _incremental_clamped_maps.
 
     def map(self, potentials, clamp=None, n_jobs=None):
-        self._check(potentials)
+        self._check(potentials, clamp)
+        if potentials.n_states == 1 or potentials.n_nodes == 0:  # nothing to choose
+            return np.zeros(potentials.n_nodes, dtype=np.intp)
         potts = _attractive_potts(potentials)
         jobs = [
             (

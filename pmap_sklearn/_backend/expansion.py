@@ -96,10 +96,10 @@ class AlphaExpansionSolver(Solver):
         -------
         ndarray of shape (n_nodes,)
         """
-        self._check(potentials)
+        self._check(potentials, clamp)
         p = potentials
-        clamp = _check_labels(clamp, p, "clamp", allow_free=True)
-        init = _check_labels(init, p, "init", allow_free=False)
+        clamp = None if clamp is None else np.asarray(clamp, dtype=np.intp)
+        init = _check_init(init, p)
         if p.n_states <= 2:
             if p.n_states == 1:
                 return np.zeros(p.n_nodes, dtype=np.intp)
@@ -131,23 +131,19 @@ class AlphaExpansionSolver(Solver):
         return super().clamped_maps(potentials, nodes, labels, weights, **kwargs)
 
 
-def _check_labels(labels, p: Potentials, name: str, allow_free: bool):
-    """``clamp`` / ``init`` as an int array of one label per node (or None), checked."""
-    if labels is None:
+def _check_init(init, p: Potentials):
+    """``init`` as an int array of one label per node (or None), checked."""
+    if init is None:
         return None
-    labels = np.asarray(labels)
-    if labels.shape != (p.n_nodes,) or labels.dtype.kind not in "iu":
+    init = np.asarray(init)
+    if init.shape != (p.n_nodes,) or (init.size and init.dtype.kind not in "iu"):
         raise ValueError(
-            f"{name} must be an int array of shape ({p.n_nodes},), got "
-            f"{labels.dtype} of shape {labels.shape}"
+            f"init must be an int array of shape ({p.n_nodes},), got {init.dtype} of shape "
+            f"{init.shape}"
         )
-    low = -1 if allow_free else 0
-    if labels.size and (labels.min() < low or labels.max() >= p.n_states):
-        raise ValueError(
-            f"{name} labels must lie in {low}..{p.n_states - 1}"
-            + (" (-1: free)" if allow_free else "")
-        )
-    return labels.astype(np.intp, copy=False)
+    if init.size and (init.min() < 0 or init.max() >= p.n_states):
+        raise ValueError(f"init labels must lie in 0..{p.n_states - 1}")
+    return init.astype(np.intp, copy=False)
 
 
 def _move_pair_costs(p: Potentials, first, second):

@@ -303,7 +303,7 @@ class ForestSolver(Solver):
     def _samples(self, potentials: Potentials, clamp):
         """Per sample: its nodes and edges, its session, and its scores and clamped state as
         one model."""
-        self._check(potentials)
+        self._check(potentials, clamp)
         tables = potentials.edge_tables()
         for i in range(potentials.n_samples):
             nodes = slice(potentials.node_offsets[i], potentials.node_offsets[i + 1])

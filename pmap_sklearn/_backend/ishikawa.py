@@ -196,7 +196,7 @@ class IshikawaSolver(Solver):
             p = potentials
             model = GroupMaxLevels(p.n_levels, p.levels, p.groups, p.weights)
             return model.map(-p.unary, n_jobs=n_jobs)
-        self._check(potentials)
+        self._check(potentials, clamp)
         p = potentials
         if p.n_states == 1 or p.n_nodes == 0:
             return np.zeros(p.n_nodes, dtype=np.intp)

@@ -23,12 +23,13 @@ is exact sum-product: beliefs are the marginals and ``g`` the log-partition func
 from __future__ import annotations
 
 from dataclasses import replace
-from numbers import Real
+from numbers import Integral, Real
 
 import numpy as np
 from scipy import sparse
 from scipy.sparse.csgraph import connected_components
 from scipy.special import logsumexp
+from sklearn.utils import check_scalar
 
 from .base import Marginals, Solver
 from .capabilities import Capabilities, PairwiseKind
@@ -107,6 +108,12 @@ def colour_nodes(n_nodes: int, edges: np.ndarray) -> np.ndarray:
         used[source[done], colour[target[done]]] = True
         colour[chosen] = np.argmin(used[chosen], axis=1)
     return colour
+
+
+def _check_counting(kind) -> None:
+    """Raise the ValueError of :func:`counting_numbers` for an invalid ``kind`` (on a one-node
+    graph, before any model is seen)."""
+    counting_numbers(kind, np.zeros(1), np.ones(1, bool))
 
 
 def counting_numbers(kind, degree: np.ndarray, forest=None) -> tuple[float, np.ndarray]:
@@ -291,7 +298,7 @@ class BeliefPropagation:
         """``g_n(λ)`` of every sample (n_samples,): an upper bound of the approximated
         soft-max, equal to it at the optimal messages."""
         node = soft_max(self.node_scores - self._message_sums(), self.node_tau, axis=1)
-        scores = self._edge_scores().reshape(self.n_edges, -1)
+        scores = self._edge_scores().reshape(self.n_edges, self.n_states**2)
         edge = soft_max(scores, self.edge_tau, axis=1)
         return np.bincount(self.node_sample, node, minlength=self.n_samples) + np.bincount(
             self.edge_sample, edge, minlength=self.n_samples
@@ -299,7 +306,7 @@ class BeliefPropagation:
 
     def edge_beliefs(self) -> np.ndarray:
         """``b_α ∝ exp[(θ_α + Σ λ_{v→α}) / τ_α]``, shape (E, K, K)."""
-        scores = self._edge_scores().reshape(self.n_edges, -1)
+        scores = self._edge_scores().reshape(self.n_edges, self.n_states**2)
         tau = np.full(self.n_edges, self.edge_tau)
         return soft_argmax(scores, tau).reshape(self.n_edges, self.n_states, self.n_states)
 
@@ -324,7 +331,7 @@ class BeliefPropagation:
             return -np.sum(np.where(b > 0, b * np.log(np.where(b > 0, b, 1.0)), 0.0), axis=1)
 
         node = self.node_count * h(node_beliefs)
-        edge = self.edge_count * h(edge_beliefs.reshape(self.n_edges, -1))
+        edge = self.edge_count * h(edge_beliefs.reshape(self.n_edges, self.n_states**2))
         return np.bincount(self.node_sample, node, minlength=self.n_samples) + np.bincount(
             self.edge_sample, edge, minlength=self.n_samples
         )
@@ -368,9 +375,12 @@ class MessagePassingSolver(Solver):
     )
 
     def __init__(self, counting_numbers="bethe", max_sweeps: int = 500, tol: float = 1e-9):
+        _check_counting(counting_numbers)
         self.counting_numbers = counting_numbers
-        self.max_sweeps = max_sweeps
-        self.tol = tol
+        self.max_sweeps = check_scalar(max_sweeps, "max_sweeps", Integral, min_val=1)
+        self.tol = check_scalar(tol, "tol", Real, min_val=0.0)
+        if not np.isfinite(self.tol):
+            raise ValueError(f"tol must be a finite number >= 0, got {tol!r}")
 
     def __repr__(self) -> str:
         return f"MessagePassingSolver(counting_numbers={self.counting_numbers!r})"
@@ -456,7 +466,7 @@ class MessagePassingSolver(Solver):
         return belief.argmax(axis=1)
 
     def _propagate(self, potentials, clamp, epsilon):
-        self._check(potentials)
+        self._check(potentials, clamp)
         if clamp is not None:
             unary = finite_clamp_scores(potentials.unary, clamp, potentials.pairwise)
             potentials = replace(potentials, unary=unary)

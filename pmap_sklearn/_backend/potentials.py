@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from .._utils import StackedSamples, check_edges, onehot, ranges
+from .._utils import StackedSamples, onehot, ranges
 from .capabilities import PairwiseKind
 
 _KIND_BY_NDIM = {1: PairwiseKind.POTTS, 2: PairwiseKind.SHARED, 3: PairwiseKind.TABLES}
@@ -112,6 +112,9 @@ class Potentials(StackedSamples):
     layout: GridLayout | ChainLayout | None = field(default=None, repr=False)
 
     def __post_init__(self):
+        for name in ("unary", "pairwise"):
+            if np.iscomplexobj(getattr(self, name)):
+                raise ValueError(f"{name} scores must be real numbers, got complex values")
         unary = np.asarray(self.unary, dtype=float)
         if unary.ndim != 2:
             raise ValueError(f"unary must have shape (n_nodes, K), got {unary.shape}")
@@ -179,9 +182,8 @@ class Potentials(StackedSamples):
 
     # ---- checks ----------------------------------------------------------------------------
     def check(self) -> Potentials:
-        """Fully validate user-built potentials.
-
-        Finite scores, non-decreasing offsets, edges inside their sample and no self-loop.
+        """Fully validate user-built potentials: the graph (:meth:`check_graph`) and finite
+        scores.
 
         Returns
         -------
@@ -193,15 +195,50 @@ class Potentials(StackedSamples):
         ValueError
             Naming the problem (and the sample).
         """
+        self.check_graph()
         if not np.isfinite(self.unary).all():
             raise ValueError("unary scores contain non-finite values (NaN or inf)")
         if not np.isfinite(self.pairwise).all():
             raise ValueError("pairwise scores contain non-finite values (NaN or inf)")
+        return self
+
+    def check_graph(self) -> Potentials:
+        """Validate the graph in one vectorised pass: non-decreasing offsets, every edge
+        inside its sample's nodes, no self-loop. Every solver calls it before any work.
+
+        Returns
+        -------
+        Potentials
+            ``self``.
+
+        Raises
+        ------
+        ValueError
+            Naming the edge, its sample and the problem.
+        """
         if np.any(np.diff(self.node_offsets) < 0) or np.any(np.diff(self.edge_offsets) < 0):
             raise ValueError("node_offsets and edge_offsets must be non-decreasing")
-        for i in np.unique(self.edge_sample):
-            edges = slice(self.edge_offsets[i], self.edge_offsets[i + 1])
-            check_edges(self.edges[edges] - self.node_offsets[i], self.lengths[i], f"sample {i}")
+        if self.node_offsets[0] != 0 or self.edge_offsets[0] != 0:
+            raise ValueError("node_offsets and edge_offsets must start at 0")
+        if not self.n_edges:
+            return self
+        sample = self.edge_sample
+        low, high = self.node_offsets[sample], self.node_offsets[sample + 1]
+        outside = (self.edges < low[:, None]) | (self.edges >= high[:, None])
+        if outside.any():
+            edge = int(np.flatnonzero(outside.any(axis=1))[0])
+            raise ValueError(
+                f"edge {edge} {tuple(int(v) for v in self.edges[edge])} of sample "
+                f"{int(sample[edge])} leaves the sample's nodes {int(low[edge])}.."
+                f"{int(high[edge]) - 1} (negative, out of range, or in another sample)"
+            )
+        loops = np.flatnonzero(self.edges[:, 0] == self.edges[:, 1])
+        if len(loops):
+            edge = int(loops[0])
+            raise ValueError(
+                f"edge {edge} of sample {int(sample[edge])} is a self-loop on node "
+                f"{int(self.edges[edge, 0])}"
+            )
         return self
 
     # ---- derived potentials ---------------------------------------------------------------

@@ -249,8 +249,11 @@ def _select(items: list, indices, what: str) -> list:
     for i in indices:
         if isinstance(i, bool) or not isinstance(i, int | np.integer):
             raise ValueError(f"indices must be ints, got {i!r}")
-        if not -len(items) <= i < len(items):
-            raise ValueError(f"index {i} is out of range: there are {len(items)} {what}")
+        if not 0 <= i < len(items):
+            raise ValueError(
+                f"index {i} is out of range: there are {len(items)} {what}, indices 0.."
+                f"{len(items) - 1}"
+            )
         chosen.append(items[i])
     return chosen
 

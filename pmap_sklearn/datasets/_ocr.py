@@ -64,7 +64,12 @@ def load_ocr(path=None) -> Bunch:
     # Words are runs of letters ending where next_id == -1.
     ends = np.flatnonzero(next_id == -1) + 1
     starts = np.concatenate([[0], ends[:-1]])
-    if ends[-1] != len(rows) or np.any(word_id[starts] != word_id[ends - 1]):
+    if len(ends) == 0 or ends[-1] != len(rows):
+        raise ValueError(
+            f"{file} ends inside a word (its last letter has no next_id = -1): the file is "
+            f"truncated; download it again from {OCR_URL}"
+        )
+    if np.any(word_id[starts] != word_id[ends - 1]):
         raise ValueError(f"{file}: words are not contiguous runs ending with next_id = -1")
     return Bunch(
         data=np.split(pixels, ends[:-1]),
