@@ -276,13 +276,8 @@ class GroupMaxLevels:
 
     Parameters
     ----------
-    n_levels : ndarray of shape (n,)
-    levels : ndarray of shape (max(n_levels),)
-        Increasing level values, ``levels[0] = 0``.
-    groups : list of int arrays
-        Members of each group.
-    weights : ndarray of shape (n_groups,)
-        ``d_A >= 0``.
+    n_levels, levels, groups, weights
+        As in :class:`GroupMaxPotentials` (checked there).
     """
 
     def __init__(self, n_levels, levels, groups, weights):
