@@ -162,16 +162,24 @@ def learning_rows(n_train, n_test, size, k, noise):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--full", action="store_true", help="512² grids, message passing at 256²")
+    parser.add_argument(
+        "--learning-only", action="store_true", help="keep the MAP rows of the last run"
+    )
     args = parser.parse_args()
     started = time.perf_counter()
     sizes = (64, 128, 256, 512) if args.full else (64, 128, 256)
-    print(MAP_HEADER)
-    maps = map_rows(sizes, (3, 5, 8), (0.5, 1.5), 256 if args.full else 128)
+    if args.learning_only:
+        maps = json.loads((RESULTS / "multilabel.json").read_text())["map"]
+    else:
+        print(MAP_HEADER)
+        maps = map_rows(sizes, (3, 5, 8), (0.5, 1.5), 256 if args.full else 128)
     setting = dict(n_train=20, n_test=20, size=24, k=4, noise=1.0)
     print(f"\nLearning: {setting}")
     learning = learning_rows(**setting)
     total = time.perf_counter() - started
     command = "python benchmarks/multilabel.py" + (" --full" if args.full else "")
+    if args.learning_only:
+        command += " --learning-only (MAP rows from the previous run)"
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "multilabel.json").write_text(
         json.dumps(

@@ -48,8 +48,10 @@ class MarginalPerturbMAPCRF(BaseStructuredSGD):
     max_iter : int, default=100
         Epochs. The marginal objective supervises one node per term, so it needs more passes
         than :class:`~pmap_sklearn.PerturbMAPCRF` (about 100 epochs on OCR).
-    batch_size : int, default=32
-        Samples per SGD step.
+    batch_size : int or "auto", default="auto"
+        Samples per SGD step; ``"auto"``: ``min(32, max(2, n_samples // 5))``, about 5
+        steps per epoch (with 10 training images a batch of 32 would make one step per
+        epoch, and the weights get nowhere: see :ref:`perturb-and-map-grids`).
     tol : float or None, default=None
         As in :class:`~pmap_sklearn.PerturbMAPCRF`, but off by default: the stochastic estimate
         of this objective is too noisy for a stopping rule on the training objective (use
@@ -129,6 +131,7 @@ class MarginalPerturbMAPCRF(BaseStructuredSGD):
     True
     """
 
+    _auto_batch_size = 32
     _parameter_constraints: dict = {
         **BaseStructuredSGD._parameter_constraints,
         "class_weight": [None, StrOptions({"balanced"}), dict],
@@ -147,7 +150,7 @@ class MarginalPerturbMAPCRF(BaseStructuredSGD):
         dynamic=True,
         alpha=1e-4,
         max_iter=100,
-        batch_size=32,
+        batch_size="auto",
         learning_rate="optimal",
         eta0="auto",
         power_t=0.5,

@@ -32,8 +32,10 @@ class PerturbMAPCRF(BaseStructuredSGD):
         L2 regularisation strength (the papers' λ).
     max_iter : int, default=50
         Maximum number of epochs.
-    batch_size : int, default=16
-        Samples per SGD step.
+    batch_size : int or "auto", default="auto"
+        Samples per SGD step; ``"auto"``: ``min(16, max(2, n_samples // 5))``, about 5
+        steps per epoch (with 10 training images a batch of 16 would make one step per
+        epoch, and the weights get nowhere: see :ref:`perturb-and-map-grids`).
     learning_rate : {"optimal", "constant", "invscaling"}, default="optimal"
         ``"optimal"``: ``η_t = 1 / (α (t + t0))`` with ``t0 = 1/(α η0)`` (the paper's 1/(λh)
         schedule, started at η0); ``"constant"``: η0; ``"invscaling"``: ``η0 / (t+1)^power_t``.
@@ -124,7 +126,7 @@ class PerturbMAPCRF(BaseStructuredSGD):
         *,
         alpha=1e-4,
         max_iter=50,
-        batch_size=16,
+        batch_size="auto",
         learning_rate="optimal",
         eta0="auto",
         power_t=0.5,
