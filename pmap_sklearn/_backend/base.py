@@ -200,7 +200,7 @@ class Solver:
                     "regularise more"
                 )
         if clamp is not None:
-            check_clamp(clamp, potentials)
+            check_labels(clamp, potentials, "clamp", free=True)
 
     # ---- the protocol --------------------------------------------------------------------
     def map(self, potentials: Potentials, clamp=None, n_jobs=None) -> np.ndarray:
@@ -321,32 +321,39 @@ def _first_bad_sample(potentials: Potentials, name: str) -> int:
     return int(potentials.edge_sample[np.flatnonzero(bad)[0]])
 
 
-def check_clamp(clamp, potentials: Potentials) -> np.ndarray:
-    """A clamp as an int array of one label per node, ``-1`` for a free node, or a ValueError
-    naming what is wrong.
+def check_labels(labels, potentials: Potentials, name: str, free: bool) -> np.ndarray:
+    """A labelling of every node (a ``clamp`` with ``free=True``: ``-1`` marks a free node;
+    an ``init`` without), or a ValueError naming ``name`` and what is wrong.
 
     Parameters
     ----------
-    clamp : array-like of shape (n_nodes,)
+    labels : array-like of shape (n_nodes,)
     potentials : Potentials
+    name : str
+        The argument, for the messages.
+    free : bool
+        Whether ``-1`` (a free node) is allowed.
 
     Returns
     -------
     ndarray of shape (n_nodes,) of int
     """
-    clamp = np.asarray(clamp)
-    if clamp.shape != (potentials.n_nodes,) or (clamp.size and clamp.dtype.kind not in "iu"):
+    labels = np.asarray(labels)
+    low = -1 if free else 0
+    if labels.shape != (potentials.n_nodes,) or (labels.size and labels.dtype.kind not in "iu"):
         raise ValueError(
-            f"clamp must be an int array of shape ({potentials.n_nodes},) (a label per node, "
-            f"-1 for a free node), got {clamp.dtype} of shape {clamp.shape}"
+            f"{name} must be an int array of shape ({potentials.n_nodes},) (a label per node"
+            + (", -1 for a free node" if free else "")
+            + f"), got {labels.dtype} of shape {labels.shape}"
         )
-    if clamp.size and (clamp.min() < -1 or clamp.max() >= potentials.n_states):
-        bad = int(np.flatnonzero((clamp < -1) | (clamp >= potentials.n_states))[0])
+    if labels.size and (labels.min() < low or labels.max() >= potentials.n_states):
+        bad = int(np.flatnonzero((labels < low) | (labels >= potentials.n_states))[0])
         raise ValueError(
-            f"clamp labels must lie in -1..{potentials.n_states - 1} (-1: free); node {bad} "
-            f"has {int(clamp[bad])}"
+            f"{name} labels must lie in {low}..{potentials.n_states - 1}"
+            + (" (-1: free)" if free else "")
+            + f"; node {bad} has {int(labels[bad])}"
         )
-    return clamp.astype(np.intp, copy=False)
+    return labels.astype(np.intp, copy=False)
 
 
 def check_queries(potentials: Potentials, nodes, labels, weights):

@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._parallel import map_jobs
-from .base import CHUNK_NODES, Solver, chunks_by_size
+from .base import CHUNK_NODES, Solver, check_labels, chunks_by_size
 from .capabilities import Capabilities, PairwiseKind, PairwiseTerms
 from .cut import GraphCutSolver
 from .mincut import min_cut
@@ -99,10 +99,8 @@ class AlphaExpansionSolver(Solver):
         self._check(potentials, clamp)
         p = potentials
         clamp = None if clamp is None else np.asarray(clamp, dtype=np.intp)
-        init = _check_init(init, p)
-        if p.n_states <= 2:
-            if p.n_states == 1:
-                return np.zeros(p.n_nodes, dtype=np.intp)
+        init = None if init is None else check_labels(init, p, "init", free=False)
+        if p.n_states <= 2:  # exact
             return GraphCutSolver().map(p, clamp, n_jobs=n_jobs)
         check_move_costs(p, self.moves)
         start = np.argmax(p.unary, axis=1) if init is None else init.copy()
@@ -129,21 +127,6 @@ class AlphaExpansionSolver(Solver):
         if potentials.n_states == 2:  # exact, and the dynamic cuts of graph cuts
             return GraphCutSolver().clamped_maps(potentials, nodes, labels, weights, **kwargs)
         return super().clamped_maps(potentials, nodes, labels, weights, **kwargs)
-
-
-def _check_init(init, p: Potentials):
-    """``init`` as an int array of one label per node (or None), checked."""
-    if init is None:
-        return None
-    init = np.asarray(init)
-    if init.shape != (p.n_nodes,) or (init.size and init.dtype.kind not in "iu"):
-        raise ValueError(
-            f"init must be an int array of shape ({p.n_nodes},), got {init.dtype} of shape "
-            f"{init.shape}"
-        )
-    if init.size and (init.min() < 0 or init.max() >= p.n_states):
-        raise ValueError(f"init labels must lie in 0..{p.n_states - 1}")
-    return init.astype(np.intp, copy=False)
 
 
 def _move_pair_costs(p: Potentials, first, second):

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._parallel import map_jobs
-from .base import CHUNK_NODES, Solver
+from .base import CHUNK_NODES, Solver, chunks_by_size
 from .capabilities import Capabilities, PairwiseTerms
 from .chain import finite_clamp_scores
 from .mincut import min_cut
@@ -200,33 +200,29 @@ class IshikawaSolver(Solver):
         p = potentials
         if p.n_states == 1 or p.n_nodes == 0:
             return np.zeros(p.n_nodes, dtype=np.intp)
-        if p.n_edges:
-            _difference_costs(p)  # refuse a non-convex table before any cut
+        # checks the tables (a non-convex one is refused before any cut), once for all chunks
+        difference, second = _difference_costs(p)
+        jobs = []
         # consecutive samples per max-flow, about CHUNK_NODES threshold nodes each
-        ends = np.cumsum(p.lengths) * (p.n_states - 1)
-        chunk_of = np.maximum(ends - 1, 0) // CHUNK_NODES
-        bounds = np.concatenate([[0], np.flatnonzero(np.diff(chunk_of)) + 1, [p.n_samples]])
-        jobs = [
-            (
-                p.take(slice(a, b)),
-                None if clamp is None else clamp[p.node_offsets[a] : p.node_offsets[b]],
-            )
-            for a, b in zip(bounds[:-1], bounds[1:], strict=True)
-        ]
+        for chunk in chunks_by_size(p.lengths * (p.n_states - 1), CHUNK_NODES):
+            nodes = slice(p.node_offsets[chunk.start], p.node_offsets[chunk.stop])
+            edges = slice(p.edge_offsets[chunk.start], p.edge_offsets[chunk.stop])
+            given = None if clamp is None else clamp[nodes]
+            jobs.append((p.take(chunk), given, difference[edges], second[edges]))
         work = [job[0].n_nodes * p.n_states for job in jobs]
         labels = map_jobs(_solve_pairwise, jobs, n_jobs, work)
         return np.concatenate(labels) if labels else np.zeros(0, np.intp)
 
 
-def _solve_pairwise(p: Potentials, clamp) -> np.ndarray:
-    """The exact MAP of convex-difference potentials by one minimum cut."""
+def _solve_pairwise(p: Potentials, clamp, difference, second) -> np.ndarray:
+    """The exact MAP of convex-difference potentials by one minimum cut (``difference``,
+    ``second``: :func:`_difference_costs` of their edges)."""
     k = p.n_states
     costs = -(p.unary if clamp is None else finite_clamp_scores(p.unary, clamp, p.pairwise))
     thresholds = _Thresholds(np.full(p.n_nodes, k))
     tails, heads = thresholds.chain_edges()
     capacities = np.full(len(tails), np.inf)
     if p.n_edges:
-        difference, second = _difference_costs(p)
         e_tails, e_heads, e_caps, unary_i, unary_k = _difference_edges(
             thresholds, p.edges, difference, second, k
         )
@@ -248,8 +244,8 @@ def _difference_costs(p: Potentials):
     tables = -p.edge_tables()
     a, b = np.meshgrid(np.arange(k), np.arange(k), indexing="ij")
     difference = np.zeros((p.n_edges, 2 * k - 1))
-    difference[:, (a - b).ravel() + k - 1] = tables.reshape(p.n_edges, -1)
-    scale = 1e-9 * (1.0 + np.abs(tables).max())
+    difference[:, (a - b).ravel() + k - 1] = tables.reshape(p.n_edges, k * k)
+    scale = 1e-9 * (1.0 + np.abs(tables).max(initial=0.0))
     rebuilt = difference[:, (a - b) + k - 1]
     second = difference[:, 2:] - 2.0 * difference[:, 1:-1] + difference[:, :-2]
     bad = np.flatnonzero(np.abs(rebuilt - tables).max(axis=(1, 2)) > scale)
