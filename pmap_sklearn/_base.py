@@ -491,13 +491,13 @@ class BaseStructuredSGD(BaseStructuredEstimator):
         with warnings.catch_warnings(), threadpool_limits(limits=1, user_api="blas"):
             warnings.simplefilter("ignore", ConvergenceWarning)
             model.fit(batch.features[nodes], labels, sample_weight=weights)
-        weights = np.zeros(unary.shape[-2:])
+        start = np.zeros(unary.shape[-2:])
         if len(present) == 2:  # one logit difference, split evenly between the two labels
-            weights[:, present[1]] = model.coef_[0] / 2.0
-            weights[:, present[0]] = -model.coef_[0] / 2.0
+            start[:, present[1]] = model.coef_[0] / 2.0
+            start[:, present[0]] = -model.coef_[0] / 2.0
         else:
-            weights[:, present] = model.coef_.T
-        unary[...] = weights  # every weight set when untied
+            start[:, present] = model.coef_.T
+        unary[...] = start  # every weight set when untied
         self.structure_.project(coef)
 
     def _node_targets(self, targets):
