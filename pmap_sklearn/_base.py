@@ -30,12 +30,11 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
-from threadpoolctl import threadpool_limits
 
 from . import _sgd
 from ._backend import GraphKind, Potentials, check_capabilities
 from ._labels import as_samples, encode
-from ._parallel import N_JOBS_CONSTRAINT, uses_workers
+from ._parallel import N_JOBS_CONSTRAINT, single_blas_thread, uses_workers
 from ._utils import check_generator
 from .metrics import mean_hamming_loss
 from .perturbation import perturb_and_map
@@ -488,7 +487,7 @@ class BaseStructuredSGD(BaseStructuredEstimator):
             C=1.0 / max(penalty, 1e-12), fit_intercept=False, max_iter=LOGISTIC_ITERATIONS
         )
         # one BLAS thread whatever n_jobs (which limits BLAS): the same start bit for bit
-        with warnings.catch_warnings(), threadpool_limits(limits=1, user_api="blas"):
+        with warnings.catch_warnings(), single_blas_thread():
             warnings.simplefilter("ignore", ConvergenceWarning)
             model.fit(batch.features[nodes], labels, sample_weight=weights)
         start = np.zeros(unary.shape[-2:])

@@ -1,22 +1,28 @@
 """Per-sample solver calls over joblib workers, when the work pays for the dispatch.
 
 PyMaxflow holds the GIL, so threads give no speed-up: graph cuts are spread over processes. A
-call to the workers costs milliseconds (sending the potentials, collecting the results), while
-a graph cut on a superpixel graph costs tens of microseconds: a call goes to the workers only
-when its estimated work is large enough, in a few chunks of equal work per worker. The backend
-is joblib's — ``joblib.parallel_config(backend="dask")`` with a ``distributed`` cluster spreads
-the same calls over many machines, with the same results.
+call to the workers costs tens of milliseconds (waking them, sending the potentials, collecting
+the results), while a graph cut on a superpixel graph costs tens of microseconds: a call goes to
+the workers only when its work is expected to take at least ``MIN_PARALLEL_SECONDS`` in the
+calling process, in a few chunks of equal work per worker.
+
+The expectation comes from measured costs: each kind of job (a solver's function) keeps the
+seconds per unit of work of its serial runs in this process. A kind not measured yet starts in
+the calling process and moves the rest of the call to the workers once its first jobs show that
+the call is long. The backend is joblib's — ``joblib.parallel_config(backend="dask")`` with a
+``distributed`` cluster spreads the same calls over many machines, with the same results.
 """
 
 from __future__ import annotations
 
 import functools
+import math
+import time
 from numbers import Integral
 
 import numpy as np
 from joblib import Parallel, delayed, effective_n_jobs
 from sklearn.utils._param_validation import Interval
-from threadpoolctl import threadpool_limits
 
 #: scikit-learn parameter constraint of ``n_jobs``: None, a positive count, or -1, -2, … (all
 #: processors, all but one, …); 0 is refused.
@@ -26,15 +32,59 @@ N_JOBS_CONSTRAINT = [
     Interval(Integral, None, -1, closed="right"),
 ]
 
-#: Estimated work (node visits of the solvers, e.g. nodes × solves) below which a call runs in
-#: the calling process: about 0.1-0.5 s of graph cuts, well above the cost of a dispatch.
-MIN_PARALLEL_WORK = 1_000_000
+#: Expected serial seconds below which a call runs in the calling process. A warm dispatch to
+#: two local workers costs 10-40 ms, so a call of 0.15 s gains about 1.3x and one of 1 s 1.8x.
+MIN_PARALLEL_SECONDS = 0.15
+
+#: A kind of job not measured yet runs in the calling process for this long before the rest of
+#: the call is planned from the measured cost.
+PROBE_SECONDS = 0.02
 
 #: Chunks per worker: several, so that workers stay busy when chunks take unequal times.
 CHUNKS_PER_WORKER = 4
 
+#: Seconds per unit of work of each kind of job, measured on serial runs in this process.
+_SECONDS_PER_WORK: dict[str, float] = {}
 
-def map_jobs(function, jobs, n_jobs, work=None):
+
+def job_kind(function) -> str:
+    """The name under which the cost of ``function``'s jobs is measured."""
+    return f"{function.__module__}.{function.__qualname__}"
+
+
+def record_cost(kind: str, seconds: float, work: float) -> None:
+    """Fold a serial run of ``work`` units in ``seconds`` into the cost of ``kind``.
+
+    The estimate is a running geometric mean, so one slow run (a cold cache, another process)
+    moves it only half-way. Short runs overestimate the cost per unit (their fixed costs are
+    spread over little work): the error leans towards the workers only for calls near the
+    threshold, where either choice costs about the same.
+    """
+    if work <= 0 or seconds <= 0:
+        return
+    rate = seconds / work
+    known = _SECONDS_PER_WORK.get(kind)
+    _SECONDS_PER_WORK[kind] = rate if known is None else math.sqrt(known * rate)
+
+
+def expected_seconds(kind: str, work: float):
+    """Serial seconds expected for ``work`` units of ``kind``, or None if not measured yet."""
+    rate = _SECONDS_PER_WORK.get(kind)
+    return None if rate is None else rate * work
+
+
+def parallel_workers(kind: str, n_jobs, work: float, workers=None) -> int:
+    """Workers a call of ``work`` units of ``kind`` should use: ``effective_n_jobs(n_jobs)``
+    (or ``workers`` when already known) when it is expected to pay for the dispatch, else 1
+    (also while its cost is unknown)."""
+    workers = effective_n_jobs(n_jobs) if workers is None else workers
+    if workers == 1:
+        return 1
+    rate = _SECONDS_PER_WORK.get(kind)
+    return workers if rate is not None and rate * work >= MIN_PARALLEL_SECONDS else 1
+
+
+def map_jobs(function, jobs, n_jobs, work=None, kind=None):
     """``[function(*job) for job in jobs]``, over ``n_jobs`` joblib workers when it pays.
 
     Parameters
@@ -45,23 +95,133 @@ def map_jobs(function, jobs, n_jobs, work=None):
     n_jobs : int or None
         As in joblib (None: the ``joblib.parallel_config`` in force, else 1).
     work : sequence of float, optional
-        Estimated work of each job; the jobs run in the calling process when their total is
-        below ``MIN_PARALLEL_WORK``, and are grouped into chunks of about equal work.
+        Estimated work of each job (default 1 each), in units whose cost is about constant for
+        ``function``: the jobs are grouped into chunks of about equal work.
+    kind : str, optional
+        Name under which the cost is measured (default: the function's); give one per solver
+        when ``function`` runs several.
+
+    Notes
+    -----
+    While the cost of ``kind`` is unknown, the first jobs run in the calling process for
+    ``PROBE_SECONDS``; the rest go to the workers if they are expected to take at least
+    ``MIN_PARALLEL_SECONDS``. Results never depend on where a job ran.
     """
     workers = effective_n_jobs(n_jobs)
-    total = None if work is None else float(np.sum(work))
-    if workers == 1 or len(jobs) < 2 or (total is not None and total < MIN_PARALLEL_WORK):
+    if workers == 1:
         return [function(*job) for job in jobs]
+    kind = job_kind(function) if kind is None else kind
+    work = np.ones(len(jobs)) if work is None else np.asarray(work, float)
+    results = []
+    if kind not in _SECONDS_PER_WORK:  # run the first jobs here until their cost is known
+        start = time.perf_counter()
+        while len(results) < len(jobs) and time.perf_counter() - start < PROBE_SECONDS:
+            results.append(function(*jobs[len(results)]))
+        record_cost(kind, time.perf_counter() - start, work[: len(results)].sum())
+        jobs, work = jobs[len(results) :], work[len(results) :]
+    total = float(work.sum())
+    if len(jobs) < 2 or parallel_workers(kind, n_jobs, total, workers) == 1:
+        start = time.perf_counter()
+        results += [function(*job) for job in jobs]
+        record_cost(kind, time.perf_counter() - start, total)
+        return results
     n_chunks = min(len(jobs), CHUNKS_PER_WORKER * workers)
-    weights = np.ones(len(jobs)) if work is None else np.maximum(np.asarray(work, float), 1e-12)
+    weights = np.maximum(work, 1e-12)
     # Chunk c holds the jobs whose cumulative work falls in its share [c, c + 1) of the total.
     position = (np.cumsum(weights) - weights / 2) / weights.sum() * n_chunks
     chunk_of = np.minimum(position.astype(int), n_chunks - 1)
     chunks = [np.flatnonzero(chunk_of == c) for c in range(n_chunks)]
-    parts = Parallel(n_jobs=n_jobs)(
+    # max_nbytes=None: arrays travel pickled; memory-mapping them costs a temporary folder
+    # per call, whose removal alone took ~75 ms
+    parts = Parallel(n_jobs=n_jobs, max_nbytes=None)(
         delayed(_run_chunk)(function, [jobs[i] for i in chunk]) for chunk in chunks if len(chunk)
     )
-    return [result for part in parts for result in part]
+    return results + [result for part in parts for result in part]
+
+
+def chunks_by_size(sizes, limit: int) -> list[slice]:
+    """Consecutive groups of items (queries, samples) whose sizes add up to at most ``limit``
+    (a single larger item forms a group of its own)."""
+    if len(sizes) == 0:
+        return []
+    ends = np.cumsum(sizes)
+    bounds = [0]
+    while bounds[-1] < len(sizes):
+        start = bounds[-1]
+        budget = (ends[start - 1] if start else 0) + limit
+        bounds.append(max(start + 1, int(np.searchsorted(ends, budget, side="right"))))
+    return [slice(a, b) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+
+
+def map_samples(
+    function, make_job, sizes, n_jobs, limit, kind=None, chunks_per_worker=CHUNKS_PER_WORKER
+):
+    """``function(*make_job(chunk))`` over chunks of consecutive samples, in order.
+
+    For solvers whose work per call has fixed costs (a max-flow graph per chunk, a perturbation
+    round per chunk): in the calling process the chunks are as large as ``limit`` allows; with
+    several workers, the call is split into ``chunks_per_worker`` chunks of equal size per
+    worker (more if a chunk would exceed ``limit``) — when it is expected to pay, see
+    :func:`map_jobs`. While the cost of ``kind`` is unknown, the first samples (about 1/16 of
+    the work) run here to measure it.
+
+    Parameters
+    ----------
+    function : callable
+    make_job : callable
+        ``slice of samples -> tuple`` of arguments of ``function``.
+    sizes : ndarray of shape (n_samples,)
+        Work of each sample, in ``kind``'s units.
+    n_jobs : int or None
+    limit : int
+        Largest work of a chunk (memory).
+    kind : str, optional
+        Name of the cost (default: ``function``'s).
+    chunks_per_worker : int, default=CHUNKS_PER_WORKER
+        Several balance chunks of unequal times (α-expansion stops when its moves stop
+        improving); 1 when each chunk has large fixed costs.
+
+    Returns
+    -------
+    list
+        The results of the chunks, in sample order.
+    """
+    kind = job_kind(function) if kind is None else kind
+    sizes = np.asarray(sizes, float)
+    workers = effective_n_jobs(n_jobs)
+    results, first = [], 0
+    if workers > 1 and len(sizes) > 1 and kind not in _SECONDS_PER_WORK:
+        first = int(np.searchsorted(np.cumsum(sizes), sizes.sum() / 16, "right"))
+        first = min(max(first, 1), len(sizes) - 1)
+        start = time.perf_counter()
+        results.append(function(*make_job(slice(0, first))))
+        record_cost(kind, time.perf_counter() - start, sizes[:first].sum())
+    rest = sizes[first:]
+    if parallel_workers(kind, n_jobs, rest.sum(), workers) > 1:
+        n_chunks = max(workers * chunks_per_worker, int(np.ceil(rest.sum() / limit)))
+        ends = np.cumsum(rest)
+        cuts = np.searchsorted(ends, np.arange(1, n_chunks) * (ends[-1] / n_chunks), "right")
+        bounds = np.unique(np.concatenate([[0], cuts, [len(rest)]]))
+        chunks = [slice(a, b) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+    else:
+        chunks = chunks_by_size(rest, limit)
+    chunks = [slice(c.start + first, c.stop + first) for c in chunks]
+    work = [sizes[c].sum() for c in chunks]
+    return results + map_jobs(function, [make_job(c) for c in chunks], n_jobs, work, kind)
+
+
+@functools.cache
+def _blas_controller():
+    # Built once (inspecting the loaded libraries takes milliseconds), at the first fit or
+    # prediction with several workers, when numpy's and scipy's BLAS are loaded.
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController()
+
+
+def single_blas_thread():
+    """Context manager limiting BLAS to one thread (cheap after the first call)."""
+    return _blas_controller().limit(limits=1, user_api="blas")
 
 
 def uses_workers(method):
@@ -74,7 +234,7 @@ def uses_workers(method):
     def wrapper(self, *args, **kwargs):
         if effective_n_jobs(getattr(self, "n_jobs", None)) == 1:
             return method(self, *args, **kwargs)
-        with threadpool_limits(limits=1, user_api="blas"):
+        with single_blas_thread():
             return method(self, *args, **kwargs)
 
     return wrapper

@@ -12,10 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from joblib import effective_n_jobs
 
-from ._backend import CHUNK_NODES, chunks_by_size
-from ._parallel import map_jobs
+from ._backend import CHUNK_NODES
+from ._parallel import job_kind, map_samples
 from ._utils import check_generator
 
 EULER_GAMMA = float(np.euler_gamma)
@@ -163,26 +162,18 @@ def perturb_and_map(
     p = potentials
     n_perturbations = int(n_perturbations)
     seeds = check_generator(random_state).integers(2**63, size=p.n_samples)
-    workers = effective_n_jobs(n_jobs)
-    if workers > 1:
-        # As many chunks of equal nodes as workers (each round's fixed costs paid once per
-        # worker), more if a chunk would exceed max_nodes.
-        n_chunks = max(workers, -(-p.n_nodes // max_nodes))
-        ends = np.cumsum(p.lengths)
-        cuts = np.searchsorted(ends, np.arange(1, n_chunks) * (ends[-1] / n_chunks), "right")
-        bounds = np.unique(np.concatenate([[0], cuts, [p.n_samples]]))
-        chunks = [slice(a, b) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
-    else:
-        chunks = chunks_by_size(p.lengths, max_nodes)
-    jobs = []
-    for chunk in chunks:
+
+    def job(chunk):
         nodes = slice(p.node_offsets[chunk.start], p.node_offsets[chunk.stop])
         fixed = None if clamp is None else clamp[nodes]
-        jobs.append(
-            (solver, p.take(chunk), n_perturbations, seeds[chunk], kind, fixed, maxima, max_nodes)
-        )
-    work = [n_perturbations * job[1].n_nodes for job in jobs]
-    results = map_jobs(_perturb_chunk, jobs, n_jobs, work=work)
+        args = (n_perturbations, seeds[chunk], kind, fixed, maxima, max_nodes)
+        return (solver, p.take(chunk), *args)
+
+    # each chunk pays each round's fixed costs once: one chunk per worker, or per max_nodes
+    cost = f"{job_kind(_perturb_chunk)}:{solver.name}"  # seconds per node and round
+    sizes = n_perturbations * p.lengths
+    limit = n_perturbations * max_nodes
+    results = map_samples(_perturb_chunk, job, sizes, n_jobs, limit, cost, chunks_per_worker=1)
     counts = np.concatenate([r[0] for r in results]) / n_perturbations
     total = np.concatenate([r[1] for r in results])
     squares = np.concatenate([r[2] for r in results])

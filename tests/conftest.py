@@ -29,3 +29,18 @@ def ocr():
 @pytest.fixture
 def rng():
     return np.random.default_rng(int(os.environ.get("PMAP_TEST_SEED", "0")))
+
+
+@pytest.fixture
+def always_parallel(monkeypatch):
+    """Send every call with several workers to them, however small (the tests' problems are
+    tiny): no probing in the calling process, every call expected to pay."""
+    from joblib import effective_n_jobs
+
+    from pmap_sklearn import _parallel
+
+    def every_worker(kind, n_jobs, work, workers=None):
+        return effective_n_jobs(n_jobs) if workers is None else workers
+
+    monkeypatch.setattr(_parallel, "PROBE_SECONDS", 0.0)
+    monkeypatch.setattr(_parallel, "parallel_workers", every_worker)

@@ -53,7 +53,7 @@ def test_ishikawa_handles_attractive_potts_and_refuses_what_is_not_convex(rng):
         IshikawaSolver().map(potts)
 
 
-def test_ishikawa_solves_many_samples_in_chunks_and_over_jobs(rng, monkeypatch):
+def test_ishikawa_solves_many_samples_in_chunks_and_over_jobs(rng, monkeypatch, always_parallel):
     """Samples of different sizes, some clamped nodes: the same MAPs whether they share one
     max-flow, are cut into chunks of a few samples, or go to two processes."""
     k, parts, edges, tables = 4, [], [], []
@@ -78,7 +78,6 @@ def test_ishikawa_solves_many_samples_in_chunks_and_over_jobs(rng, monkeypatch):
     monkeypatch.setattr(ishikawa, "CHUNK_NODES", 7)  # two or three samples per max-flow
     monkeypatch.setattr(solver_base, "CHUNK_NODES", 7)
     np.testing.assert_allclose(p.score(IshikawaSolver().map(p, clamp)), p.score(brute), atol=1e-9)
-    monkeypatch.setattr("pmap_sklearn._parallel.MIN_PARALLEL_WORK", 0)
     in_jobs = IshikawaSolver().map(p, clamp, n_jobs=2)
     np.testing.assert_allclose(p.score(in_jobs), p.score(brute), atol=1e-9)
 

@@ -131,14 +131,13 @@ def test_a_warm_start_never_ends_above_its_start(rng):
         assert (p.score(warm) >= p.score(start) - 1e-9).all()
 
 
-def test_chunks_and_jobs_give_the_labels_of_samples_solved_alone(rng, monkeypatch):
+def test_chunks_and_jobs_give_the_labels_of_samples_solved_alone(rng, monkeypatch, always_parallel):
     p = _random_potts(rng, shape=(5, 6), k=4, coupling=1.5, n_samples=6)
     alone = np.concatenate([AlphaExpansionSolver().map(p.sample(i)) for i in range(6)])
     np.testing.assert_array_equal(AlphaExpansionSolver().map(p), alone)
     monkeypatch.setattr(expansion, "CHUNK_NODES", 70)  # two samples per max-flow
     monkeypatch.setattr(solver_base, "CHUNK_NODES", 70)
     np.testing.assert_array_equal(AlphaExpansionSolver().map(p), alone)
-    monkeypatch.setattr("pmap_sklearn._parallel.MIN_PARALLEL_WORK", 0)
     np.testing.assert_array_equal(AlphaExpansionSolver().map(p, n_jobs=2), alone)
 
 

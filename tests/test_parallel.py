@@ -1,6 +1,9 @@
 """Results do not depend on n_jobs nor on joblib's backend; calls go to the workers only when
 the work pays for the dispatch."""
 
+import os
+import time
+
 import numpy as np
 import pytest
 from joblib import parallel_config
@@ -13,12 +16,6 @@ from pmap_sklearn import (
     _parallel,
 )
 from pmap_sklearn.datasets import add_flip_noise, make_grid_data
-
-
-@pytest.fixture
-def always_parallel(monkeypatch):
-    """Send every call to the workers, however small (the tests' problems are tiny)."""
-    monkeypatch.setattr(_parallel, "MIN_PARALLEL_WORK", 0)
 
 
 def _runs(n_jobs):
@@ -61,17 +58,46 @@ def test_chunks_balance_the_work_and_keep_the_order(always_parallel):
 
 
 @pytest.mark.slow
-def test_dask_backend_gives_the_same_results():
+def test_dask_backend_gives_the_same_results(always_parallel):
     """A user who outgrows one machine runs the same code under joblib's dask backend."""
     distributed = pytest.importorskip("distributed")
-    reference = _runs(None)
+    reference = _runs(1)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True) as cluster:
         with distributed.Client(cluster), parallel_config(backend="dask"):
-            _parallel_min = _parallel.MIN_PARALLEL_WORK
-            _parallel.MIN_PARALLEL_WORK = 0  # send even these small calls to the cluster
-            try:
-                on_dask = _runs(None)
-            finally:
-                _parallel.MIN_PARALLEL_WORK = _parallel_min
+            on_dask = _runs(None)  # even these small calls go to the cluster
     for name, value in reference.items():
         np.testing.assert_array_equal(on_dask[name], value, err_msg=name)
+
+
+def _pid_after_sleep(seconds):
+    time.sleep(seconds)
+    return os.getpid()
+
+
+def test_a_long_call_of_unknown_cost_moves_to_the_workers_after_a_probe(monkeypatch):
+    monkeypatch.setattr(_parallel, "_SECONDS_PER_WORK", {})
+    jobs = [(0.01,)] * 40  # 0.4 s of work, of a kind not measured yet
+    pids = _parallel.map_jobs(_pid_after_sleep, jobs, 2)
+    here = [pid == os.getpid() for pid in pids]
+    assert here[0] and not all(here)  # probed here, then sent away
+    assert sum(here) <= 5  # ~PROBE_SECONDS of it
+    kind = _parallel.job_kind(_pid_after_sleep)
+    assert 0.005 < _parallel.expected_seconds(kind, 1) < 0.05  # the measured cost per job
+    # a short call of the same kind stays here without probing
+    assert _parallel.map_jobs(_pid_after_sleep, [(0.001,)] * 5, 2) == [os.getpid()] * 5
+
+
+def test_map_samples_splits_one_chunk_per_worker_only_when_it_pays(monkeypatch):
+    monkeypatch.setattr(_parallel, "_SECONDS_PER_WORK", {})
+    sizes = np.full(32, 0.005)  # seconds of work of each sample
+
+    def job(chunk):
+        return (float(sizes[chunk].sum()),)
+
+    pids = _parallel.map_samples(_pid_after_sleep, job, sizes, 2, 10.0, chunks_per_worker=1)
+    assert len(pids) == 3 and pids[0] == os.getpid() and os.getpid() not in pids[1:]
+    pids = _parallel.map_samples(_pid_after_sleep, job, sizes, 2, 10.0)  # cost known: no probe
+    assert len(pids) == 2 * _parallel.CHUNKS_PER_WORKER and os.getpid() not in pids
+    # measured cost ~1 s per unit: 0.02 s of work stays here, in one chunk of at most `limit`
+    assert _parallel.map_samples(_pid_after_sleep, job, sizes[:4], 2, 10.0) == [os.getpid()]
+    assert len(_parallel.map_samples(_pid_after_sleep, job, sizes[:4], 2, 0.01)) == 2

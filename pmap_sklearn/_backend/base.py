@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from .. import _parallel
 from .._utils import NonFiniteError, ranges
 from .capabilities import Capabilities, PairwiseKind, PairwiseTerms
 from .potentials import Potentials, Statistics, add_clamped_differences
@@ -382,12 +383,4 @@ def solved_queries(map_labels, nodes, labels, skip_agreeing: bool) -> np.ndarray
 def chunks_by_size(sizes: np.ndarray, limit: int = CHUNK_NODES) -> list[slice]:
     """Consecutive groups of items (queries, samples) whose sizes add up to at most ``limit``
     (a single larger item forms a group of its own)."""
-    if len(sizes) == 0:
-        return []
-    ends = np.cumsum(sizes)
-    bounds = [0]
-    while bounds[-1] < len(sizes):
-        start = bounds[-1]
-        budget = (ends[start - 1] if start else 0) + limit
-        bounds.append(max(start + 1, int(np.searchsorted(ends, budget, side="right"))))
-    return [slice(a, b) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+    return _parallel.chunks_by_size(sizes, limit)

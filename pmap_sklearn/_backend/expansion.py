@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._parallel import map_jobs
-from .base import CHUNK_NODES, Solver, check_labels, chunks_by_size
+from .._parallel import map_samples
+from .base import CHUNK_NODES, Solver, check_labels
 from .capabilities import Capabilities, PairwiseKind, PairwiseTerms
 from .cut import GraphCutSolver
 from .mincut import min_cut
@@ -106,21 +106,15 @@ class AlphaExpansionSolver(Solver):
         start = np.argmax(p.unary, axis=1) if init is None else init.copy()
         if clamp is not None:
             start = np.where(clamp >= 0, clamp, start)
-        chunks = chunks_by_size(p.lengths, CHUNK_NODES)
-        jobs = [
-            (
-                p.take(chunk),
-                start[p.node_offsets[chunk.start] : p.node_offsets[chunk.stop]],
-                None
-                if clamp is None
-                else clamp[p.node_offsets[chunk.start] : p.node_offsets[chunk.stop]],
-                self.moves,
-                self.max_cycles,
-            )
-            for chunk in chunks
-        ]
-        work = [job[0].n_nodes * p.n_states for job in jobs]
-        labels = map_jobs(_cycle_moves, jobs, n_jobs, work)
+
+        def job(chunk):
+            nodes = slice(p.node_offsets[chunk.start], p.node_offsets[chunk.stop])
+            given = None if clamp is None else clamp[nodes]
+            return (p.take(chunk), start[nodes], given, self.moves, self.max_cycles)
+
+        # one max-flow graph per chunk and move: chunks of CHUNK_NODES, or one per worker
+        sizes = p.lengths * p.n_states
+        labels = map_samples(_cycle_moves, job, sizes, n_jobs, CHUNK_NODES * p.n_states)
         return np.concatenate(labels) if labels else np.zeros(0, np.intp)
 
     def clamped_maps(self, potentials: Potentials, nodes, labels, weights, **kwargs):

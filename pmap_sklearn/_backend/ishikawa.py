@@ -21,8 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._parallel import map_jobs
-from .base import CHUNK_NODES, Solver, chunks_by_size
+from .._parallel import map_jobs, map_samples
+from .base import CHUNK_NODES, Solver
 from .capabilities import Capabilities, PairwiseTerms
 from .chain import finite_clamp_scores
 from .mincut import min_cut
@@ -202,15 +202,16 @@ class IshikawaSolver(Solver):
             return np.zeros(p.n_nodes, dtype=np.intp)
         # checks the tables (a non-convex one is refused before any cut), once for all chunks
         difference, second = _difference_costs(p)
-        jobs = []
-        # consecutive samples per max-flow, about CHUNK_NODES threshold nodes each
-        for chunk in chunks_by_size(p.lengths * (p.n_states - 1), CHUNK_NODES):
+
+        def job(chunk):
             nodes = slice(p.node_offsets[chunk.start], p.node_offsets[chunk.stop])
             edges = slice(p.edge_offsets[chunk.start], p.edge_offsets[chunk.stop])
             given = None if clamp is None else clamp[nodes]
-            jobs.append((p.take(chunk), given, difference[edges], second[edges]))
-        work = [job[0].n_nodes * p.n_states for job in jobs]
-        labels = map_jobs(_solve_pairwise, jobs, n_jobs, work)
+            return (p.take(chunk), given, difference[edges], second[edges])
+
+        # consecutive samples per max-flow, about CHUNK_NODES threshold nodes each
+        sizes = p.lengths * (p.n_states - 1)
+        labels = map_samples(_solve_pairwise, job, sizes, n_jobs, CHUNK_NODES)
         return np.concatenate(labels) if labels else np.zeros(0, np.intp)
 
 
