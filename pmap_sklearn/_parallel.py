@@ -107,20 +107,23 @@ def map_jobs(function, jobs, n_jobs, work=None, kind=None):
     ``PROBE_SECONDS``; the rest go to the workers if they are expected to take at least
     ``MIN_PARALLEL_SECONDS``. Results never depend on where a job ran.
     """
-    workers = effective_n_jobs(n_jobs)
-    if workers == 1:
-        return [function(*job) for job in jobs]
     kind = job_kind(function) if kind is None else kind
     work = np.ones(len(jobs)) if work is None else np.asarray(work, float)
+    rate = _SECONDS_PER_WORK.get(kind)
+    # the common case first, without asking joblib (which takes tens of microseconds)
+    small = rate is not None and rate * float(work.sum()) < MIN_PARALLEL_SECONDS
+    workers = 1 if small else effective_n_jobs(n_jobs)
+    if workers == 1 and not small:
+        return [function(*job) for job in jobs]
     results = []
-    if kind not in _SECONDS_PER_WORK:  # run the first jobs here until their cost is known
+    if rate is None:  # run the first jobs here until their cost is known
         start = time.perf_counter()
         while len(results) < len(jobs) and time.perf_counter() - start < PROBE_SECONDS:
             results.append(function(*jobs[len(results)]))
         record_cost(kind, time.perf_counter() - start, work[: len(results)].sum())
         jobs, work = jobs[len(results) :], work[len(results) :]
     total = float(work.sum())
-    if len(jobs) < 2 or parallel_workers(kind, n_jobs, total, workers) == 1:
+    if small or len(jobs) < 2 or parallel_workers(kind, n_jobs, total, workers) == 1:
         start = time.perf_counter()
         results += [function(*job) for job in jobs]
         record_cost(kind, time.perf_counter() - start, total)
