@@ -540,9 +540,14 @@ class ChainStructure(BaseStructure):
             raise ValueError(f"sample {index}: ChainStructure takes (D, F) arrays, not GraphSample")
         features = _finite(x, "node features", index)
         if features.ndim != 2 or features.shape[0] == 0:
+            hint = (
+                "; X is a list of samples: pass a single (D, F) chain as [chain]"
+                if features.ndim == 1
+                else ""
+            )
             raise ValueError(
                 f"sample {index}: expected a 2-D array (n_nodes, n_features) with at least one "
-                f"node, got shape {features.shape}"
+                f"node, got shape {features.shape}{hint}"
             )
         n = features.shape[0]
         edges = np.column_stack([np.arange(n - 1), np.arange(1, n)])
