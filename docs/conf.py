@@ -3,6 +3,9 @@
 Build: ``python -m pip install ".[docs]" && python -m sphinx -W -b html docs docs/_build/html``.
 """
 
+import importlib.metadata
+import re
+import shutil
 import sys
 from pathlib import Path
 
@@ -93,7 +96,52 @@ def _write_solver_table() -> None:
 
 def setup(app):
     app.connect("autodoc-skip-member", _skip_scikit_learn_members)
+    app.connect("build-finished", _bundle_mathjax)
+    app.connect("build-finished", _refuse_remote_assets)
     _write_solver_table()
+
+
+# Formulas render with no network: MathJax 3 (the TeX-to-HTML component, its fonts and the TeX
+# extensions it loads on demand) is copied into the built site from the sphinx-mathjax-offline
+# wheel (a docs dependency fetched by pip), and the build fails if a page loads a script or a
+# style sheet from outside the site.
+mathjax_path = "mathjax/tex-chtml.js"
+_MATHJAX_PARTS = ["tex-chtml.js", "input", "output/chtml", "ui", "a11y"]
+
+
+def _bundle_mathjax(app, exception):
+    if exception is not None or app.builder.format != "html":
+        return
+    source = Path(
+        importlib.metadata.distribution("sphinx-mathjax-offline").locate_file(
+            "sphinx-mathjax-offline/static/mathjax"
+        )
+    )
+    target = Path(app.outdir) / "_static" / "mathjax"
+    for part in _MATHJAX_PARTS:
+        if (source / part).is_dir():
+            shutil.copytree(source / part, target / part, dirs_exist_ok=True)
+        else:
+            target.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source / part, target / part)
+
+
+_TAG = re.compile(r"<(script|link)\b[^>]*>", re.I)
+_REMOTE_URL = re.compile(r"""\s(?:src|href)=["']?(?:https?:)?//""", re.I)
+_LOADED_LINK = re.compile(r"""rel=["']?(?:stylesheet|preload|modulepreload)""", re.I)
+
+
+def _refuse_remote_assets(app, exception):
+    if exception is not None or app.builder.format != "html":
+        return
+    remote = set()
+    for page in Path(app.outdir).rglob("*.html"):
+        for tag in _TAG.finditer(page.read_text(encoding="utf-8")):
+            loads = tag.group(1).lower() == "script" or _LOADED_LINK.search(tag.group(0))
+            if loads and _REMOTE_URL.search(tag.group(0)):
+                remote.add(f"{page.relative_to(app.outdir)}: {tag.group(0)}")
+    if remote:
+        raise RuntimeError("pages load assets from outside the site: " + "; ".join(sorted(remote)))
 
 
 myst_enable_extensions = ["dollarmath"]
@@ -102,6 +150,10 @@ myst_heading_anchors = 3
 html_theme = "pydata_sphinx_theme"
 html_title = "pmap_sklearn"
 html_theme_options = {"navigation_depth": 2, "show_toc_level": 2}
+html_static_path = ["_static"]
+html_css_files = ["custom.css"]
+# pages with no sub-pages have nothing to show in the left sidebar
+html_sidebars = {"getting_started": [], "api": []}
 
 # Examples on the shared OCR / horse data are left out of the gallery when it is not found.
 _NEEDS = {
@@ -127,4 +179,6 @@ sphinx_gallery_conf = {
     "within_subsection_order": "FileNameSortKey",
     "abort_on_example_error": True,
     "show_memory": False,
+    # its page of timings loads DataTables from a CDN
+    "write_computation_times": False,
 }
