@@ -1,4 +1,4 @@
-"""Continuous log-supermodular priors for grey-level denoising (Shpakova 2019, Ch. 4).
+"""Continuous log-supermodular priors for grey-level denoising (Shpakova 2019, chapter 4).
 
 A signal ``x = D α + ε`` (``D`` orthonormal: the identity or a 2-D Haar transform, ``ε ~ N(0,
 σ² I)``) with the prior ``p(α) ∝ exp(−f(|α|))``, ``f(w) = Σ_A d_A max_{a∈A} w_a`` (§4.3.1,
@@ -106,7 +106,7 @@ def tree_groups(side: int) -> list:
 
 
 class ContinuousLogSupermodularDenoiser(BaseEstimator):
-    """Denoising with a learned continuous log-supermodular prior (Shpakova 2019, Ch. 4).
+    """Denoising with a learned continuous log-supermodular prior (Shpakova 2019, chapter 4).
 
     The prior on the coefficients ``α = Dᵀ x`` of a clean signal (``D`` the identity or the
     orthonormal 2-D Haar transform) is ``p(α) ∝ exp(−Σ_A d_A max_{a∈A} |α_a|)`` on the box
@@ -173,12 +173,12 @@ class ContinuousLogSupermodularDenoiser(BaseEstimator):
 
     See Also
     --------
-    LogSupermodularDenoiser : the binary log-supermodular model (thesis Ch. 2).
+    LogSupermodularDenoiser : the binary log-supermodular model (thesis chapter 2).
 
     References
     ----------
     .. [1] T. Shpakova. On parameter learning for perturb-and-MAP models. PhD thesis, École
-       normale supérieure, 2019, Ch. 4.
+       normale supérieure, 2019, chapter 4.
     .. [2] H. Ishikawa. Exact optimization for Markov random fields with convex priors. IEEE
        TPAMI 25(10), 2003.
 
@@ -192,6 +192,10 @@ class ContinuousLogSupermodularDenoiser(BaseEstimator):
     ...                                          noise_std=1.0, random_state=0).fit(clean)
     >>> np.round(model.group_weights_, 1)  # the true d is 1 / 2
     array([0.5, 0.5, 0.5, 0.5])
+    >>> noisy = clean + rng.normal(scale=1.0, size=clean.shape)
+    >>> denoised = model.predict(noisy, decoding="continuous_map")
+    >>> bool(((denoised - clean) ** 2).mean() < ((noisy - clean) ** 2).mean())
+    True
     """
 
     _parameter_constraints: dict = {

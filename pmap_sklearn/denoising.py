@@ -1,4 +1,4 @@
-"""Log-supermodular binary image denoising (Shpakova & Bach 2016; Shpakova 2019, Ch. 2).
+"""Log-supermodular binary image denoising (Shpakova & Bach 2016; Shpakova 2019, chapter 2).
 
 Prior on clean binary images ``x`` (4-connected grid)::
 
@@ -160,7 +160,7 @@ class LogSupermodularDenoiser(BaseEstimator):
     References
     ----------
     .. [1] T. Shpakova and F. Bach. Parameter learning for log-supermodular distributions.
-       NIPS 2016 (thesis Ch. 2).
+       NIPS 2016 (thesis chapter 2).
 
     Examples
     --------

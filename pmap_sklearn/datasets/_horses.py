@@ -375,7 +375,7 @@ def _read_mask(file: Path, size) -> np.ndarray:
 
 
 def load_weizmann_horse_masks(path=None, size=(50, 50), indices=None) -> Bunch:
-    """Binary horse silhouettes for denoising (thesis Ch. 2): every mask downscaled to ``size``.
+    """Binary horse silhouettes for denoising (thesis chapter 2): every mask downscaled to ``size``.
 
     Parameters
     ----------

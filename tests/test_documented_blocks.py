@@ -1,0 +1,60 @@
+"""The Python blocks of the README and of the documentation pages run as they are and print
+what they computed (the docstring examples run as doctests, the gallery in the docs build)."""
+
+import contextlib
+import io
+import re
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from .conftest import shared_data_root
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _markdown_blocks(path):
+    return re.findall(r"```python\n(.*?)```", path.read_text(encoding="utf-8"), re.S)
+
+
+def _rst_blocks(path):
+    """The indented bodies of the ``.. code-block:: python`` directives."""
+    blocks = []
+    for match in re.finditer(
+        r"^\.\. code-block:: python\n\n((?:(?:   .*)?\n)+)", path.read_text(encoding="utf-8"), re.M
+    ):
+        blocks.append(textwrap.dedent(match.group(1)))
+    return blocks
+
+
+BLOCKS = [(f"README.md:{i}", code) for i, code in enumerate(_markdown_blocks(ROOT / "README.md"))]
+for page in sorted((ROOT / "docs").rglob("*.rst")):
+    if "generated" in page.name or "_build" in page.parts or "auto_examples" in page.parts:
+        continue
+    for i, code in enumerate(_rst_blocks(page)):
+        BLOCKS.append((f"{page.relative_to(ROOT)}:{i}", code))
+
+
+def _needs(code):
+    """Skip reasons of a block: the shared data or an optional package it uses."""
+    if ("load_weizmann" in code or "load_ocr" in code) and shared_data_root() is None:
+        pytest.skip("the block needs the shared data (set PMAP_SKLEARN_DATA)")
+    if "dask" in code:
+        pytest.importorskip("distributed")
+    if "skimage" in code:
+        pytest.importorskip("skimage")
+
+
+def test_the_readme_and_the_guide_have_their_examples():
+    assert sum(name.startswith("README") for name, _ in BLOCKS) >= 4
+    assert len(BLOCKS) >= 9
+
+
+@pytest.mark.parametrize("name, code", BLOCKS, ids=[name for name, _ in BLOCKS])
+def test_documented_block_runs_and_prints(name, code):
+    _needs(code)
+    output = io.StringIO()
+    with contextlib.redirect_stdout(output):
+        exec(compile(code, name, "exec"), {"__name__": "__doc_block__"})
+    assert output.getvalue().strip(), f"{name} printed nothing"
