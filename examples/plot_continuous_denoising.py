@@ -52,7 +52,7 @@ for title, decoding, step in [
 figure, axes = plt.subplots(1, 5, figsize=(14, 3.2))
 for axis, (title, picture) in zip(axes, [("clean", test_image), *results.items()], strict=True):
     axis.imshow(picture, cmap="gray", vmin=0, vmax=255)
-    axis.set_title(title, fontsize=9)
+    axis.set_title(title, fontsize=12)
     axis.axis("off")
 figure.tight_layout()
 plt.show()

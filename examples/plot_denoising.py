@@ -44,7 +44,7 @@ panels = [
 figure, axes = plt.subplots(1, 5, figsize=(12, 2.8))
 for axis, (title, image) in zip(axes, panels, strict=True):
     axis.imshow(image, cmap="gray", vmin=0, vmax=1)
-    axis.set_title(title, fontsize=9)
+    axis.set_title(title, fontsize=12)
     axis.axis("off")
 figure.tight_layout()
 plt.show()

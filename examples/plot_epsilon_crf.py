@@ -72,13 +72,13 @@ for axis, (title, picture) in zip(
     strict=True,
 ):
     axis.imshow(picture, cmap=None if picture.ndim == 3 else "viridis", vmin=0, vmax=2)
-    axis.set_title(title, fontsize=9)
+    axis.set_title(title, fontsize=12)
     axis.axis("off")
 for eps, model in models.items():
     gap = np.abs(np.array(model.gap_history_))
     axes[4].semilogy(gap, label=f"ε = {eps}")
 axes[4].set_xlabel("iteration")
-axes[4].legend(fontsize=7)
-axes[4].set_title("primal − dual gap", fontsize=9)
+axes[4].legend(fontsize=10)
+axes[4].set_title("primal − dual gap", fontsize=12)
 figure.tight_layout()
 plt.show()

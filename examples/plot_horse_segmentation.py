@@ -46,7 +46,7 @@ for row, k in enumerate((0, 3, 7)):
     ]
     for axis, (title, image) in zip(axes[row], panels, strict=True):
         axis.imshow(image, cmap=None if image.ndim == 3 else "gray", vmin=0, vmax=1)
-        axis.set_title(title, fontsize=9)
+        axis.set_title(title, fontsize=12)
         axis.axis("off")
 figure.tight_layout()
 plt.show()

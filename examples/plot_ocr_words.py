@@ -45,8 +45,8 @@ for row, (word, labels, guess, q, p) in enumerate(
     axes[row, 0].set_title(f"truth '{''.join(letters[labels])}'\nMAP '{''.join(letters[guess])}'")
     for axis, marginals, name in ((axes[row, 1], q, "perturb-and-MAP"), (axes[row, 2], p, "exact")):
         axis.imshow(marginals.T, aspect="auto", cmap="viridis", vmin=0, vmax=1)
-        axis.set_yticks(range(26), letters, fontsize=5)
-        axis.set_title(f"{name} marginals", fontsize=9)
+        axis.set_yticks(range(26), letters, fontsize=7)
+        axis.set_title(f"{name} marginals", fontsize=12)
 for axis in axes.ravel():
     axis.set_xticks([])
 for axis in axes[:, 0]:

@@ -64,7 +64,8 @@ for name, model in models.items():
 # the bound it was fitted on).
 fvs = feedback_vertex_set(size * size, edges)
 print(f"|F| / |V| = {fvs.mean():.2f}")
-figure, axes = plt.subplots(1, 6, figsize=(15, 2.8))
+figure, axes = plt.subplots(2, 3, figsize=(11, 7))
+axes = axes.ravel()
 panels = [
     ("feedback vertex set", ~fvs.reshape(size, size)),
     ("clean", clean[10]),
@@ -73,11 +74,11 @@ panels = [
 panels += [(name, predictions[name][0].reshape(size, size)) for name in list(models)[2:]]
 for axis, (title, image) in zip(axes[:5], panels, strict=True):
     axis.imshow(image, cmap="gray")
-    axis.set_title(title, fontsize=9)
+    axis.set_title(title, fontsize=12)
     axis.axis("off")
 bounds = models["Part & Clamp, 4 rounds"].lower_bound_by_states_
 axes[5].plot(range(1, len(bounds) + 1), bounds, "-o")
 axes[5].set_xlabel("states of F clamped per image")
-axes[5].set_title("lower bound of log Z at the fitted w", fontsize=9)
+axes[5].set_title("bound on log Z at the fitted w", fontsize=12)
 figure.tight_layout()
 plt.show()

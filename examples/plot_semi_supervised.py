@@ -45,7 +45,7 @@ panels = [
 figure, axes = plt.subplots(1, 3, figsize=(10, 3.2))
 for axis, (title, image, low) in zip(axes, panels, strict=True):
     axis.imshow(image, cmap="gray", vmin=low, vmax=1)
-    axis.set_title(title, fontsize=9)
+    axis.set_title(title, fontsize=12)
     axis.axis("off")
 figure.tight_layout()
 plt.show()
