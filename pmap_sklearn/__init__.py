@@ -14,7 +14,7 @@ from .metrics import (
 )
 from .part_clamp import ContrastiveDivergenceCRF, PartClampCRF, PseudoLikelihoodCRF
 from .perturb_map import PerturbMAPCRF
-from .preprocessing import NodeTransformer
+from .preprocessing import NodeTransformer, SequenceVectorizer
 from .samples import GraphSample, grid_edges
 from .structures import ChainStructure, GraphStructure, GridStructure
 
@@ -38,6 +38,7 @@ __all__ = [
     "grid_edges",
     "Potentials",
     "NodeTransformer",
+    "SequenceVectorizer",
     "mean_hamming_loss",
     "weighted_hamming_loss",
     "hamming_scorer",

@@ -271,8 +271,45 @@ class BaseStructuredEstimator(BaseEstimator):
         """
         return self.structure_.potentials(self._prepare_fitted(X), self.coef_)
 
+    def _known_codes(self, batch: SampleBatch, known_labels) -> np.ndarray | None:
+        """Flat label codes of ``known_labels`` (``-1`` where None or ``unknown_label``), after
+        checking that the solver honours clamps."""
+        if known_labels is None:
+            return None
+        structure = self.structure_
+        check_capabilities(
+            structure.solver_,
+            structure.requirements(clamps=True),
+            f"{type(self).__name__}.predict with known_labels",
+        )
+        if len(known_labels) != batch.n_samples:
+            raise ValueError(
+                f"X has {batch.n_samples} samples but known_labels has {len(known_labels)}"
+            )
+        marker = getattr(self, "unknown_label", -1)
+        codes = []
+        for i, labels in enumerate(known_labels):
+            values = np.asarray(labels, dtype=object)
+            flat = values.ravel()
+            unknown = np.array(
+                [
+                    v is None or (marker is not None and type(v) is type(marker) and v == marker)
+                    for v in flat.tolist()
+                ],
+                dtype=bool,
+            ).reshape(values.shape)
+            code = np.full(values.shape, -1, dtype=np.intp)
+            if (~unknown).any():
+                try:
+                    known, _ = encode([values[~unknown].tolist()], None, self.classes_)
+                except ValueError as error:
+                    raise ValueError(f"known_labels of sample {i}: {error}") from None
+                code[~unknown] = known[0]
+            codes.append(code)
+        return structure.prepare_labels(batch, codes, allow_unknown=True)
+
     @uses_workers
-    def predict(self, X, decoding: str = "map") -> np.ndarray:
+    def predict(self, X, decoding: str = "map", known_labels=None) -> np.ndarray:
         """Labelling of each sample.
 
         Parameters
@@ -281,6 +318,11 @@ class BaseStructuredEstimator(BaseEstimator):
         decoding : {"map", "marginal"}, default="map"
             ``"map"``: the MAP labelling; ``"marginal"``: the per-node argmax of the marginals
             (:meth:`predict_marginals`), which minimises the expected Hamming loss.
+        known_labels : sequence of label arrays, optional
+            Labels already known at prediction time (e.g. from a rule or a gazetteer), shaped
+            like the predictions, with None (or ``unknown_label``) where the label is to be
+            predicted: the known nodes keep their labels and the others are decoded given them
+            (constrained decoding, through the solver's clamps).
 
         Returns
         -------
@@ -292,16 +334,20 @@ class BaseStructuredEstimator(BaseEstimator):
         if decoding == "marginal":
             if not self._marginal_methods:
                 raise ValueError(f"{type(self).__name__} has no marginals: use decoding='map'")
-            codes = [m.argmax(axis=-1) for m in self.predict_marginals(X)]
+            marginals = self.predict_marginals(X, known_labels=known_labels)
+            codes = [m.argmax(axis=-1) for m in marginals]
         elif decoding == "map":
             batch = self._prepare_fitted(X)
-            codes = batch.split(self._map(batch, self.coef_))
+            clamp = self._known_codes(batch, known_labels)
+            codes = batch.split(self._map(batch, self.coef_, clamp))
         else:
             raise ValueError(f"decoding must be 'map' or 'marginal', got {decoding!r}")
         return as_samples([self.classes_[c] for c in codes])
 
     @uses_workers
-    def predict_marginals(self, X, method: str | None = None, n_perturbations=None):
+    def predict_marginals(
+        self, X, method: str | None = None, n_perturbations=None, known_labels=None
+    ):
         """Node marginals ``P(y_d = k | x)`` of each sample.
 
         Parameters
@@ -315,6 +361,10 @@ class BaseStructuredEstimator(BaseEstimator):
             for :class:`~pmap_sklearn.ChainCRF`.
         n_perturbations : int, optional
             Defaults to the estimator's ``n_perturbations``.
+        known_labels : sequence of label arrays, optional
+            Labels known at prediction time (None elsewhere), as in
+            :meth:`predict`: the marginals are then conditional on them (one-hot at the known
+            nodes).
 
         Returns
         -------
@@ -332,6 +382,7 @@ class BaseStructuredEstimator(BaseEstimator):
             )
         batch = self._prepare_fitted(X)
         structure = self.structure_
+        clamp = self._known_codes(batch, known_labels)
         potentials = structure.potentials(batch, self.coef_)
         if method == "exact":
             if not structure.solver_.has_marginals:
@@ -340,7 +391,8 @@ class BaseStructuredEstimator(BaseEstimator):
                     f"solver='brute_force' on tiny models); {type(structure).__name__} uses "
                     f"{structure.solver_.name!r}: use method='perturb'"
                 )
-            return as_samples(batch.split(structure.solver_.marginals(potentials).node))
+            node = structure.solver_.marginals(potentials, clamp).node
+            return as_samples(batch.split(node))
         if n_perturbations is None:
             n_perturbations = self.n_perturbations
         elif isinstance(n_perturbations, bool) or not isinstance(n_perturbations, Integral):
@@ -353,6 +405,7 @@ class BaseStructuredEstimator(BaseEstimator):
             n_perturbations,
             self.random_state,
             self._perturbation,
+            clamp,
             n_jobs=getattr(self, "n_jobs", None),
             maxima=False,
         )
@@ -372,6 +425,32 @@ class BaseStructuredEstimator(BaseEstimator):
         float
         """
         return 1.0 - mean_hamming_loss(y, self.predict(X), unknown_label=self.unknown_label)
+
+
+#: Mini-batches of a bucket of samples sorted by length (see :func:`bucket_by_length`).
+BUCKET_BATCHES = 32
+
+
+def bucket_by_length(order, lengths, batch_size: int, rng) -> np.ndarray:
+    """Reorder an epoch's permutation so that its mini-batches hold chains of similar lengths.
+
+    The permutation is cut into buckets of ``BUCKET_BATCHES`` mini-batches, each bucket sorted
+    by chain length and cut into mini-batches, and the full mini-batches are shuffled (the
+    last, shorter one stays last). Every sample is still seen once per epoch in a random
+    mini-batch, but a batched Viterbi pass loops over about the mean length of a mini-batch
+    instead of its longest chain (the bucketing of neural sequence models).
+    """
+    lengths = np.asarray(lengths)[order]
+    size = batch_size * BUCKET_BATCHES
+    ranked = np.concatenate(
+        [
+            order[start : start + size][np.argsort(lengths[start : start + size], kind="stable")]
+            for start in range(0, len(order), size)
+        ]
+    )
+    n_full = len(order) // batch_size
+    batches = rng.permutation(n_full)[:, None] * batch_size + np.arange(batch_size)
+    return np.concatenate([ranked[batches.ravel()], ranked[n_full * batch_size :]])
 
 
 #: The logistic start of the SGD learners: at most this many node rows (a random subset) and
@@ -517,11 +596,15 @@ class BaseStructuredSGD(BaseStructuredEstimator):
         raise NotImplementedError
 
     def _optimise(self, batch, targets, state, rng, validation_score):
+        batch_size = self._batch_size(batch.n_samples)
+        chains = self.structure_.graph_kind is GraphKind.CHAIN
+
         def make_oracle(order):
+            if chains:  # a chain solver's loops run over the longest chain of a mini-batch
+                order = bucket_by_length(order, batch.lengths, batch_size, rng)
             # One gather per epoch; the mini-batches are then contiguous views of it.
             return self._make_oracle(batch.subset(order), targets[batch.node_index(order)])
 
-        batch_size = self._batch_size(batch.n_samples)
         if state.eta0 is None:  # a fresh run
             if self._init() == "logistic":
                 self._start_from_logistic(batch, targets, state.coef, rng)

@@ -23,7 +23,7 @@ import numpy as np
 
 from ._progress import Progress
 from ._state import FitState
-from ._utils import NonFiniteError
+from ._utils import NonFiniteError, SparseVector
 
 
 @dataclass
@@ -104,17 +104,39 @@ class Normalised(StepRule):
         return self.eta0 / np.sqrt(t + 1.0) / norm
 
 
+def dot(w: np.ndarray, gradient) -> float:
+    """``w · gradient`` for a dense gradient or a :class:`SparseVector`."""
+    if isinstance(gradient, SparseVector):
+        return gradient.dot(w)
+    return float(w @ gradient)
+
+
 def _step(oracle: Oracle, part: slice, w, rng, steps, t, alpha, project):
     """One projected ascent step on ``(1/T) Σ_batch ℓ − (1/2) Σ α_i w_i²`` over the samples
     ``part``, in place, its size from the step rule ``steps``. Returns
     ``Σ ℓ`` and the rate (a scalar, or one per coordinate)."""
     gradient, value = oracle(part, w, rng)
+    if isinstance(gradient, SparseVector):
+        gradient = gradient.toarray()
     batch = part.stop - part.start
     with np.errstate(over="ignore", invalid="ignore"):  # divergence is checked by the caller
         rate = steps.rate(t, gradient, w, alpha, batch)
         w *= 1.0 - rate * alpha
         w += (rate / batch) * gradient
     project(w)
+    return value, rate
+
+
+def _lazy_step(oracle, part, lazy: LazyWeights, rng, steps, t, alpha, project, averaged):
+    """:func:`_step` with lazy sparse updates: the weights the mini-batch reads are brought up
+    to date first, and only the gradient's weights are updated now."""
+    lazy.catch_up(oracle.support(part))
+    gradient, value = oracle(part, lazy.w, rng)
+    if not isinstance(gradient, SparseVector):
+        rows = lazy.rows
+        gradient = SparseVector(np.arange(len(rows)), gradient.reshape(rows.shape), len(lazy.w))
+    rate = steps.rate(t, gradient, lazy.w, alpha, part.stop - part.start)
+    lazy.step(gradient, rate, alpha, part.stop - part.start, project, averaged)
     return value, rate
 
 
@@ -206,6 +228,125 @@ def calibrate_eta0(
 _MAX_EXPONENT = 1100
 
 
+class LazyWeights:
+    """Mini-batch SGD steps that cost the gradient's non-zeros, not the number of weights.
+
+    With sparse features a step's gradient touches the weights of the features present in the
+    mini-batch only, but the L2 shrinkage ``w ← (1 − η_t α) w`` and the running average of the
+    iterates touch every weight. Both are applied lazily (the "just-in-time" updates of sparse
+    SGD, as in Bottou's ``sgd`` and scikit-learn's ``SGDClassifier``): a weight left alone
+    since step ``a`` is ``w_a exp(D_t − D_a)`` at step t, with ``D_t = Σ_{s<t} log(1 − η_s α)``,
+    and the iterates it missed add ``w_a exp(−D_a) (E_t − E_a)`` to the average's sum, with
+    ``E_t = Σ_{s≤t, averaged} exp(D_s)``. :meth:`catch_up` brings the weights a step reads up
+    to date; :meth:`settle` brings every weight (and the average) up to date.
+    """
+
+    #: Rebase ``D`` (settle everything) before ``exp(−D)`` loses precision.
+    _LOWEST_LOG_DECAY = -30.0
+
+    def __init__(self, w: np.ndarray, average: np.ndarray | None, n_averaged: int, width: int):
+        self.w = w
+        # Weights are handled by rows of ``width`` (the K weights of one feature).
+        self.rows = w.reshape(-1, width)
+        self.total = None if average is None or n_averaged == 0 else average * n_averaged
+        self.n_averaged = n_averaged if self.total is not None else 0
+        self.touched = self.rows[:0]  # the rows the last step changed
+        self._rebase()
+
+    def _rebase(self) -> None:
+        self.last = np.zeros(len(self.rows), dtype=np.intp)  # step each row is current at
+        self.log_decay = [0.0]  # D_t
+        self.summed = [0.0]  # E_t
+
+    def catch_up(self, index: np.ndarray | slice) -> None:
+        """Bring the rows ``index`` to the current step."""
+        now = len(self.log_decay) - 1
+        since = self.last[index]
+        log_decay = np.asarray(self.log_decay)
+        rows = self.rows[index]
+        if self.total is not None:
+            missed = self.summed[now] - np.asarray(self.summed)[since]
+            total = self.total.reshape(self.rows.shape)
+            total[index] += rows * (np.exp(-log_decay[since]) * missed)[:, None]
+        self.rows[index] = rows * np.exp(log_decay[now] - log_decay[since])[:, None]
+        self.last[index] = now
+
+    def step(
+        self, gradient: SparseVector, rate: float, alpha: float, batch: int, project, averaged: bool
+    ) -> None:
+        """``w ← (1 − rate α) w + (rate / batch) gradient``, then ``project``, the gradient's
+        rows at once and the others lazily; ``averaged``: the new iterate joins the average.
+        The rows of ``gradient`` (which must include those ``project`` changes) must be
+        current."""
+        shrink = 1.0 - rate * alpha
+        if not shrink > 0.0:  # a step past the regulariser's minimum: settle, then step densely
+            self.settle()
+            self.w *= shrink
+            index = slice(None)
+        else:
+            self.log_decay.append(self.log_decay[-1] + np.log(shrink))
+            index = gradient.index
+            self.rows[index] *= shrink
+        self.rows[gradient.index] += (rate / batch) * gradient.values
+        project(self.w)
+        self.touched = self.rows[index]
+        if isinstance(index, slice):
+            self._rebase()  # every row is current at the new step
+        else:
+            self.last[index] = len(self.log_decay) - 1
+        self._join_average(averaged, index)
+        if self.log_decay[-1] < self._LOWEST_LOG_DECAY:
+            self.settle()
+
+    def _join_average(self, averaged: bool, index) -> None:
+        """Add the current iterate to the average's sum (the rows ``index`` now, the others
+        through ``E``)."""
+        if len(self.summed) < len(self.log_decay):
+            grow = averaged and self.total is not None
+            self.summed.append(self.summed[-1] + (np.exp(self.log_decay[-1]) if grow else 0.0))
+        if not averaged:
+            return
+        if self.total is None:  # the average starts at this iterate
+            self.settle()
+            self.total, self.n_averaged = self.w.copy(), 1
+            return
+        total = self.total.reshape(self.rows.shape)
+        total[index] += self.rows[index]
+        self.n_averaged += 1
+
+    def settle(self) -> None:
+        """Bring every row (and the average's sum) to the current step."""
+        self.catch_up(slice(None))
+        self._rebase()
+
+    @property
+    def average(self) -> np.ndarray | None:
+        """The average of the iterates (call :meth:`settle` first)."""
+        return None if self.total is None else self.total / self.n_averaged
+
+
+def lazy_when_sparse(oracle, structure, batch):
+    """Let ``oracle`` take lazy sparse steps (:class:`LazyWeights`) when ``batch`` has sparse
+    node features: ``oracle.support(part)`` names the rows of ``w`` a step on ``part`` reads
+    and ``oracle.width`` their width; the oracle must then return
+    :class:`~pmap_sklearn._utils.SparseVector` gradients within those rows."""
+    if structure.has_sparse_features(batch):
+        oracle.support = lambda part: structure.weight_support(batch.subset(part))
+        oracle.width = structure.weight_row_width_
+    return oracle
+
+
+def _lazy(oracle, steps, alpha, average_weights) -> bool:
+    """Whether the epoch can take lazy sparse steps (:class:`LazyWeights`)."""
+    return (
+        hasattr(oracle, "support")
+        and isinstance(steps, Schedule)
+        and steps.scale is None
+        and np.ndim(alpha) == 0
+        and average_weights == "uniform"
+    )
+
+
 def learning_rate(schedule: str, t: int, alpha: float, eta0: float, power_t: float) -> float:
     """Step size of update ``t`` (0-based).
 
@@ -285,11 +426,22 @@ def run_sgd(
         if shuffle:
             oracle = make_oracle(rng.permutation(n_samples))
         objective = 0.0
+        lazy = None
+        if _lazy(oracle, steps, alpha, average_weights):
+            lazy = LazyWeights(w, state.average, state.n_averaged, oracle.width)
         for begin in range(0, n_samples, batch_size):
             part = slice(begin, min(begin + batch_size, n_samples))
-            value, eta = _step(oracle, part, w, rng, steps, state.t, alpha, project)
+            averaged = (
+                start_average is not None and state.n_seen + part.stop - begin > start_average
+            )
+            if lazy is not None:
+                value, eta = _lazy_step(
+                    oracle, part, lazy, rng, steps, state.t, alpha, project, averaged
+                )
+            else:
+                value, eta = _step(oracle, part, w, rng, steps, state.t, alpha, project)
             objective += value
-            if not np.isfinite(w).all():
+            if not np.isfinite(lazy.touched if lazy is not None else w).all():
                 raise NonFiniteError(
                     f"SGD diverged in epoch {epoch + 1} (update {state.t + 1}): the weights are "
                     "no longer finite; lower the step size (eta0, or eta0='auto'), scale the "
@@ -297,16 +449,20 @@ def run_sgd(
                 )
             state.t += 1
             state.n_seen += part.stop - part.start
-            if start_average is not None and state.n_seen > start_average:
-                if state.average is None or state.n_averaged == 0:
-                    state.average = w.copy()
-                    state.n_averaged = 1
+            if lazy is not None or not averaged:
+                continue
+            if state.average is None or state.n_averaged == 0:
+                state.average = w.copy()
+                state.n_averaged = 1
+            else:
+                state.n_averaged += 1
+                if average_weights == "linear":  # weights ∝ h
+                    state.average += (w - state.average) * (2.0 / (state.n_averaged + 1))
                 else:
-                    state.n_averaged += 1
-                    if average_weights == "linear":  # weights ∝ h
-                        state.average += (w - state.average) * (2.0 / (state.n_averaged + 1))
-                    else:
-                        state.average += (w - state.average) / state.n_averaged
+                    state.average += (w - state.average) / state.n_averaged
+        if lazy is not None:
+            lazy.settle()
+            state.average, state.n_averaged = lazy.average, lazy.n_averaged
         state.n_iter = epoch + 1
         regularised = objective / n_samples - _penalty(alpha, w)
         if not np.isfinite(regularised):

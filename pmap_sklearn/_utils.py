@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from functools import cached_property
+from typing import NamedTuple
 
 import numpy as np
 from scipy import sparse
@@ -11,6 +12,27 @@ from scipy import sparse
 class NonFiniteError(ValueError):
     """Scores, weights or an objective that overflowed or became NaN (the message says what to
     change: usually scale the features, regularise more or lower the step size)."""
+
+
+class SparseVector(NamedTuple):
+    """A vector of length ``size`` that is zero outside some rows of ``width`` consecutive
+    weights: row ``index[i]`` (weights ``index[i] * width`` to ``index[i] * width + width - 1``)
+    holds ``values[i]``, the rows distinct. A gradient of sparse features, which touches the
+    weights of the features present only (one row of K weights per feature)."""
+
+    index: np.ndarray  # (n_rows,) row numbers
+    values: np.ndarray  # (n_rows, width)
+    size: int
+
+    def toarray(self) -> np.ndarray:
+        dense = np.zeros(self.size)
+        dense.reshape(-1, self.values.shape[1])[self.index] = self.values
+        return dense
+
+    def dot(self, w: np.ndarray) -> float:
+        return float(
+            np.einsum("ij,ij->", w.reshape(-1, self.values.shape[1])[self.index], self.values)
+        )
 
 
 class StackedSamples:
@@ -87,6 +109,30 @@ def as_finite_array(value, what: str) -> np.ndarray:
     if not np.all(np.isfinite(array)):
         raise ValueError(f"{what} contain non-finite values (NaN or inf)")
     return array
+
+
+def as_finite_features(value, what: str):
+    """Node features as a float array, or as a float CSR matrix when ``value`` is sparse; a
+    ValueError naming ``what`` if they are not numeric or hold NaN / inf."""
+    if not sparse.issparse(value):
+        return as_finite_array(value, what)
+    if value.format == "csr" and value.dtype == np.float64 and value.ndim == 2:
+        matrix = value  # only read: no copy
+    else:
+        try:
+            matrix = sparse.csr_matrix(value, dtype=float)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{what} must be numeric ({exc})") from None
+    if not np.all(np.isfinite(matrix.data)):
+        raise ValueError(f"{what} contain non-finite values (NaN or inf)")
+    return matrix
+
+
+def stack_rows(blocks):
+    """Row-stack node feature blocks: a CSR matrix if any block is sparse, else an array."""
+    if any(sparse.issparse(b) for b in blocks):
+        return sparse.vstack(blocks, format="csr")
+    return np.concatenate(blocks)
 
 
 def check_edges(edges, n_nodes: int, where: str) -> np.ndarray:

@@ -9,6 +9,7 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._base import BaseStructuredSGD
+from ._sgd import dot, lazy_when_sparse
 from ._utils import onehot
 from .metrics import class_weight_by_code, loss_weights
 from .perturbation import gumbel
@@ -240,11 +241,11 @@ class MarginalPerturbMAPCRF(BaseStructuredSGD):
                 dynamic=self.dynamic,
                 n_jobs=self.n_jobs,
             )
-            gradient = structure.joint_feature_of(sub, solution.statistics)
+            gradient = structure.joint_feature_of(sub, solution.statistics, compact=True)
             # Σ C (B̂ − Â) with B̂ = max of f + Σ_{s≠d} z_s: the f part is w·gradient, the z part
             # is the change of perturbation between y*_B and y*_A minus the clamped node's z_d(k).
             gap = solution.perturbation_gap(perturbation)
-            objective = w @ gradient + gap - float((coef * perturbation).sum())
+            objective = dot(w, gradient) + gap - float((coef * perturbation).sum())
             return gradient, objective
 
-        return oracle
+        return lazy_when_sparse(oracle, structure, batch)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._base import BaseStructuredSGD
+from ._sgd import dot, lazy_when_sparse
 from .perturbation import draw
 
 
@@ -186,7 +187,9 @@ def perturb_and_map_oracle(
     :func:`~pmap_sklearn.perturbation.draw`), the perturbed MAP ``y*``, the gradient
     ``Σ_n c_n [Ψ(x_n, y_n) − Ψ(x_n, y*_n)]`` and the unbiased estimate
     ``Σ_n c_n [f(y_n) − f(y*_n) − z(y*_n)]`` of ``Σ_n c_n ℓ_n`` (``c`` = ``sample_weight``,
-    1 when None).
+    1 when None). With sparse node features the gradient is a
+    :class:`~pmap_sklearn._utils.SparseVector` and ``oracle.support(part)`` names the weights
+    the step reads, for the engine's lazy updates (:func:`~pmap_sklearn._sgd.run_sgd`).
     """
     solver = structure.solver_
 
@@ -196,10 +199,10 @@ def perturb_and_map_oracle(
         perturbation = draw(rng, sub.n_nodes, structure.n_states_, kind)
         perturbed = solver.map(structure.potentials(sub, w, perturbation), n_jobs=n_jobs)
         weight = None if sample_weight is None else sample_weight[part]
-        gradient = structure.joint_feature_difference(sub, truth, perturbed, weight)
+        gradient = structure.joint_feature_difference(sub, truth, perturbed, weight, compact=True)
         at_map = perturbation[np.arange(sub.n_nodes), perturbed]
         if weight is not None:
             at_map = at_map * weight[sub.node_sample]
-        return gradient, w @ gradient - at_map.sum()
+        return gradient, dot(w, gradient) - at_map.sum()
 
-    return oracle
+    return lazy_when_sparse(oracle, structure, batch)

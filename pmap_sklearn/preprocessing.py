@@ -1,17 +1,30 @@
-"""Node-level preprocessing for structured samples."""
+"""Node-level preprocessing for structured samples: transformers of node features, and the
+vectorizer of token feature dicts (crfsuite's input) into sparse chains."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from numbers import Integral
+
 import numpy as np
+from scipy import sparse
 from sklearn.base import BaseEstimator, TransformerMixin, _fit_context, clone
-from sklearn.utils._param_validation import HasMethods
+from sklearn.feature_extraction import DictVectorizer, FeatureHasher
+from sklearn.utils._param_validation import HasMethods, Interval
 from sklearn.utils.validation import check_is_fitted
 
+from ._utils import stack_rows
 from .samples import GraphSample
 
+__all__ = ["NodeTransformer", "SequenceVectorizer"]
 
-def _node_features(sample, index: int) -> np.ndarray:
-    features = sample.node_features if isinstance(sample, GraphSample) else np.asarray(sample)
+
+def _node_features(sample, index: int):
+    if isinstance(sample, GraphSample):
+        sample = sample.node_features
+    if sparse.issparse(sample):
+        return sparse.csr_matrix(sample)
+    features = np.asarray(sample)
     if features.ndim == 0 or features.dtype.kind not in "biuf":
         raise ValueError(
             f"sample {index}: expected numeric node features — a (D, F) array, an (H, W, F) image "
@@ -27,12 +40,44 @@ def _with_node_features(sample, features):
     return features.reshape(shape[:-1] + (-1,)) if len(shape) == 3 else features
 
 
-class NodeTransformer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None):
+def _split_rows(stacked, lengths) -> list:
+    """Cut stacked rows into consecutive blocks of ``lengths`` rows (sparse stays sparse)."""
+    ends = np.cumsum(lengths)
+    return [stacked[end - n : end] for n, end in zip(lengths, ends, strict=True)]
+
+
+class _SampleListOutput:
+    """``set_output`` of transformers whose output is a list of per-sample arrays, which has no
+    pandas / polars form: only the default container is accepted."""
+
+    def set_output(self, *, transform=None):
+        """Accept the default output container only: the output is a list of per-sample
+        arrays, which has no pandas / polars form.
+
+        Parameters
+        ----------
+        transform : {"default"} or None
+
+        Returns
+        -------
+        self : object
+        """
+        if transform not in (None, "default"):
+            raise ValueError(
+                f"{type(self).__name__} returns a list of per-sample arrays, so the "
+                f"{transform!r} output container is not available; use transform='default'"
+            )
+        return self
+
+
+class NodeTransformer(
+    _SampleListOutput, TransformerMixin, BaseEstimator, auto_wrap_output_keys=None
+):
     """Apply a scikit-learn transformer to the node features of structured samples.
 
     The transformer is fitted on the node features of all samples stacked together and applied
     to each sample, so ``Pipeline([("scale", NodeTransformer(StandardScaler())), ("crf",
-    PerturbMAPCRF())])`` works. Chains ((D, F) arrays), images ((H, W, F)) and
+    PerturbMAPCRF())])`` works. Chains ((D, F) arrays or sparse matrices), images ((H, W, F)) and
     :class:`~pmap_sklearn.structures.GraphSample` are supported.
 
     Parameters
@@ -78,7 +123,7 @@ class NodeTransformer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=Non
         """
         if len(X) == 0:
             raise ValueError("X is empty: at least one sample is needed")
-        stacked = np.concatenate([_node_features(x, i) for i, x in enumerate(X)])
+        stacked = stack_rows([_node_features(x, i) for i, x in enumerate(X)])
         self.transformer_ = clone(self.transformer).fit(stacked)
         self.n_features_in_ = stacked.shape[1]
         return self
@@ -98,25 +143,6 @@ class NodeTransformer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=Non
         if hasattr(self.transformer_, "get_feature_names_out"):
             return self.transformer_.get_feature_names_out(input_features)
         return np.array([f"x{i}" for i in range(self.n_features_in_)], dtype=object)
-
-    def set_output(self, *, transform=None):
-        """Accept the default output container only: the output is a list of structured
-        samples, which has no pandas / polars form.
-
-        Parameters
-        ----------
-        transform : {"default"} or None
-
-        Returns
-        -------
-        self : object
-        """
-        if transform not in (None, "default"):
-            raise ValueError(
-                f"NodeTransformer returns structured samples (arrays per sample), so the "
-                f"{transform!r} output container is not available; use transform='default'"
-            )
-        return self
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -139,6 +165,202 @@ class NodeTransformer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=Non
         features = [_node_features(x, i) for i, x in enumerate(X)]
         if not features:
             return []
-        lengths = np.cumsum([len(f) for f in features])[:-1]
-        transformed = np.split(self.transformer_.transform(np.concatenate(features)), lengths)
+        lengths = [f.shape[0] for f in features]
+        transformed = _split_rows(self.transformer_.transform(stack_rows(features)), lengths)
         return [_with_node_features(x, f) for x, f in zip(X, transformed, strict=True)]
+
+
+class SequenceVectorizer(
+    _SampleListOutput, TransformerMixin, BaseEstimator, auto_wrap_output_keys=None
+):
+    """Turn sequences of per-token feature dicts (sklearn-crfsuite's input) into sparse chains.
+
+    Each token is a dict of features: a string value becomes a one-hot feature ``name=value``,
+    a number stays its value and a boolean becomes 0 / 1 (the rules of scikit-learn's
+    :class:`~sklearn.feature_extraction.DictVectorizer`). Each sequence becomes a CSR matrix of
+    shape (n_tokens, n_features), which the chain learners take as they are, so
+    ``make_pipeline(SequenceVectorizer(), PerturbMAPCRF())`` fits on crfsuite-style input
+    (string tags included) and works in ``GridSearchCV`` / ``cross_validate``.
+
+    Parameters
+    ----------
+    token_features : callable, optional
+        ``token_features(sequence, i) -> dict``: with it, ``X`` holds raw sequences (e.g. lists
+        of words) and the dicts are built here (e.g.
+        :func:`~pmap_sklearn.datasets.token_features`); without it, ``X`` holds sequences of
+        dicts.
+    n_features : int, optional
+        Hash the features into this many columns (scikit-learn's
+        :class:`~sklearn.feature_extraction.FeatureHasher`, no vocabulary to store: for
+        unbounded vocabularies); by default a vocabulary is learned at ``fit``
+        (:class:`~sklearn.feature_extraction.DictVectorizer`), and features not seen in training
+        are ignored.
+    min_count : int, default=1
+        With a vocabulary, keep the features seen in at least this many training tokens (2
+        drops the features of words seen once, about halving the weights on a treebank).
+    dtype : dtype, default=np.float64
+        Type of the feature values.
+
+    Attributes
+    ----------
+    vectorizer_ : DictVectorizer or FeatureHasher
+        The fitted vectorizer of single tokens.
+    n_features_out_ : int
+        Columns of the output matrices.
+
+    Examples
+    --------
+    >>> from pmap_sklearn import SequenceVectorizer
+    >>> X = [[{"w": "the", "title": True}, {"w": "dog"}], [{"w": "a", "title": False}]]
+    >>> chains = SequenceVectorizer().fit_transform(X)
+    >>> [c.shape for c in chains]
+    [(2, 4), (1, 4)]
+    >>> SequenceVectorizer().fit(X).get_feature_names_out().tolist()
+    ['title', 'w=a', 'w=dog', 'w=the']
+    """
+
+    _parameter_constraints: dict = {
+        "token_features": [callable, None],
+        "n_features": [Interval(Integral, 1, None, closed="left"), None],
+        "min_count": [Interval(Integral, 1, None, closed="left")],
+        "dtype": "no_validation",
+    }
+
+    def __init__(self, token_features=None, n_features=None, min_count=1, dtype=np.float64):
+        self.token_features = token_features
+        self.n_features = n_features
+        self.min_count = min_count
+        self.dtype = dtype
+
+    def _tokens(self, X) -> tuple[list, list[int]]:
+        """All tokens' feature dicts in order, and the length of each sequence."""
+        if isinstance(X, Mapping) or isinstance(X, str):
+            raise ValueError(
+                "X must be a list of sequences (one per sentence); got a single "
+                f"{type(X).__name__}: wrap one sequence as [sequence]"
+            )
+        make: Callable | None = self.token_features
+        tokens, lengths = [], []
+        for n, sequence in enumerate(X):
+            if isinstance(sequence, Mapping | str):
+                hint = "a dict" if isinstance(sequence, Mapping) else "a string"
+                raise ValueError(
+                    f"sequence {n} is {hint}, not a sequence of tokens: X is a list of "
+                    "sequences; pass a single sequence as [sequence]"
+                )
+            if len(sequence) == 0:
+                raise ValueError(f"sequence {n} is empty: every sequence needs a token")
+            if make is None:
+                for i, token in enumerate(sequence):
+                    if not isinstance(token, Mapping):
+                        raise ValueError(
+                            f"sequence {n}, token {i}: expected a dict of features, got "
+                            f"{type(token).__name__} {token!r:.40}; pass "
+                            "token_features=... to build the dicts from raw tokens"
+                        )
+                tokens.extend(sequence)
+            else:
+                tokens.extend(make(sequence, i) for i in range(len(sequence)))
+            lengths.append(len(sequence))
+        if not lengths:
+            raise ValueError("X is empty: at least one sequence is needed")
+        return tokens, lengths
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y=None):
+        """Learn the feature vocabulary (nothing to learn when hashing).
+
+        Parameters
+        ----------
+        X : sequence of sequences
+            Sequences of token feature dicts (or raw sequences with ``token_features``).
+        y : ignored
+
+        Returns
+        -------
+        self : object
+        """
+        self._fit(X)
+        return self
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit_transform(self, X, y=None) -> list:
+        """Learn the vocabulary and vectorise ``X`` in one pass over the tokens.
+
+        Parameters
+        ----------
+        X : sequence of sequences
+        y : ignored
+
+        Returns
+        -------
+        list of scipy.sparse.csr_matrix
+            One (n_tokens, n_features_out_) matrix per sequence.
+        """
+        stacked, lengths = self._fit(X)
+        return _split_rows(stacked, lengths)
+
+    def _fit(self, X):
+        """Fit the token vectorizer; return the training tokens' matrix and the lengths."""
+        tokens, lengths = self._tokens(X)
+        if self.n_features is not None:
+            self.vectorizer_ = FeatureHasher(
+                self.n_features, input_type="dict", alternate_sign=False, dtype=self.dtype
+            )
+            stacked = self.vectorizer_.transform(tokens)
+        else:
+            vectorizer = DictVectorizer(dtype=self.dtype)
+            stacked = vectorizer.fit_transform(tokens)
+            if self.min_count > 1:
+                keep = (stacked != 0).sum(axis=0).A1 >= self.min_count
+                vectorizer.restrict(keep)
+                stacked = stacked[:, np.flatnonzero(keep)]
+            if not vectorizer.vocabulary_:
+                raise ValueError(
+                    f"no feature is seen in {self.min_count} training tokens: lower min_count"
+                )
+            self.vectorizer_ = vectorizer
+        self.n_features_out_ = stacked.shape[1]
+        return sparse.csr_matrix(stacked, dtype=self.dtype), lengths
+
+    def transform(self, X) -> list:
+        """Vectorise every sequence.
+
+        Parameters
+        ----------
+        X : sequence of sequences
+
+        Returns
+        -------
+        list of scipy.sparse.csr_matrix
+            One (n_tokens, n_features_out_) matrix per sequence.
+        """
+        check_is_fitted(self, "vectorizer_")
+        tokens, lengths = self._tokens(X)
+        stacked = sparse.csr_matrix(self.vectorizer_.transform(tokens), dtype=self.dtype)
+        return _split_rows(stacked, lengths)
+
+    def get_feature_names_out(self, input_features=None):
+        """Names of the output columns (``name=value`` for string features).
+
+        Parameters
+        ----------
+        input_features : ignored
+
+        Returns
+        -------
+        ndarray of str
+            The vocabulary in column order; ``hash0, hash1, ...`` when hashing.
+        """
+        check_is_fitted(self, "vectorizer_")
+        if self.n_features is not None:
+            return np.array([f"hash{i}" for i in range(self.n_features)], dtype=object)
+        return np.asarray(self.vectorizer_.feature_names_, dtype=object)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.two_d_array = False
+        tags.input_tags.dict = True
+        tags.input_tags.sparse = True
+        tags.requires_fit = True
+        return tags

@@ -170,7 +170,7 @@ class SampleBatch(StackedSamples):
         # Move each edge from its old node numbering to the new one.
         shift = np.repeat(node_offsets[:-1] - self.node_offsets[index], np.diff(edge_offsets))
         return SampleBatch(
-            features=np.take(self.features, nodes, axis=0),
+            features=self.features[nodes],
             node_offsets=node_offsets,
             node_sizes=self.node_sizes[nodes],
             edges=np.take(self.edges, edges, axis=0) + shift[:, None],

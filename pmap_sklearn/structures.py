@@ -31,7 +31,13 @@ from ._backend import (
     check_solver,
     label_statistics,
 )
-from ._utils import as_finite_array, check_edges
+from ._utils import (
+    SparseVector,
+    as_finite_array,
+    as_finite_features,
+    check_edges,
+    stack_rows,
+)
 from .samples import GRID_OFFSETS, GraphSample, ParsedSample, SampleBatch, grid_edges
 
 __all__ = ["ChainStructure", "GridStructure", "GraphStructure", "check_structure"]
@@ -265,18 +271,23 @@ class BaseStructure(BaseEstimator):
                     f"expected {self.n_edge_features_}"
                 )
         n_edges = [len(p.edges) for p in parsed]
-        node_offsets = np.concatenate([[0], np.cumsum([len(p.features) for p in parsed])])
+        node_offsets = np.concatenate([[0], np.cumsum([p.features.shape[0] for p in parsed])])
         edge_offsets = np.concatenate([[0], np.cumsum(n_edges)])
-        features = np.concatenate([p.features for p in parsed])
-        if self.bias:
-            features = np.hstack([features, np.ones((len(features), 1))])
+        features = stack_rows([p.features for p in parsed])
+        if sparse.issparse(features):  # sparse features stay sparse (memory ∝ non-zeros)
+            if self.bias:
+                features = sparse.hstack([features, np.ones((features.shape[0], 1))], "csr")
+        else:
+            if self.bias:
+                features = np.hstack([features, np.ones((len(features), 1))])
+            features = np.ascontiguousarray(features)
         shift = np.repeat(node_offsets[:-1], n_edges)
         edges = np.concatenate([p.edges for p in parsed]).reshape(-1, 2) + shift[:, None]
         directions = None
         if parsed[0].directions is not None:
             directions = np.concatenate([p.directions for p in parsed])
         return SampleBatch(
-            features=np.ascontiguousarray(features),
+            features=features,
             node_offsets=node_offsets.astype(np.intp),
             node_sizes=np.concatenate([p.sizes for p in parsed]),
             edges=edges.astype(np.intp),
@@ -370,7 +381,9 @@ class BaseStructure(BaseEstimator):
         return None
 
     # ---- joint feature map Ψ -----------------------------------------------------------------
-    def joint_feature_of(self, batch, statistics: Statistics, per_sample: bool = False):
+    def joint_feature_of(
+        self, batch, statistics: Statistics, per_sample: bool = False, compact: bool = False
+    ):
         """Map sufficient statistics to the joint feature space Ψ.
 
         ``Σ_n Ψ(x_n, y_n)`` for the statistics of labellings, ``Σ_n E[Ψ(x_n, y)]`` for
@@ -385,15 +398,91 @@ class BaseStructure(BaseEstimator):
         per_sample : bool, default=False
             Whether the statistics are grouped by sample (as built by
             :meth:`joint_feature_per_sample`), giving one row per sample.
+        compact : bool, default=False
+            With sparse node features, return a :class:`SparseVector` over the weights the
+            statistics touch (what the SGD learners' lazy updates take).
 
         Returns
         -------
-        ndarray of shape (n_weights,) or (n_samples, n_weights)
+        ndarray of shape (n_weights,) or (n_samples, n_weights), or SparseVector
             The image in Ψ space, laid out like ``w``.
         """
+        if compact and not per_sample and self.has_sparse_features(batch):
+            return self._compact_joint_feature(batch, statistics)
         unary = self._unary_joint_feature(batch, statistics.unary, statistics.rows, per_sample)
         pairwise = self._pairwise_joint_feature(batch, statistics.pairwise, per_sample)
         return np.hstack([unary, pairwise]) if per_sample else np.concatenate([unary, pairwise])
+
+    def has_sparse_features(self, batch) -> bool:
+        """Whether the unary weights are read through sparse node features (one shared set):
+        then gradients can be :class:`SparseVector` and SGD updates lazy.
+
+        Parameters
+        ----------
+        batch : SampleBatch
+
+        Returns
+        -------
+        bool
+        """
+        return sparse.issparse(batch.features) and self._node_weight_sets(batch) is None
+
+    def _compact_joint_feature(self, batch, statistics: Statistics) -> SparseVector:
+        """The joint feature as a :class:`SparseVector` over rows of :attr:`weight_row_width_`
+        weights: the unary rows of the features present in the statistics' nodes and every
+        pairwise row."""
+        rows = slice(None) if statistics.rows is None else statistics.rows
+        features = batch.features[rows]
+        columns, local = np.unique(features.indices, return_inverse=True)
+        present = sparse.csr_matrix(
+            (features.data, local.ravel(), features.indptr), shape=(features.shape[0], len(columns))
+        )
+        unary = present.T @ statistics.unary  # (n_present, K)
+        pairwise = self._pairwise_joint_feature(batch, statistics.pairwise, False)
+        width = self.weight_row_width_
+        return SparseVector(
+            np.concatenate([self._unary_rows(columns), self._pairwise_rows()]),
+            np.concatenate([unary.reshape(-1, width), pairwise.reshape(-1, width)]),
+            self.size_,
+        )
+
+    @property
+    def weight_row_width_(self) -> int:
+        """Width of the rows of ``w`` that sparse gradients and lazy updates work on: K (one
+        row per node feature) when the pairwise weights fill whole rows, else 1."""
+        k = self.n_states_
+        return k if self._n_pairwise_weights() % k == 0 else 1
+
+    def _unary_rows(self, columns: np.ndarray) -> np.ndarray:
+        """Rows of ``w`` holding the unary weights of the node features ``columns``."""
+        k, width = self.n_states_, self.weight_row_width_
+        if width == k:
+            return columns
+        return (columns[:, None] * k + np.arange(k)).ravel()
+
+    def _pairwise_rows(self) -> np.ndarray:
+        width = self.weight_row_width_
+        return np.arange(self.n_unary_weights_ // width, self.size_ // width)
+
+    def weight_support(self, batch) -> np.ndarray | None:
+        """The rows of ``w`` the potentials of ``batch`` read, when the node features are sparse.
+
+        Parameters
+        ----------
+        batch : SampleBatch
+            The prepared samples.
+
+        Returns
+        -------
+        ndarray of int or None
+            Rows of ``w.reshape(-1, weight_row_width_)``: the unary weights of the node features
+            present in the batch and every pairwise weight; None when the features are dense
+            (every weight is read).
+        """
+        if not self.has_sparse_features(batch):
+            return None
+        columns = np.unique(batch.features.indices)
+        return np.concatenate([self._unary_rows(columns), self._pairwise_rows()])
 
     def _unary_joint_feature(self, batch, values, rows, per_sample):
         """``Σ_d φ(x_d) ⊗ values_d`` over the nodes ``rows`` (all when None), flattened like W."""
@@ -425,7 +514,10 @@ class BaseStructure(BaseEstimator):
             ),
             shape=(n * k, len(index)),
         )
-        unary = (selector @ features).reshape(n, k, -1).transpose(0, 2, 1)
+        unary = selector @ features
+        if sparse.issparse(unary):
+            unary = unary.toarray()
+        unary = unary.reshape(n, k, -1).transpose(0, 2, 1)
         return unary.reshape(n, -1)
 
     def _statistics(self, batch, labels, other=None, sample_weight=None, per_sample=False):
@@ -465,7 +557,9 @@ class BaseStructure(BaseEstimator):
         """
         return self.joint_feature_of(batch, self._statistics(batch, labels, None, sample_weight))
 
-    def joint_feature_difference(self, batch, labels, other_labels, sample_weight=None):
+    def joint_feature_difference(
+        self, batch, labels, other_labels, sample_weight=None, compact: bool = False
+    ):
         """Joint feature difference ``Σ_n c_n [Ψ(x_n, y_n) − Ψ(x_n, y'_n)]`` in one pass.
 
         The shape of every SGD gradient; only the nodes whose labels differ are touched.
@@ -478,14 +572,16 @@ class BaseStructure(BaseEstimator):
             Label codes ``y`` and ``y'`` of all nodes.
         sample_weight : array-like of shape (n_samples,), optional
             The weights ``c_n`` (1 when None).
+        compact : bool, default=False
+            See :meth:`joint_feature_of`.
 
         Returns
         -------
-        ndarray of shape (n_weights,)
+        ndarray of shape (n_weights,), or SparseVector
             The weighted difference, laid out like ``w``.
         """
         statistics = self._statistics(batch, labels, other_labels, sample_weight)
-        return self.joint_feature_of(batch, statistics)
+        return self.joint_feature_of(batch, statistics, compact=compact)
 
     def joint_feature_per_sample(self, batch: SampleBatch, labels, other_labels=None):
         """Joint feature of every sample, in one vectorised pass.
@@ -538,7 +634,7 @@ class ChainStructure(BaseStructure):
     def _parse_sample(self, x, index):
         if isinstance(x, GraphSample):
             raise ValueError(f"sample {index}: ChainStructure takes (D, F) arrays, not GraphSample")
-        features = _finite(x, "node features", index)
+        features = as_finite_features(x, f"sample {index}: node features")
         if features.ndim != 2 or features.shape[0] == 0:
             hint = (
                 "; X is a list of samples: pass a single (D, F) chain as [chain]"
@@ -728,7 +824,7 @@ class GraphStructure(_EdgeFeatureStructure):
                 f"sample {index}: GraphStructure takes GraphSample objects "
                 f"(node_features, edges, ...), got {type(x).__name__}"
             )
-        features = _finite(x.node_features, "node features", index)
+        features = as_finite_features(x.node_features, f"sample {index}: node features")
         if features.ndim != 2 or features.shape[0] == 0:
             raise ValueError(
                 f"sample {index}: node_features must have shape (n_nodes, n_features), "

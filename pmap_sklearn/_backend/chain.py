@@ -80,34 +80,18 @@ def _messages(unary, lengths, transition, step, backward=True):
     return alpha, beta.transpose(2, 0, 1)[inverse]
 
 
-def _trace_left(alpha, transition, chains, labels, stop):
-    """Fill ``labels[q, :stop[q]]`` with the best predecessors of ``labels[q, stop[q]]``.
-
-    The back-pointer ``argmax_k alpha[d-1, k] + T[k, y_d]`` is computed for the traced labels
-    only (a (Q, K) argmax per position).
-    """
-    incoming = np.ascontiguousarray(transition.T)  # row j: scores of (k -> j)
-    for pos in range(int(stop.max(initial=0)), 0, -1):
-        previous = (alpha[chains, pos - 1] + incoming[labels[:, pos]]).argmax(axis=1)
-        labels[:, pos - 1] = np.where(pos <= stop, previous, labels[:, pos - 1])
-
-
-def _map_labels(alpha, lengths, transition):
-    n_chains, n_pos, _ = alpha.shape
-    rows = np.arange(n_chains)
-    labels = np.zeros((n_chains, n_pos), dtype=np.intp)
-    labels[rows, lengths - 1] = alpha[rows, lengths - 1].argmax(axis=1)
-    _trace_left(alpha, transition, rows, labels, lengths - 1)
-    return labels
-
-
 def viterbi(unary: np.ndarray, lengths: np.ndarray, transition: np.ndarray) -> np.ndarray:
-    """MAP labelling of every chain of the batch.
+    """MAP labelling of every chain of a batch of consecutive chains.
+
+    The chains are laid out longest first in a label-major (L, K, B) array, so the forward
+    pass and the trace-back touch at each position only the chains that reach it, in
+    contiguous slices (no per-chain work, no work on padding).
 
     Parameters
     ----------
-    unary : ndarray of shape (B, L, K)
-        Node scores (``-inf`` forbids a label, which is how nodes are clamped).
+    unary : ndarray of shape (n_nodes, K)
+        Node scores of the chains one after the other (``-inf`` forbids a label, which is how
+        nodes are clamped).
     lengths : ndarray of shape (B,)
         Number of nodes of each chain (>= 1).
     transition : ndarray of shape (K, K)
@@ -115,11 +99,28 @@ def viterbi(unary: np.ndarray, lengths: np.ndarray, transition: np.ndarray) -> n
 
     Returns
     -------
-    labels : ndarray of shape (B, L)
-        ``argmax_y f(y)`` for each chain (positions beyond a chain's length are unused).
+    labels : ndarray of shape (n_nodes,)
+        ``argmax_y f(y)`` of each chain, node by node.
     """
-    alpha, _ = _messages(unary, lengths, transition, _max_step, backward=False)
-    return _map_labels(alpha, lengths, transition)
+    n_pos, k = int(lengths.max()), unary.shape[1]
+    order, inverse, reaching = _longest_first(lengths, n_pos)
+    chain = np.repeat(inverse, lengths)  # rank of each node's chain, longest first
+    position = np.arange(len(unary)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    alpha = np.zeros((n_pos, k, len(lengths)))
+    alpha[position, :, chain] = unary
+    for pos in range(1, n_pos):
+        n = reaching[pos]
+        alpha[pos, :, :n] += _max_step(alpha[pos - 1, :, :n], transition)
+    # Trace back: a chain that ends at ``pos`` starts at its best last label, the others take
+    # the best predecessor ``argmax_k alpha[pos, k] + T[k, y_{pos+1}]`` of their next label.
+    labels = np.zeros((n_pos, len(lengths)), dtype=np.intp)
+    for pos in range(n_pos - 1, -1, -1):
+        inner, n = (reaching[pos + 1] if pos + 1 < n_pos else 0), reaching[pos]
+        labels[pos, inner:n] = alpha[pos, :, inner:n].argmax(axis=0)
+        if inner:
+            scores = alpha[pos, :, :inner] + transition[:, labels[pos + 1, :inner]]
+            labels[pos, :inner] = scores.argmax(axis=0)
+    return labels[position, chain]
 
 
 def clamped_maximizers(alpha, beta, unary, lengths, transition, map_labels, chains, nodes, labels):
@@ -325,9 +326,8 @@ class ChainSolver(Solver):
         self._check(potentials, clamp)
         if potentials.n_nodes == 0:
             return np.zeros(0, dtype=np.intp)
-        padded, position = self._padded(potentials, clamp)
-        labels = viterbi(padded, potentials.lengths, potentials.pairwise)
-        return labels[potentials.node_sample, position]
+        unary = potentials.unary if clamp is None else clamp_scores(potentials.unary, clamp)
+        return viterbi(unary, potentials.lengths, potentials.pairwise)
 
     def _incremental_clamped_maps(self, potentials, nodes, labels, weights, skip, n_jobs):
         """All clamped maximisers from one max-product pass, traced in bounded chunks."""

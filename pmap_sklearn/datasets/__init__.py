@@ -9,9 +9,12 @@ from ._horses import (
 )
 from ._ocr import load_ocr
 from ._synthetic import add_flip_noise, add_kumar_hebert_noise, make_chain_data, make_grid_data
+from ._treebank import load_ud_treebank, token_features
 
 __all__ = [
     "load_ocr",
+    "load_ud_treebank",
+    "token_features",
     "load_weizmann_horses",
     "load_weizmann_horse_masks",
     "horse_split",

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import gzip
 import string
-import zlib
 
 import numpy as np
 from sklearn.utils import Bunch
 
-from ._paths import find_data_file
+from ._paths import find_data_file, read_data_file
 
 OCR_URL = "Ben Taskar's OCR page (http://ai.stanford.edu/~btaskar/ocr/), file letter.data.gz"
 
@@ -41,15 +39,11 @@ def load_ocr(path=None) -> Bunch:
     file = find_data_file(
         path, ["ocr/letter.data.gz", "ocr/letter.data"], "OCR file letter.data(.gz)", OCR_URL
     )
-    opener = gzip.open if file.suffix == ".gz" else open
-    try:
-        with opener(file, "rt") as handle:
-            rows = [line.rstrip("\t\n").split("\t") for line in handle if line.strip()]
-    except (OSError, EOFError, zlib.error, UnicodeDecodeError) as exc:
-        raise ValueError(
-            f"cannot read {file} ({type(exc).__name__}: {exc}): the file is truncated or "
-            f"corrupted; download it again from {OCR_URL}"
-        ) from None
+    rows = read_data_file(
+        file,
+        lambda handle: [line.rstrip("\t\n").split("\t") for line in handle if line.strip()],
+        OCR_URL,
+    )
     if not rows:
         raise ValueError(f"{file} holds no letters (empty file); download it again from {OCR_URL}")
     try:

@@ -3,7 +3,9 @@ data folder beside the source checkout (``../shared/data``) or beside the workin
 
 from __future__ import annotations
 
+import gzip
 import os
+import zlib
 from pathlib import Path
 
 ENV_VAR = "PMAP_SKLEARN_DATA"
@@ -49,3 +51,17 @@ def find_data_file(path, relative_names: list[str], what: str, download: str) ->
         f"{what} not found; tried: {', '.join(tried)}. Pass path=..., or set ${ENV_VAR} to the "
         f"data folder. The original can be downloaded from {download}"
     )
+
+
+def read_data_file(file: Path, read, source: str):
+    """``read(handle)`` on a text file (gunzipped if it ends in ``.gz``), or a ValueError that
+    names the file and where to get it again when it cannot be read (truncated, corrupted)."""
+    opener = gzip.open if file.suffix == ".gz" else open
+    try:
+        with opener(file, "rt", encoding="utf-8") as handle:
+            return read(handle)
+    except (OSError, EOFError, zlib.error, UnicodeDecodeError) as exc:
+        raise ValueError(
+            f"cannot read {file} ({type(exc).__name__}: {exc}): the file is truncated or "
+            f"corrupted; download it again from {source}"
+        ) from None

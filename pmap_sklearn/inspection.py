@@ -1,0 +1,92 @@
+"""Model inspection: which features push each label, and the label-transition scores."""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.pipeline import Pipeline
+from sklearn.utils import Bunch
+from sklearn.utils.validation import check_is_fitted
+
+from .structures import ChainStructure
+
+__all__ = ["explain_weights"]
+
+
+def explain_weights(estimator, feature_names=None, top: int = 10) -> Bunch:
+    """The top-weighted node features of each label and the transition table of a fitted model.
+
+    What ``eli5.explain_weights`` shows for sklearn-crfsuite, for every learner on the shared
+    structures: the weight of node feature f for label k is the score it adds to ``y_d = k``.
+
+    Parameters
+    ----------
+    estimator : fitted estimator or Pipeline
+        A fitted learner with ``coef_`` and ``structure_``, or a pipeline ending in one (its
+        previous steps give the feature names, e.g.
+        :class:`~pmap_sklearn.preprocessing.SequenceVectorizer`).
+    feature_names : sequence of str, optional
+        Names of the node features; by default from the pipeline, else ``x0, x1, ...``.
+    top : int, default=10
+        Features listed per label and per sign.
+
+    Returns
+    -------
+    explanation : Bunch
+        ``positive`` and ``negative``: dicts from each class to a list of ``(feature, weight)``
+        pairs, the largest (most negative) weights first; ``transitions``: the (K, K) score of
+        label ``a`` followed by ``b`` on chains (None on grids and graphs, whose pairwise
+        weights are per edge feature: see ``structure_.unpack``); ``classes``; ``weights``: the
+        (n_features, K) unary weights with the bias as the last row, named ``<bias>``.
+
+    Examples
+    --------
+    >>> from pmap_sklearn import PerturbMAPCRF, SequenceVectorizer
+    >>> from pmap_sklearn.inspection import explain_weights
+    >>> from sklearn.pipeline import make_pipeline
+    >>> X = [[{"w": "the"}, {"w": "dog"}], [{"w": "a"}, {"w": "cat"}]] * 10
+    >>> y = [["DET", "NOUN"]] * 20
+    >>> model = make_pipeline(SequenceVectorizer(), PerturbMAPCRF(random_state=0)).fit(X, y)
+    >>> explain_weights(model, top=2).positive["NOUN"][0][0] in ("w=dog", "w=cat")
+    True
+    """
+    if isinstance(top, bool) or not isinstance(top, int | np.integer) or top < 1:
+        raise ValueError(f"top must be an int >= 1, got {top!r}")
+    model = estimator
+    if isinstance(estimator, Pipeline):
+        model = estimator[-1]
+        if feature_names is None and len(estimator) > 1:
+            feature_names = estimator[:-1].get_feature_names_out()
+    check_is_fitted(model, "coef_")
+    structure = getattr(model, "structure_", None)
+    if structure is None or structure.n_node_weight_sets_ != 1:
+        raise ValueError(
+            f"{type(model).__name__} has no single table of node weights to explain (untied or "
+            "non-linear unary terms)"
+        )
+    unary, _ = structure.unpack(model.coef_)
+    n_features = structure.n_features_in_
+    if feature_names is None:
+        feature_names = [f"x{i}" for i in range(n_features)]
+    feature_names = [str(name) for name in feature_names]
+    if len(feature_names) != n_features:
+        raise ValueError(
+            f"feature_names has {len(feature_names)} names, the model has {n_features} node "
+            "features"
+        )
+    names = np.array(feature_names + ["<bias>"] * int(structure.bias), dtype=object)
+    positive, negative = {}, {}
+    for k, label in enumerate(model.classes_):
+        order = np.argsort(-unary[:, k], kind="stable")
+        best, worst = order[:top], order[::-1][:top]
+        positive[label] = [(names[i], float(unary[i, k])) for i in best if unary[i, k] > 0]
+        negative[label] = [(names[i], float(unary[i, k])) for i in worst if unary[i, k] < 0]
+    transitions = None
+    if isinstance(structure, ChainStructure):
+        transitions = structure.transition(model.coef_).copy()
+    return Bunch(
+        positive=positive,
+        negative=negative,
+        transitions=transitions,
+        classes=model.classes_,
+        weights=unary.copy(),
+    )

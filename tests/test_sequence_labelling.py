@@ -1,0 +1,293 @@
+"""Sequence labelling with token features: sparse chains, the vectorizer, lazy sparse SGD,
+constrained decoding, weight inspection and the treebank loader."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from scipy import sparse
+from sklearn.model_selection import GridSearchCV, cross_validate
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import MaxAbsScaler
+
+from pmap_sklearn import (
+    ChainCRF,
+    MarginalPerturbMAPCRF,
+    NodeTransformer,
+    PerturbMAPCRF,
+    SequenceVectorizer,
+    StructuredSVM,
+)
+from pmap_sklearn._base import bucket_by_length
+from pmap_sklearn._sgd import LazyWeights
+from pmap_sklearn._utils import SparseVector
+from pmap_sklearn.datasets import load_ud_treebank, token_features
+from pmap_sklearn.datasets._paths import candidate_roots
+from pmap_sklearn.inspection import explain_weights
+
+WORDS = {"DET": ["the", "a", "this"], "NOUN": ["dog", "cat", "idea"], "VERB": ["runs", "sees"]}
+
+
+def _corpus(n, seed=0):
+    """Sentences DET NOUN VERB (DET NOUN) with ambiguous words, as crfsuite-style dicts."""
+    rng = np.random.default_rng(seed)
+    sentences, tags = [], []
+    for _ in range(n):
+        pattern = ["DET", "NOUN", "VERB"] + (["DET", "NOUN"] if rng.random() < 0.5 else [])
+        words = [str(rng.choice(WORDS[t])) for t in pattern]
+        if rng.random() < 0.3:  # "runs" as a noun after a determiner
+            words[1] = "runs"
+        sentences.append(words)
+        tags.append(pattern)
+    return sentences, tags
+
+
+def _dicts(sentences):
+    return [[token_features(s, i) for i in range(len(s))] for s in sentences]
+
+
+# ---- the vectorizer ---------------------------------------------------------------------------
+def test_vectorizer_follows_dictvectorizer_rules():
+    X = [[{"w": "the", "upper": False, "n": 2.5}, {"w": "dog", "upper": True}], [{"w": "a"}]]
+    vectorizer = SequenceVectorizer().fit(X)
+    names = vectorizer.get_feature_names_out().tolist()
+    assert names == ["n", "upper", "w=a", "w=dog", "w=the"]
+    chains = vectorizer.transform(X)
+    assert [c.shape for c in chains] == [(2, 5), (1, 5)]
+    assert all(sparse.issparse(c) and c.format == "csr" for c in chains)
+    np.testing.assert_array_equal(chains[0].toarray(), [[2.5, 0, 0, 0, 1], [0, 1, 0, 1, 0]])
+    # unseen features are ignored at transform
+    assert vectorizer.transform([[{"w": "zebra"}]])[0].nnz == 0
+
+
+def test_vectorizer_builds_dicts_hashes_and_prunes():
+    sentences, _ = _corpus(20)
+    from_words = SequenceVectorizer(token_features).fit_transform(sentences)
+    from_dicts = SequenceVectorizer().fit_transform(_dicts(sentences))
+    for a, b in zip(from_words, from_dicts, strict=True):
+        assert (a != b).nnz == 0
+    hashed = SequenceVectorizer(token_features, n_features=64).fit(sentences)
+    assert hashed.transform(sentences)[0].shape[1] == 64
+    assert hashed.get_feature_names_out()[3] == "hash3"
+    one_pass = SequenceVectorizer(token_features, min_count=2).fit_transform(sentences)
+    two_passes = SequenceVectorizer(token_features, min_count=2).fit(sentences).transform(sentences)
+    for a, b in zip(one_pass, two_passes, strict=True):
+        assert a.shape == b.shape and (a != b).nnz == 0
+    full = SequenceVectorizer(token_features).fit(sentences).n_features_out_
+    pruned = SequenceVectorizer(token_features, min_count=5).fit(sentences).n_features_out_
+    assert pruned < full
+
+
+@pytest.mark.parametrize(
+    "X, message",
+    [
+        ({"w": "the"}, "wrap one sequence"),
+        ([{"w": "the"}, {"w": "dog"}], "sequence 0 is a dict"),
+        ([[]], "sequence 0 is empty"),
+        ([[{"w": "a"}, "dog"]], "token 1: expected a dict"),
+        ([], "X is empty"),
+    ],
+)
+def test_vectorizer_names_bad_input(X, message):
+    with pytest.raises(ValueError, match=message):
+        SequenceVectorizer().fit(X)
+
+
+# ---- sparse chains give the dense results -----------------------------------------------------
+def _sparse_and_dense(n=40, seed=0):
+    sentences, tags = _corpus(n, seed)
+    chains = SequenceVectorizer(token_features).fit_transform(sentences)
+    return chains, [c.toarray() for c in chains], tags
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: PerturbMAPCRF(random_state=0, max_iter=5, tol=None),
+        lambda: PerturbMAPCRF(random_state=0, max_iter=4, tol=None, average=30, alpha=0.05),
+        lambda: PerturbMAPCRF(random_state=0, max_iter=3, tol=None, learning_rate="constant"),
+        lambda: MarginalPerturbMAPCRF(random_state=0, max_iter=3, tol=None),
+        lambda: ChainCRF(max_iter=30),
+        lambda: StructuredSVM(random_state=0, max_iter=5),
+    ],
+)
+def test_sparse_features_fit_exactly_like_dense(make):
+    """Lazy sparse SGD steps (shrinkage and averaging caught up when a row is read) give the
+    weights of the dense steps."""
+    chains, dense, tags = _sparse_and_dense()
+    on_sparse, on_dense = make().fit(chains, tags), make().fit(dense, tags)
+    np.testing.assert_allclose(on_sparse.coef_, on_dense.coef_, rtol=1e-9, atol=1e-12)
+    assert on_sparse.score(chains, tags) == on_dense.score(dense, tags)
+
+
+def test_lazy_weights_match_dense_steps():
+    """LazyWeights against the dense update, rows read at random, the average starting mid-way,
+    a rebase forced by strong shrinkage and a dense step past the regulariser."""
+    rng = np.random.default_rng(1)
+    n_rows, width, alpha = 30, 3, 0.2
+    dense = rng.normal(size=n_rows * width)
+    lazy = LazyWeights(dense.copy(), None, 0, width)
+    lazy._LOWEST_LOG_DECAY = -2.0  # rebase often
+    total, n_averaged = None, 0
+    for t in range(60):
+        rows = np.sort(rng.choice(n_rows, size=5, replace=False))
+        lazy.catch_up(rows)
+        np.testing.assert_allclose(lazy.rows[rows], dense.reshape(-1, width)[rows])
+        values = rng.normal(size=(len(rows), width))
+        rate = 6.0 if t == 40 else 0.3  # 1 - rate * alpha < 0 once
+        averaged = t >= 10
+        lazy.step(SparseVector(rows, values, len(dense)), rate, alpha, 2, lambda w: w, averaged)
+        dense *= 1 - rate * alpha
+        dense.reshape(-1, width)[rows] += rate / 2 * values
+        if averaged:
+            total = dense.copy() if total is None else total + dense
+            n_averaged += 1
+    lazy.settle()
+    np.testing.assert_allclose(lazy.w, dense)
+    np.testing.assert_allclose(lazy.average, total / n_averaged)
+    assert lazy.n_averaged == n_averaged
+
+
+def test_bucketing_keeps_a_permutation_of_similar_lengths():
+    rng = np.random.default_rng(0)
+    lengths = rng.integers(1, 60, size=1000)
+    order = rng.permutation(1000)
+    bucketed = bucket_by_length(order, lengths, 16, rng)
+    assert sorted(bucketed.tolist()) == list(range(1000))
+    spread = [np.ptp(lengths[bucketed[i : i + 16]]) for i in range(0, 992, 16)]
+    random_spread = [np.ptp(lengths[order[i : i + 16]]) for i in range(0, 992, 16)]
+    assert np.mean(spread) < np.mean(random_spread) / 4
+
+
+def test_node_transformer_keeps_sparse_chains_sparse():
+    chains, dense, tags = _sparse_and_dense(10)
+    scaled = NodeTransformer(MaxAbsScaler()).fit_transform(chains)
+    assert all(sparse.issparse(s) for s in scaled)
+    np.testing.assert_allclose(
+        scaled[0].toarray(), MaxAbsScaler().fit(np.vstack(dense)).transform(dense[0])
+    )
+
+
+def test_non_finite_sparse_features_are_named():
+    chains, _, tags = _sparse_and_dense(5)
+    bad = chains[2].copy()
+    bad.data[0] = np.nan
+    with pytest.raises(ValueError, match="sample 2: node features contain non-finite"):
+        PerturbMAPCRF().fit(chains[:2] + [bad] + chains[3:], tags)
+
+
+# ---- pipelines on crfsuite-style input --------------------------------------------------------
+def test_pipeline_learns_string_tags_in_model_selection():
+    sentences, tags = _corpus(60)
+    pipe = make_pipeline(SequenceVectorizer(token_features), PerturbMAPCRF(random_state=0))
+    scores = cross_validate(pipe, sentences, tags, cv=3)["test_score"]
+    assert scores.mean() > 0.9  # a majority tag per word would get ~0.84 ("runs")
+    search = GridSearchCV(pipe, {"perturbmapcrf__alpha": [1e-4, 1e-2]}, cv=2).fit(sentences, tags)
+    predicted = search.predict([["the", "runs", "sees", "a", "cat"]])[0]
+    assert predicted.tolist() == ["DET", "NOUN", "VERB", "DET", "NOUN"]
+
+
+# ---- constrained decoding ---------------------------------------------------------------------
+def _constrained_map(model, chain, known):
+    """argmax over every labelling that keeps the known labels (enumeration)."""
+    potentials = model.potentials([chain])
+    unary, transition = potentials.unary, potentials.pairwise
+    best, best_score = None, -np.inf
+    for labels in itertools.product(range(len(model.classes_)), repeat=len(unary)):
+        labels = np.array(labels)
+        if np.any((known >= 0) & (labels != known)):
+            continue
+        score = unary[np.arange(len(labels)), labels].sum()
+        score += transition[labels[:-1], labels[1:]].sum()
+        if score > best_score:
+            best, best_score = labels, score
+    return best
+
+
+@pytest.mark.parametrize("model", [PerturbMAPCRF(random_state=0), ChainCRF()])
+def test_known_labels_constrain_decoding_exactly(model):
+    sentences, tags = _corpus(40)
+    pipe = make_pipeline(SequenceVectorizer(token_features), model).fit(sentences, tags)
+    vectorizer, fitted = pipe[0], pipe[-1]
+    chains = vectorizer.transform(sentences[:6])
+    rng = np.random.default_rng(0)
+    classes = list(fitted.classes_)
+    for chain, truth in zip(chains, tags[:6], strict=True):
+        known = np.where(rng.random(len(truth)) < 0.4, rng.integers(0, 3, len(truth)), -1)
+        given = [classes[k] if k >= 0 else None for k in known]
+        predicted = fitted.predict([chain], known_labels=[given])[0]
+        expected = _constrained_map(fitted, chain, known)
+        assert [classes.index(p) for p in predicted] == expected.tolist()
+        marginals = fitted.predict_marginals([chain], known_labels=[given])[0]
+        np.testing.assert_allclose(marginals[known >= 0].max(axis=1), 1.0)
+        assert np.all(marginals[known >= 0].argmax(axis=1) == known[known >= 0])
+
+
+def test_known_labels_are_checked():
+    sentences, tags = _corpus(20)
+    pipe = make_pipeline(SequenceVectorizer(token_features), PerturbMAPCRF(random_state=0))
+    pipe.fit(sentences, tags)
+    with pytest.raises(ValueError, match="ADJ"):
+        pipe.predict(sentences[:1], known_labels=[["ADJ"] + [None] * (len(tags[0]) - 1)])
+    with pytest.raises(ValueError, match="shape"):
+        pipe.predict(sentences[:1], known_labels=[[None]])
+
+
+# ---- inspection -------------------------------------------------------------------------------
+def test_explain_weights_names_the_features_of_each_tag():
+    sentences, tags = _corpus(60)
+    pipe = make_pipeline(SequenceVectorizer(token_features), PerturbMAPCRF(random_state=0))
+    pipe.fit(sentences, tags)
+    explained = explain_weights(pipe, top=5)
+    assert explained.transitions.shape == (3, 3)
+    classes = list(explained.classes)
+    det, noun, verb = (classes.index(t) for t in ("DET", "NOUN", "VERB"))
+    # DET is followed by NOUN, never by VERB
+    assert explained.transitions[det, noun] > explained.transitions[det, verb]
+    top_det = [name for name, _ in explained.positive["DET"]]
+    assert {"word.lower()=the", "word.lower()=a"} & set(top_det)
+    weights = [w for _, w in explained.positive["NOUN"]]
+    assert weights == sorted(weights, reverse=True) and weights[0] > 0
+    with pytest.raises(ValueError, match="feature_names has 2 names"):
+        explain_weights(pipe[-1], feature_names=["a", "b"])
+
+
+# ---- the treebank loader ----------------------------------------------------------------------
+def _treebank_present():
+    return any(
+        (root / "ud_english_ewt" / "en_ewt-ud-dev.conllu.gz").is_file()
+        for root in candidate_roots()
+    )
+
+
+@pytest.mark.skipif(not _treebank_present(), reason="UD English EWT not in ../shared/data")
+def test_treebank_loader_reads_the_standard_split():
+    dev = load_ud_treebank("dev")
+    assert len(dev.sentences) == 2001
+    assert sum(len(s) for s in dev.sentences) == 25148 or sum(map(len, dev.sentences)) > 25000
+    assert all(len(s) == len(t) for s, t in zip(dev.sentences, dev.tags, strict=True))
+    assert len({t for tags in dev.tags for t in tags}) == 17
+    xpos = load_ud_treebank("dev", tagset="xpos")
+    assert len({t for tags in xpos.tags for t in tags}) > 40
+
+
+def test_treebank_loader_names_what_is_wrong(tmp_path):
+    with pytest.raises(ValueError, match="split must be one of"):
+        load_ud_treebank("validation")
+    with pytest.raises(ValueError, match="tagset must be one of"):
+        load_ud_treebank(tagset="pos")
+    with pytest.raises(FileNotFoundError, match="en_ewt-ud-test.conllu"):
+        load_ud_treebank("test", path=tmp_path)
+    bad = tmp_path / "bad.conllu"
+    bad.write_text("# text\n1\tThe\tthe\tDET\n")
+    with pytest.raises(ValueError, match="line 2: a CoNLL-U token line has 10"):
+        load_ud_treebank(path=bad)
+    good = tmp_path / "good.conllu"
+    good.write_text(
+        "1-2\tdon't\t_\t_\t_\t_\t_\t_\t_\t_\n1\tdo\tdo\tAUX\tVBP\t_\t0\troot\t_\t_\n"
+        "2\tn't\tnot\tPART\tRB\t_\t1\tadvmod\t_\t_\n2.1\tx\tx\tX\tX\t_\t_\t_\t_\t_\n\n"
+    )
+    loaded = load_ud_treebank(path=good, tagset="xpos")
+    assert loaded.sentences == [["do", "n't"]] and loaded.tags == [["VBP", "RB"]]
