@@ -248,6 +248,11 @@ class SequenceVectorizer(
                     f"sequence {n} is {hint}, not a sequence of tokens: X is a list of "
                     "sequences; pass a single sequence as [sequence]"
                 )
+            if not hasattr(sequence, "__len__"):
+                raise ValueError(
+                    f"sequence {n} is {type(sequence).__name__} {sequence!r:.40}, not a sequence "
+                    "of tokens: X is a list of sequences (one per sentence)"
+                )
             if len(sequence) == 0:
                 raise ValueError(f"sequence {n} is empty: every sequence needs a token")
             if make is None:
@@ -295,7 +300,7 @@ class SequenceVectorizer(
         Returns
         -------
         list of scipy.sparse.csr_matrix
-            One (n_tokens, n_features_out_) matrix per sequence.
+            One matrix of shape (n_tokens, ``n_features_out_``) per sequence.
         """
         stacked, lengths = self._fit(X)
         return _split_rows(stacked, lengths)
@@ -333,7 +338,7 @@ class SequenceVectorizer(
         Returns
         -------
         list of scipy.sparse.csr_matrix
-            One (n_tokens, n_features_out_) matrix per sequence.
+            One matrix of shape (n_tokens, ``n_features_out_``) per sequence.
         """
         check_is_fitted(self, "vectorizer_")
         tokens, lengths = self._tokens(X)

@@ -22,6 +22,7 @@ from pmap_sklearn import (
     NodeTransformer,
     PerturbMAPCRF,
     Potentials,
+    SequenceVectorizer,
     StructuredSVM,
     _sgd,
     hamming_scorer,
@@ -329,8 +330,8 @@ APPLICABLE_CHECKS = [
 #: The checks that cannot apply, and why. Each of them feeds the estimator data it does not
 #: take: a structured estimator's X is a sequence of samples (chains (D, F), images (H, W[, F]),
 #: graphs), so a 2-D array is read as a list of 1-D samples and refused; y is a sequence of
-#: label arrays, not one label per row; there is no sample_weight, no sparse input and no array
-#: API support.
+#: label arrays, not one label per row; there is no sample_weight, no array API support, and
+#: sparse input is a list of per-sample sparse matrices, not one 2-D sparse X.
 NOT_APPLICABLE = {
     "2-D (n_samples, n_features) X": [
         "check_dont_overwrite_parameters",
@@ -370,6 +371,7 @@ def _estimators():
         EpsilonCRF(max_iter=3),
         LogSupermodularDenoiser(max_iter=2),
         NodeTransformer(StandardScaler()),
+        SequenceVectorizer(),
     ]
 
 
@@ -380,7 +382,7 @@ def test_scikit_learn_estimator_checks(estimator):
     name = type(estimator).__name__
     for check in APPLICABLE_CHECKS:
         getattr(checks, check)(name, estimator)
-    if isinstance(estimator, NodeTransformer):
+    if isinstance(estimator, NodeTransformer | SequenceVectorizer):  # transformers
         return
     for names in NOT_APPLICABLE.values():
         for check in names:

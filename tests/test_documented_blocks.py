@@ -28,12 +28,18 @@ def _rst_blocks(path):
     return blocks
 
 
+#: The first line of a documentation block that continues the previous one of its page.
+CONTINUED = "# continued"
 BLOCKS = [(f"README.md:{i}", code) for i, code in enumerate(_markdown_blocks(ROOT / "README.md"))]
 for page in sorted((ROOT / "docs").rglob("*.rst")):
     if "generated" in page.name or "_build" in page.parts or "auto_examples" in page.parts:
         continue
+    previous = ""
     for i, code in enumerate(_rst_blocks(page)):
+        # A block that starts "# continued" runs after the blocks of the page before it.
+        code = previous + code if code.startswith(CONTINUED) else code
         BLOCKS.append((f"{page.relative_to(ROOT)}:{i}", code))
+        previous = code
 
 
 def _needs(code):

@@ -14,16 +14,18 @@ from sklearn.preprocessing import MaxAbsScaler
 
 from pmap_sklearn import (
     ChainCRF,
+    GraphSample,
     MarginalPerturbMAPCRF,
     NodeTransformer,
     PerturbMAPCRF,
     SequenceVectorizer,
     StructuredSVM,
+    grid_edges,
 )
 from pmap_sklearn._base import bucket_by_length
 from pmap_sklearn._sgd import LazyWeights
 from pmap_sklearn._utils import SparseVector
-from pmap_sklearn.datasets import load_ud_treebank, token_features
+from pmap_sklearn.datasets import load_ud_treebank, make_grid_data, token_features
 from pmap_sklearn.datasets._paths import candidate_roots
 from pmap_sklearn.inspection import explain_weights
 
@@ -291,3 +293,17 @@ def test_treebank_loader_names_what_is_wrong(tmp_path):
     )
     loaded = load_ud_treebank(path=good, tagset="xpos")
     assert loaded.sentences == [["do", "n't"]] and loaded.tags == [["VBP", "RB"]]
+
+
+def test_graphs_take_sparse_node_features_too():
+    images = make_grid_data(n_samples=8, shape=(6, 6), noise=1.0, random_state=0)
+    edges = grid_edges((6, 6))
+    dense = [GraphSample(np.c_[x.reshape(-1, 1), x.reshape(-1, 1) > 0], edges) for x in images.data]
+    sparse_graphs = [GraphSample(sparse.csr_matrix(g.node_features), g.edges) for g in dense]
+    y = [t.ravel() for t in images.target]
+    for make in (
+        lambda: PerturbMAPCRF("graph", random_state=0, max_iter=4, tol=None),
+        lambda: MarginalPerturbMAPCRF("graph", random_state=0, max_iter=3, tol=None),
+    ):
+        on_sparse, on_dense = make().fit(sparse_graphs, y), make().fit(dense, y)
+        np.testing.assert_allclose(on_sparse.coef_, on_dense.coef_, rtol=1e-9, atol=1e-12)
