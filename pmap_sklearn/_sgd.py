@@ -132,9 +132,6 @@ def _lazy_step(oracle, part, lazy: LazyWeights, rng, steps, t, alpha, project, a
     to date first, and only the gradient's weights are updated now."""
     lazy.catch_up(oracle.support(part))
     gradient, value = oracle(part, lazy.w, rng)
-    if not isinstance(gradient, SparseVector):
-        rows = lazy.rows
-        gradient = SparseVector(np.arange(len(rows)), gradient.reshape(rows.shape), len(lazy.w))
     rate = steps.rate(t, gradient, lazy.w, alpha, part.stop - part.start)
     lazy.step(gradient, rate, alpha, part.stop - part.start, project, averaged)
     return value, rate

@@ -441,7 +441,7 @@ class BaseStructure(BaseEstimator):
         pairwise = self._pairwise_joint_feature(batch, statistics.pairwise, False)
         width = self.weight_row_width_
         return SparseVector(
-            np.concatenate([self._unary_rows(columns), self._pairwise_rows()]),
+            self._support_rows(columns),
             np.concatenate([unary.reshape(-1, width), pairwise.reshape(-1, width)]),
             self.size_,
         )
@@ -453,16 +453,13 @@ class BaseStructure(BaseEstimator):
         k = self.n_states_
         return k if self._n_pairwise_weights() % k == 0 else 1
 
-    def _unary_rows(self, columns: np.ndarray) -> np.ndarray:
-        """Rows of ``w`` holding the unary weights of the node features ``columns``."""
+    def _support_rows(self, columns: np.ndarray) -> np.ndarray:
+        """Rows of ``w`` holding the unary weights of the node features ``columns``, then every
+        pairwise row."""
         k, width = self.n_states_, self.weight_row_width_
-        if width == k:
-            return columns
-        return (columns[:, None] * k + np.arange(k)).ravel()
-
-    def _pairwise_rows(self) -> np.ndarray:
-        width = self.weight_row_width_
-        return np.arange(self.n_unary_weights_ // width, self.size_ // width)
+        unary = columns if width == k else (columns[:, None] * k + np.arange(k)).ravel()
+        pairwise = np.arange(self.n_unary_weights_ // width, self.size_ // width)
+        return np.concatenate([unary, pairwise])
 
     def weight_support(self, batch) -> np.ndarray | None:
         """The rows of ``w`` the potentials of ``batch`` read, when the node features are sparse.
@@ -481,8 +478,7 @@ class BaseStructure(BaseEstimator):
         """
         if not self.has_sparse_features(batch):
             return None
-        columns = np.unique(batch.features.indices)
-        return np.concatenate([self._unary_rows(columns), self._pairwise_rows()])
+        return self._support_rows(np.unique(batch.features.indices))
 
     def _unary_joint_feature(self, batch, values, rows, per_sample):
         """``Σ_d φ(x_d) ⊗ values_d`` over the nodes ``rows`` (all when None), flattened like W."""
