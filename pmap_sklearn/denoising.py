@@ -106,9 +106,13 @@ class LogSupermodularDenoiser(BaseEstimator):
 
     Parameters
     ----------
-    field : {"pixel", "shared"}, default="pixel"
-        One field value ``t_d`` per pixel (a shape prior; every image must then have the same
-        shape) or one value shared by all pixels (images of any shape).
+    field : {"auto", "pixel", "shared"}, default="auto"
+        One field value ``t_d`` per pixel (a shape prior learned from many images of one
+        shape, as in the thesis's experiments) or one value shared by all pixels (images of
+        any shape). "auto": "pixel" when ``fit`` gets several images of one shape, "shared"
+        for a single image (where a per-pixel field learns each pixel's noisy value back:
+        fitted on ``skimage.data.horse()`` with 10 % flips alone, 3.0 % error against 0.18 %
+        with a shared field) or images of different shapes.
     noise_level : float in (0, 0.5) or "learn", default="learn"
         Flip probability π of the channel, or learn it (through ``u = log(π/(1-π)) <= 0``).
     noise_init : float in (0, 0.5), default=0.1
@@ -176,7 +180,7 @@ class LogSupermodularDenoiser(BaseEstimator):
     """
 
     _parameter_constraints: dict = {
-        "field": [StrOptions({"pixel", "shared"})],
+        "field": [StrOptions({"auto", "pixel", "shared"})],
         "noise_level": [Interval(Real, 0, 0.5, closed="neither"), StrOptions({"learn"})],
         "noise_init": [Interval(Real, 0, 0.5, closed="neither")],
         "reg_field": [Interval(Real, 0, None, closed="left")],
@@ -194,7 +198,7 @@ class LogSupermodularDenoiser(BaseEstimator):
     def __init__(
         self,
         *,
-        field="pixel",
+        field="auto",
         noise_level="learn",
         noise_init=0.1,
         reg_field=1e-3,
@@ -258,8 +262,8 @@ class LogSupermodularDenoiser(BaseEstimator):
                 if z.shape != x.shape:
                     raise ValueError(f"image {i}: X has shape {z.shape} but y has {x.shape}")
         image_shape = None
-        if self.field == "pixel":
-            shapes = {z.shape for z in noisy}
+        shapes = {z.shape for z in noisy}
+        if self.field == "pixel" or (self.field == "auto" and len(noisy) > 1 and len(shapes) == 1):
             if len(shapes) > 1:
                 raise ValueError(
                     f"field='pixel' learns one value per pixel, so every image needs the same "

@@ -8,12 +8,13 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 from scipy.special import logsumexp
+from sklearn.exceptions import ConvergenceWarning
 
 from pmap_sklearn import ContinuousLogSupermodularDenoiser
 from pmap_sklearn._backend import base as solver_base
-from pmap_sklearn._backend import ishikawa
+from pmap_sklearn._backend import group_prox, ishikawa
 from pmap_sklearn._backend.group_prox import prox_group_max
-from pmap_sklearn.continuous import haar2d, inverse_haar2d, tree_groups
+from pmap_sklearn.continuous import grid_groups, haar2d, inverse_haar2d, tree_groups
 from pmap_sklearn.solvers import BruteForceSolver, GroupMaxPotentials, IshikawaSolver, Potentials
 
 
@@ -175,6 +176,38 @@ def test_prox_of_group_maxima_is_the_quadratic_programs_optimum(rng):
             assert values[0] <= values[1] + 1e-8
 
 
+def _prox_by_cuts(monkeypatch, z, groups, weights):
+    with monkeypatch.context() as patch:
+        patch.setattr(group_prox, "_as_forest", lambda *args: None)
+        return prox_group_max(z, groups, weights)
+
+
+@pytest.mark.parametrize("shape", ["haar tree", "chain", "random forest", "grid (loopy)"])
+def test_prox_on_forests_equals_the_prox_by_cuts(rng, monkeypatch, shape):
+    """Singletons and pairs forming a forest take the tree dynamic programme (exact)."""
+    if shape == "haar tree":
+        groups = tree_groups(8)
+    elif shape == "chain":
+        groups = [np.array([i]) for i in range(9)] + [np.array([i + 1, i]) for i in range(8)]
+    elif shape == "random forest":  # some nodes alone, some without a unary group
+        parent = [-1 if rng.random() < 0.2 else int(rng.integers(i)) for i in range(1, 15)]
+        groups = [np.array([i]) for i in range(15) if rng.random() < 0.6]
+        groups += [np.array([i + 1, p]) for i, p in enumerate(parent) if p >= 0]
+    else:
+        groups = grid_groups((3, 4))
+    n = 1 + max(int(g.max()) for g in groups)
+    forest = group_prox._as_forest(n, groups, np.ones(len(groups)))
+    assert (forest is None) == (shape == "grid (loopy)")
+    weights = 3.0 * rng.random(len(groups)) * (rng.random(len(groups)) < 0.8)
+    z = 4.0 * rng.normal(size=(40, n))
+    z[:5] = np.round(z[:5])  # ties between breakpoints
+    assert np.allclose(
+        prox_group_max(z, groups, weights),
+        _prox_by_cuts(monkeypatch, z, groups, weights),
+        atol=1e-9,
+    )
+
+
 def test_haar_transform_is_orthonormal_and_its_tree_has_one_parent_each(rng):
     x = rng.normal(size=(4, 8, 8))
     coefficients = haar2d(x)
@@ -302,6 +335,138 @@ def test_bad_input_gets_clear_errors(rng):
         model.set_params(noise_std=1.0).predict(rng.normal(size=(2, 3, 3)))
     with pytest.raises(ValueError, match="unknown decoding"):
         model.predict(X, decoding="median")
+
+
+def _images(rng, shapes, noise=0.0):
+    """Piecewise-constant images (blocks of random grey levels) plus Gaussian noise."""
+    images = []
+    for h, w in shapes:
+        blocks = rng.uniform(0, 100, size=(h // 5 + 2, w // 5 + 2))
+        top, left = rng.integers(5, size=2)  # not aligned with the patches
+        image = np.kron(blocks, np.ones((5, 5)))[top : top + h, left : left + w]
+        images.append(image + noise * rng.normal(size=(h, w)))
+    return images
+
+
+def test_whole_images_are_denoised_by_averaged_overlapping_patches(rng):
+    train = _images(rng, [(40, 36), (33, 48)])
+    clean = _images(rng, [(24, 20), (19, 27)])
+    noisy = [image + 12.0 * rng.normal(size=image.shape) for image in clean]
+    model = ContinuousLogSupermodularDenoiser(
+        groups="tree",
+        basis="haar",
+        patch_size=4,
+        noise_std=12.0,
+        decoding="continuous_map",
+        max_iter=30,
+        random_state=0,
+    ).fit(train)
+    assert model.patch_shape_ == (4, 4)
+    denoised = model.predict(noisy)
+    assert isinstance(denoised, list) and [d.shape for d in denoised] == [(24, 20), (19, 27)]
+    # one image in, one image out; a stack in, a stack out
+    assert model.predict(noisy[0]).shape == (24, 20)
+    stacked = model.predict(np.stack([noisy[0], noisy[0]]))
+    assert stacked.shape == (2, 24, 20) and np.allclose(stacked[1], denoised[0])
+    # every pixel is the mean of the estimates of the patches covering it
+    signals = ContinuousLogSupermodularDenoiser(
+        **{k: v for k, v in model.get_params().items() if k not in ("patch_size", "max_patches")}
+    )
+    vars(signals).update({k: v for k, v in vars(model).items() if k.endswith("_")})
+    windows = np.lib.stride_tricks.sliding_window_view(noisy[1], (4, 4))
+    estimates = signals.predict(windows.reshape(-1, 4, 4)).reshape(windows.shape)
+    total, count = np.zeros((19, 27)), np.zeros((19, 27))
+    for i, j in itertools.product(range(16), range(24)):
+        total[i : i + 4, j : j + 4] += estimates[i, j]
+        count[i : i + 4, j : j + 4] += 1
+    assert np.allclose(denoised[1], total / count)
+    # overlapping patches beat tiles, and both beat the noisy input
+    clean_all = np.concatenate([c.ravel() for c in clean])
+
+    def snr(images):
+        flat = np.concatenate([i.ravel() for i in images])
+        return 20 * np.log10(np.linalg.norm(clean_all) / np.linalg.norm(flat - clean_all))
+
+    overlapping = model.score(noisy, clean)
+    assert np.isclose(overlapping, snr(denoised))
+    tiles = model.set_params(patch_stride=4).score(noisy, clean)
+    assert snr(noisy) + 2.0 < tiles < overlapping - 1.0
+
+
+def test_whole_image_decodings_and_patch_sampling(rng):
+    train = _images(rng, [(20, 20)] * 3)
+    model = ContinuousLogSupermodularDenoiser(
+        patch_size=(2, 3),
+        patch_stride=2,
+        max_patches=17,
+        noise_std=5.0,
+        max_iter=10,
+        n_perturbations=3,
+        random_state=0,
+    )
+    picked = model._training_signals(train, np.random.default_rng(0))
+    assert picked.shape == (17, 2, 3)
+    windows = [np.lib.stride_tricks.sliding_window_view(i, (2, 3)).reshape(-1, 2, 3) for i in train]
+    pool = np.concatenate(windows)
+    assert all(np.isclose(pool, patch).all(axis=(1, 2)).any() for patch in picked)
+    model.fit(train)
+    noisy = _images(rng, [(9, 11)], noise=5.0)[0]
+    for decoding in ("map", "mmse", "continuous_map"):
+        out = model.predict(noisy, decoding=decoding)
+        assert out.shape == (9, 11) and np.isfinite(out).all()
+
+
+def test_auto_grid_step_follows_the_scale_and_bad_scales_get_clear_errors(rng):
+    clean = rng.laplace(scale=2.0, size=(300, 4))
+    noisy = clean + rng.normal(size=clean.shape)
+    model = ContinuousLogSupermodularDenoiser(noise_std=1.0, max_iter=20, random_state=0)
+    model.fit(clean)
+    for scale in (1e-8, 1e8):  # the same model in other units
+        scaled = ContinuousLogSupermodularDenoiser(noise_std=scale, max_iter=20, random_state=0)
+        scaled.fit(clean * scale)
+        assert np.isclose(scaled.grid_step_, model.grid_step_ * scale)
+        assert np.allclose(scaled.group_weights_ * scale, model.group_weights_)
+        for decoding in ("map", "continuous_map"):
+            assert np.allclose(
+                scaled.predict(noisy * scale, decoding=decoding) / scale,
+                model.predict(noisy, decoding=decoding),
+            )
+    with pytest.raises(ValueError, match="grid_step=1e-07 gives .* more than 4096: use a larger"):
+        ContinuousLogSupermodularDenoiser(grid_step=1e-7).fit(clean)
+    with pytest.raises(ValueError, match="noise_std=1e-200 is out of float64's range"):
+        model.set_params(noise_std=1e-200).predict(noisy)
+    with pytest.raises(ValueError, match="overflow float64"):
+        ContinuousLogSupermodularDenoiser(basis="haar").fit(np.full((3, 4, 4), 1e308))
+
+
+def test_a_failed_refit_leaves_the_model_as_it_was_and_a_zero_prior_warns(rng):
+    clean = rng.laplace(scale=2.0, size=(200, 4))
+    model = ContinuousLogSupermodularDenoiser(max_iter=10, random_state=0).fit(clean)
+    before = {k: np.copy(v) if isinstance(v, np.ndarray) else v for k, v in vars(model).items()}
+    with pytest.raises(ValueError, match="more than 4096"):
+        model.set_params(grid_step=1e-6).fit(clean * 100)
+    assert vars(model).keys() == before.keys()
+    assert np.array_equal(model.group_weights_, before["group_weights_"])
+    assert np.array_equal(model.domain_, before["domain_"])
+    with pytest.warns(ConvergenceWarning, match="the learned prior is all zero"):
+        ContinuousLogSupermodularDenoiser(max_iter=10, random_state=0).fit(clean[:1])
+
+
+def test_whole_image_bad_input_gets_clear_errors(rng):
+    model = ContinuousLogSupermodularDenoiser(patch_size=4, noise_std=1.0, max_iter=2)
+    with pytest.raises(ValueError, match="smaller than one patch"):
+        model.fit([rng.normal(size=(10, 10)), rng.normal(size=(3, 10))])
+    with pytest.raises(ValueError, match="one 2-D image, a 3-D stack"):
+        model.fit(rng.normal(size=(2, 2, 5, 5)))
+    with pytest.raises(ValueError, match="holds no image"):
+        model.fit([])
+    with pytest.raises(ValueError, match="patch_size must be an int or a pair"):
+        model.set_params(patch_size=(4, 0)).fit([rng.normal(size=(10, 10))])
+    model.set_params(patch_size=4).fit([rng.normal(size=(10, 10))])
+    with pytest.raises(ValueError, match="y's images have shapes"):
+        model.score([rng.normal(size=(8, 8))], [rng.normal(size=(8, 9))])
+    with pytest.raises(ValueError, match="NaN"):
+        model.predict(np.full((6, 6), np.nan))
 
 
 #: scikit-learn checks that cannot pass: ``score(X, y)`` takes the clean signals as y (same

@@ -228,7 +228,9 @@ def test_bad_input_gets_clear_errors(rng):
     with pytest.raises(ValueError, match="binary"):
         model.fit(noisy.astype(float) * np.nan, clean)
     with pytest.raises(ValueError, match="same shape"):
-        model.fit([noisy[0], noisy[1][:5]], [clean[0], clean[1][:5]])
+        model.set_params(field="pixel").fit([noisy[0], noisy[1][:5]], [clean[0], clean[1][:5]])
+    model.set_params(field="auto").fit([noisy[0], noisy[1][:5]], [clean[0], clean[1][:5]])
+    assert np.ndim(model.field_) == 0  # images of several shapes: a shared field
     with pytest.raises(ValueError, match="shape"):
         model.fit(noisy, clean[:, :5])
     with pytest.raises(ValueError, match="images"):
@@ -275,3 +277,20 @@ def test_horse_masks(tmp_path):
     assert masks.images.shape == (3, 40, 30)
     assert set(np.unique(masks.images)) == {0, 1}
     assert 0.05 < masks.images.mean() < 0.8
+
+
+def test_the_default_field_suits_one_image_and_many(rng):
+    """field="auto": one noisy image alone gets a shared field (a per-pixel field would learn
+    the noisy pixels back), many images of one shape a per-pixel one."""
+    clean = blobs(rng, 1)[0]
+    clean = np.kron(clean, np.ones((3, 3), int))  # one larger image
+    noisy = add_flip_noise(clean[None], 0.1, random_state=rng)
+    errors = {}
+    for field in ("auto", "pixel"):
+        model = LogSupermodularDenoiser(field=field, noise_level=0.1, random_state=0).fit(noisy)
+        errors[field] = np.mean(model.predict(noisy)[0] != clean)
+    assert np.ndim(LogSupermodularDenoiser(noise_level=0.1, max_iter=2).fit(noisy).field_) == 0
+    assert errors["auto"] < 0.5 * np.mean(noisy[0] != clean) and errors["auto"] < errors["pixel"]
+    several = add_flip_noise(blobs(rng, 4), 0.1, random_state=rng)
+    model = LogSupermodularDenoiser(noise_level=0.1, max_iter=2).fit(several)
+    assert model.field_.shape == several[0].shape

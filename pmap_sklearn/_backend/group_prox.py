@@ -10,13 +10,23 @@ F, the coordinates above ``c``) and on ``V \\ S`` (the contraction ``F(S ∪ ·)
 that meet ``S`` drop out). Restrictions and contractions of a set-cover function are set-cover
 functions, so every sub-problem is again a cut; all sub-problems of a round, over every signal of
 the batch, share one max-flow.
+
+When every group is a singleton or a pair and the pairs form a forest (the Haar quad-tree, a
+chain), ``max(w_a, w_b) = (w_a + w_b)/2 + |w_a − w_b|/2`` makes the problem a linear term plus
+a total variation on a tree, solved exactly without cuts by :func:`prox_tree` (dynamic
+programming on the derivatives, O(n log n) per signal, vectorised over the signals).
 """
 
 from __future__ import annotations
 
 import numpy as np
+from scipy import sparse
+from scipy.sparse import csgraph
 
 from .mincut import min_cut
+
+#: Signals per block of :func:`prox_tree` (its work arrays hold ~Σ subtree sizes per signal).
+TREE_ROWS = 1 << 14
 
 
 def prox_group_max(z: np.ndarray, groups, weights) -> np.ndarray:
@@ -37,6 +47,15 @@ def prox_group_max(z: np.ndarray, groups, weights) -> np.ndarray:
     z = np.asarray(z, dtype=float)
     n_rows, n = z.shape
     weights = np.asarray(weights, dtype=float)
+    forest = _as_forest(n, groups, weights)
+    if forest is not None:
+        parent, linear, coupling = forest
+        return np.concatenate(
+            [
+                prox_tree(z[i : i + TREE_ROWS] - linear, parent, coupling)
+                for i in range(0, max(n_rows, 1), TREE_ROWS)
+            ]
+        )[:n_rows]
     keep = [g for g, d in enumerate(weights) if d > 0]
     sizes = np.array([len(groups[g]) for g in keep], dtype=np.intp)
     member = np.concatenate([np.asarray(groups[g], np.intp) for g in keep] or [[]]).astype(np.intp)
@@ -121,3 +140,131 @@ def prox_group_max(z: np.ndarray, groups, weights) -> np.ndarray:
         drop = covered[inc_group] & ~top[inc_node] & split[node_comp[inc_node]]
         alive[incidence_rows[drop], incidence[drop]] = False
     return value
+
+
+def _as_forest(n: int, groups, weights):
+    """``(parent, linear, coupling)`` if the groups are singletons and pairs forming a forest.
+
+    ``Σ_A d_A max_A w = Σ_i c_i w_i + Σ_{(i, parent i)} λ_i |w_i − w_parent(i)|`` with
+    ``c_i = d_{i} + ½ Σ_{pairs ∋ i} d_pair`` and ``λ_i = ½ d_pair``; None otherwise.
+    """
+    linear = np.zeros(n)
+    pairs, pair_weights = [], []
+    for members, d in zip(groups, weights, strict=True):
+        members = np.asarray(members, np.intp)
+        if len(members) == 1:
+            linear[members[0]] += d
+        elif len(members) == 2 and members[0] != members[1]:
+            pairs.append(members)
+            pair_weights.append(d)
+        else:
+            return None
+    if not pairs:
+        return np.full(n, -1), linear, np.zeros(n)
+    pairs, pair_weights = np.array(pairs), np.array(pair_weights)
+    graph = sparse.coo_matrix((np.ones(len(pairs)), (pairs[:, 0], pairs[:, 1])), shape=(n, n))
+    n_components = csgraph.connected_components(graph, directed=False)[0]
+    if len(pairs) != n - n_components:  # a cycle (or a repeated pair): not a forest
+        return None
+    np.add.at(linear, pairs.ravel(), np.repeat(pair_weights / 2.0, 2))
+    weight_of = sparse.coo_matrix((pair_weights, (pairs[:, 0], pairs[:, 1])), shape=(n, n))
+    weight_of = (weight_of + weight_of.T).tocsr()
+    parent = np.full(n, -1)
+    seen = np.zeros(n, bool)
+    for root in range(n):
+        if not seen[root]:
+            order, predecessors = csgraph.breadth_first_order(
+                weight_of, root, directed=False, return_predecessors=True
+            )
+            seen[order] = True
+            parent[order[1:]] = predecessors[order[1:]]
+    children = np.flatnonzero(parent >= 0)
+    coupling = np.zeros(n)
+    coupling[children] = np.asarray(weight_of[children, parent[children]]).ravel() / 2.0
+    return parent, linear, coupling
+
+
+def prox_tree(z: np.ndarray, parent: np.ndarray, coupling: np.ndarray) -> np.ndarray:
+    """Exact ``argmin_w ½‖w − z‖² + Σ_i λ_i |w_i − w_parent(i)|`` on a forest, every row.
+
+    Dynamic programming from the leaves: let ``M_i(w)`` be the optimal cost of node i's subtree
+    with ``w_i = w``. Then ``M_i'(w) = w − z_i + Σ_children M_c'(clip(w, a_c, b_c))`` where
+    ``M_c'(a_c) = −λ_c`` and ``M_c'(b_c) = λ_c`` (the derivative of the infimal convolution of
+    ``M_c`` with ``λ_c |·|`` is ``M_c'`` clipped to ``[−λ_c, λ_c]``). Unrolled, ``M_i'(w) = Σ_{j in
+    subtree} (clip(w, L_ij, H_ij) − z_j)``, nested clips being one clip, so each equation
+    ``M_i'(w) = t`` is solved exactly by sorting the ``2 |subtree|`` breakpoints. Going down,
+    ``w_c = clip(w_parent, a_c, b_c)``.
+
+    Parameters
+    ----------
+    z : ndarray of shape (B, n)
+    parent : int ndarray of shape (n,)
+        ``parent[i]``, or -1 for a root.
+    coupling : ndarray of shape (n,)
+        ``λ_i >= 0`` of the edge to the parent (ignored at roots).
+
+    Returns
+    -------
+    ndarray of shape (B, n)
+    """
+    n_rows, n = z.shape
+    depth = np.zeros(n, np.intp)
+    for i in range(n):
+        j = i
+        while parent[j] >= 0:
+            depth[i] += 1
+            j = parent[j]
+    order = np.argsort(-depth, kind="stable")  # leaves first
+    low, high = np.empty((n_rows, n)), np.empty((n_rows, n))
+    # per node: its proper descendants and their clip intervals seen from the node
+    members = {i: np.zeros(0, np.intp) for i in range(n)}
+    bounds = {i: (np.empty((n_rows, 0)), np.empty((n_rows, 0))) for i in range(n)}
+    w = np.empty((n_rows, n))
+    for i in order:
+        below, (lo, hi) = members.pop(i), bounds.pop(i)
+        lam = coupling[i] if parent[i] >= 0 else 0.0
+        targets = np.broadcast_to([-lam, lam], (n_rows, 2))
+        a, b = _solve_clipped_sum(z[:, i], z[:, below], lo, hi, targets).T
+        low[:, i], high[:, i] = a, b
+        if parent[i] < 0:
+            w[:, i] = a  # a = b: the zero of M_i'
+            continue
+        p = parent[i]
+        seen = np.clip(a[:, None], lo, hi), np.clip(b[:, None], lo, hi)
+        members[p] = np.concatenate([members[p], [i], below])
+        bounds[p] = tuple(
+            np.concatenate([old, mine[:, None], new], axis=1)
+            for old, mine, new in zip(bounds[p], (a, b), seen, strict=True)
+        )
+    for i in order[::-1]:
+        if parent[i] >= 0:
+            w[:, i] = np.clip(w[:, parent[i]], low[:, i], high[:, i])
+    return w
+
+
+def _solve_clipped_sum(z_own, z_below, low, high, targets):
+    """Solve ``w − z_own + Σ_j (clip(w, low_j, high_j) − z_below_j) = t`` for every target t.
+
+    Shapes: z_own (B,), z_below / low / high (B, m), targets (B, T); returns (B, T).
+    """
+    base = low.sum(axis=1) - z_below.sum(axis=1) - z_own  # the value is w + base left of all
+    m = low.shape[1]
+    if m == 0:
+        return targets - base[:, None]
+    points = np.concatenate([low, high], axis=1)
+    order = np.argsort(points, axis=1)
+    points = np.take_along_axis(points, order, axis=1)
+    # the slope on [points_k, points_k+1] (1 after the last): 1 + lows passed − highs passed
+    slope = np.cumsum(order < m, axis=1, dtype=np.int32)
+    slope = (2 * slope - np.arange(2 * m, dtype=np.int32)).astype(float)
+    values = np.empty_like(points)
+    values[:, 0] = 0.0
+    np.cumsum(slope[:, :-1] * np.diff(points, axis=1), axis=1, out=values[:, 1:])
+    values += points[:, :1] + base[:, None]
+    k = (values[:, None, :] <= targets[:, :, None]).sum(axis=2)  # (B, T) segment index + 1
+    rows = np.arange(len(points))[:, None]
+    left = np.maximum(k - 1, 0)
+    # slope >= 1 on every segment of positive length (a tie may count a high before its low)
+    slope = np.maximum(slope[rows, left], 1.0)
+    on_segment = points[rows, left] + (targets - values[rows, left]) / slope
+    return np.where(k == 0, targets - base[:, None], on_segment)
