@@ -14,7 +14,14 @@ from pmap_sklearn import ContinuousLogSupermodularDenoiser
 from pmap_sklearn._backend import base as solver_base
 from pmap_sklearn._backend import group_prox, ishikawa
 from pmap_sklearn._backend.group_prox import prox_group_max
-from pmap_sklearn.continuous import grid_groups, haar2d, inverse_haar2d, tree_groups
+from pmap_sklearn.continuous import (
+    SURE_SCALES,
+    grid_groups,
+    haar2d,
+    inverse_haar2d,
+    sure_scale,
+    tree_groups,
+)
 from pmap_sklearn.solvers import BruteForceSolver, GroupMaxPotentials, IshikawaSolver, Potentials
 
 
@@ -414,6 +421,74 @@ def test_whole_image_decodings_and_patch_sampling(rng):
     for decoding in ("map", "mmse", "continuous_map"):
         out = model.predict(noisy, decoding=decoding)
         assert out.shape == (9, 11) and np.isfinite(out).all()
+
+
+def _all_sure_scales():
+    """Every factor ``prior_scale="sure"`` may try: the grid and the half-way points."""
+    return np.exp2(np.arange(2 * np.log2(SURE_SCALES[0]), 2 * np.log2(SURE_SCALES[-1]) + 2) / 2)
+
+
+def test_sure_picks_the_soft_threshold_of_least_error(rng):
+    """Stein's estimate with a Monte-Carlo divergence ranks soft thresholds as their true error."""
+    clean = rng.laplace(scale=1.0, size=20000) * (rng.random(20000) < 0.2)
+    for sigma in (0.5, 2.0):
+        noisy = clean + sigma * rng.normal(size=clean.shape)
+
+        def soft(y, weights):
+            return np.sign(y) * np.maximum(np.abs(y) - weights[0], 0.0)
+
+        chosen = sure_scale(soft, noisy, sigma**2, np.array([sigma]), rng)
+        errors = {s: np.mean((soft(noisy, [s * sigma]) - clean) ** 2) for s in _all_sure_scales()}
+        assert chosen in errors
+        assert errors[chosen] <= 1.02 * min(errors.values())
+
+
+def test_prior_scale_multiplies_the_prior_and_sure_adapts_it_to_the_test_data(rng):
+    model = ContinuousLogSupermodularDenoiser(
+        grid_step=0.05, noise_std=1.0, max_iter=50, random_state=0
+    ).fit(rng.laplace(scale=2.0, size=(3000, 2)))
+    noisy = rng.laplace(scale=2.0, size=(50, 2)) + rng.normal(size=(50, 2))
+    doubled = ContinuousLogSupermodularDenoiser(**model.get_params())
+    vars(doubled).update({k: v for k, v in vars(model).items() if k.endswith("_")})
+    doubled.group_weights_ = 2.0 * model.group_weights_
+    for decoding in ("continuous_map", "map"):
+        expected = doubled.predict(noisy, decoding=decoding)
+        model.set_params(prior_scale=2.0)
+        np.testing.assert_allclose(model.predict(noisy, decoding=decoding), expected)
+    # test signals sparser (denser) than the training ones need a stronger (weaker) prior
+    model.set_params(prior_scale="sure", decoding="continuous_map")
+    for scale, direction in ((1.0, 1), (4.0, -1)):
+        clean = rng.laplace(scale=scale, size=(20000, 2))
+        noisy = clean + rng.normal(size=clean.shape)
+        errors = {
+            s: np.mean((model.set_params(prior_scale=s).predict(noisy) - clean) ** 2)
+            for s in _all_sure_scales()
+        }
+        error = np.mean((model.set_params(prior_scale="sure").predict(noisy) - clean) ** 2)
+        assert error <= 1.02 * min(errors.values())
+        assert error < errors[1.0] and np.sign(min(errors, key=errors.get) - 1.0) == direction
+
+
+def test_sure_prior_scale_on_whole_images(rng):
+    train = _images(rng, [(40, 36), (33, 48)])
+    clean = _images(rng, [(32, 30)])[0]
+    noisy = clean + 12.0 * rng.normal(size=clean.shape)
+    model = ContinuousLogSupermodularDenoiser(
+        groups="tree",
+        basis="haar",
+        patch_size=4,
+        noise_std=12.0,
+        decoding="continuous_map",
+        max_iter=30,
+        random_state=0,
+    ).fit(train)
+    scores = {s: model.set_params(prior_scale=s).score(noisy, clean) for s in _all_sure_scales()}
+    chosen = model.set_params(prior_scale="sure").score(noisy, clean)
+    assert chosen in scores.values()  # one of the factors tried, at the model's stride
+    assert chosen >= max(scores.values()) - 0.5
+    assert model.predict([noisy, noisy[:20]])[1].shape == (20, 30)
+    with pytest.raises(ValueError, match="prior_scale"):
+        model.set_params(prior_scale=0.0).predict(noisy)
 
 
 def test_auto_grid_step_follows_the_scale_and_bad_scales_get_clear_errors(rng):
