@@ -355,11 +355,9 @@ def _images(rng, shapes, noise=0.0):
     return images
 
 
-def test_whole_images_are_denoised_by_averaged_overlapping_patches(rng):
-    train = _images(rng, [(40, 36), (33, 48)])
-    clean = _images(rng, [(24, 20), (19, 27)])
-    noisy = [image + 12.0 * rng.normal(size=image.shape) for image in clean]
-    model = ContinuousLogSupermodularDenoiser(
+def _tree_model_of_images(train):
+    """The Haar-tree prior of the 4×4 patches of ``train``, decoding noise of σ = 12."""
+    return ContinuousLogSupermodularDenoiser(
         groups="tree",
         basis="haar",
         patch_size=4,
@@ -368,6 +366,13 @@ def test_whole_images_are_denoised_by_averaged_overlapping_patches(rng):
         max_iter=30,
         random_state=0,
     ).fit(train)
+
+
+def test_whole_images_are_denoised_by_averaged_overlapping_patches(rng):
+    train = _images(rng, [(40, 36), (33, 48)])
+    clean = _images(rng, [(24, 20), (19, 27)])
+    noisy = [image + 12.0 * rng.normal(size=image.shape) for image in clean]
+    model = _tree_model_of_images(train)
     assert model.patch_shape_ == (4, 4)
     denoised = model.predict(noisy)
     assert isinstance(denoised, list) and [d.shape for d in denoised] == [(24, 20), (19, 27)]
@@ -437,7 +442,10 @@ def test_sure_picks_the_soft_threshold_of_least_error(rng):
         def soft(y, weights):
             return np.sign(y) * np.maximum(np.abs(y) - weights[0], 0.0)
 
-        chosen = sure_scale(soft, noisy, sigma**2, np.array([sigma]), rng)
+        def soft_both(inputs, weights):
+            return [soft(y, weights) for y in inputs]
+
+        chosen = sure_scale(soft_both, noisy, sigma**2, np.array([sigma]), rng)
         errors = {s: np.mean((soft(noisy, [s * sigma]) - clean) ** 2) for s in _all_sure_scales()}
         assert chosen in errors
         assert errors[chosen] <= 1.02 * min(errors.values())
@@ -467,21 +475,16 @@ def test_prior_scale_multiplies_the_prior_and_sure_adapts_it_to_the_test_data(rn
         error = np.mean((model.set_params(prior_scale="sure").predict(noisy) - clean) ** 2)
         assert error <= 1.02 * min(errors.values())
         assert error < errors[1.0] and np.sign(min(errors, key=errors.get) - 1.0) == direction
+    # the chosen factor serves the level decodings too
+    model.set_params(prior_scale="sure")
+    assert np.isfinite(model.predict(noisy[:10], decoding="map")).all()
 
 
 def test_sure_prior_scale_on_whole_images(rng):
     train = _images(rng, [(40, 36), (33, 48)])
     clean = _images(rng, [(32, 30)])[0]
     noisy = clean + 12.0 * rng.normal(size=clean.shape)
-    model = ContinuousLogSupermodularDenoiser(
-        groups="tree",
-        basis="haar",
-        patch_size=4,
-        noise_std=12.0,
-        decoding="continuous_map",
-        max_iter=30,
-        random_state=0,
-    ).fit(train)
+    model = _tree_model_of_images(train)
     scores = {s: model.set_params(prior_scale=s).score(noisy, clean) for s in _all_sure_scales()}
     chosen = model.set_params(prior_scale="sure").score(noisy, clean)
     assert chosen in scores.values()  # one of the factors tried, at the model's stride
