@@ -27,7 +27,7 @@ from sklearn.utils.validation import check_array, check_is_fitted
 from . import _image_patches as patches
 from . import _sgd
 from ._backend import GroupMaxPotentials, IshikawaSolver, prox_group_max
-from ._parallel import N_JOBS_CONSTRAINT
+from ._parallel import N_JOBS_CONSTRAINT, single_blas_thread
 from ._utils import check_generator
 from .perturbation import gumbel
 from .samples import grid_edges
@@ -636,7 +636,10 @@ class ContinuousLogSupermodularDenoiser(BaseEstimator):
         def denoise_both(inputs, weights):  # the prox is numpy sorting: threads run in parallel
             if threads == 1:
                 return [denoise(y, weights) for y in inputs]
-            return Parallel(threads, prefer="threads")(delayed(denoise)(y, weights) for y in inputs)
+            with single_blas_thread():
+                return Parallel(threads, prefer="threads")(
+                    delayed(denoise)(y, weights) for y in inputs
+                )
 
         scale = sure_scale(denoise_both, noisy, sigma2, self.group_weights_, rng)
         return scale * self.group_weights_
@@ -692,15 +695,19 @@ class ContinuousLogSupermodularDenoiser(BaseEstimator):
         # the continuous MAP is numpy sorting (threads run in parallel); the level decodings
         # spread their cuts over processes themselves
         threads = effective_n_jobs(self.n_jobs) if decoding == "continuous_map" else 1
-        if threads > 1 and len(blocks) > 1:
-            results = Parallel(threads, prefer="threads", return_as="generator")(
-                delayed(denoise_rows)(rows) for rows in blocks
-            )
-        else:
-            results = map(denoise_rows, blocks)
         total, count = np.zeros(image.shape), np.zeros(image.shape)
-        for rows, estimates in results:
-            patches.add_patches(total, count, estimates, image.shape, shape, stride, rows)
+        if threads > 1 and len(blocks) > 1:
+            # one BLAS thread each (the Haar products): BLAS's own threads would compete
+            with single_blas_thread():
+                results = Parallel(threads, prefer="threads", return_as="generator")(
+                    delayed(denoise_rows)(rows) for rows in blocks
+                )
+                for rows, estimates in results:
+                    patches.add_patches(total, count, estimates, image.shape, shape, stride, rows)
+        else:
+            for rows in blocks:
+                _, estimates = denoise_rows(rows)
+                patches.add_patches(total, count, estimates, image.shape, shape, stride, rows)
         return total / count
 
     def _chunks(self, y, decoding):

@@ -215,39 +215,53 @@ def prox_tree(z: np.ndarray, parent: np.ndarray, coupling: np.ndarray) -> np.nda
             depth[i] += 1
             j = parent[j]
     order = np.argsort(-depth, kind="stable")  # leaves first
-    low, high = np.empty((n_rows, n)), np.empty((n_rows, n))
-    # per node: its proper descendants and their clip intervals seen from the node
-    members = {i: np.zeros(0, np.intp) for i in range(n)}
-    bounds = {i: (np.empty((n_rows, 0)), np.empty((n_rows, 0))) for i in range(n)}
-    w = np.empty((n_rows, n))
+    # each node's proper descendants, as one block of columns per child: size[i] descendants
+    size = np.zeros(n, np.intp)
     for i in order:
-        below, (lo, hi) = members.pop(i), bounds.pop(i)
+        if parent[i] >= 0:
+            size[parent[i]] += size[i] + 1
+    column = np.zeros(n, np.intp)  # where child i's block starts in its parent's arrays
+    filled = np.zeros(n, np.intp)
+    for i in order:
+        if parent[i] >= 0:
+            column[i] = filled[parent[i]]
+            filled[parent[i]] += size[i] + 1
+    # the clip intervals of every descendant seen from the node, and Σ z over them
+    low = {i: np.empty((n_rows, size[i])) for i in range(n) if size[i]}
+    high = {i: np.empty((n_rows, size[i])) for i in range(n) if size[i]}
+    z_below = np.zeros((n_rows, n))
+    own_low, own_high = np.empty((n_rows, n)), np.empty((n_rows, n))
+    w = np.empty((n_rows, n))
+    empty = np.empty((n_rows, 0))
+    for i in order:
+        lo, hi = low.pop(i, empty), high.pop(i, empty)
         lam = coupling[i] if parent[i] >= 0 else 0.0
         targets = np.broadcast_to([-lam, lam], (n_rows, 2))
-        a, b = _solve_clipped_sum(z[:, i], z[:, below], lo, hi, targets).T
-        low[:, i], high[:, i] = a, b
+        a, b = _solve_clipped_sum(z[:, i], z_below[:, i], lo, hi, targets).T
+        own_low[:, i], own_high[:, i] = a, b
         if parent[i] < 0:
             w[:, i] = a  # a = b: the zero of M_i'
             continue
-        p = parent[i]
-        seen = np.clip(a[:, None], lo, hi), np.clip(b[:, None], lo, hi)
-        members[p] = np.concatenate([members[p], [i], below])
-        bounds[p] = tuple(
-            np.concatenate([old, mine[:, None], new], axis=1)
-            for old, mine, new in zip(bounds[p], (a, b), seen, strict=True)
-        )
+        p, first = parent[i], column[i]
+        z_below[:, p] += z[:, i] + z_below[:, i]
+        # seen from the parent: node i's interval, and its descendants' clipped to it
+        low[p][:, first], high[p][:, first] = a, b
+        block = slice(first + 1, first + 1 + size[i])
+        np.clip(a[:, None], lo, hi, out=low[p][:, block])
+        np.clip(b[:, None], lo, hi, out=high[p][:, block])
     for i in order[::-1]:
         if parent[i] >= 0:
-            w[:, i] = np.clip(w[:, parent[i]], low[:, i], high[:, i])
+            w[:, i] = np.clip(w[:, parent[i]], own_low[:, i], own_high[:, i])
     return w
 
 
 def _solve_clipped_sum(z_own, z_below, low, high, targets):
-    """Solve ``w − z_own + Σ_j (clip(w, low_j, high_j) − z_below_j) = t`` for every target t.
+    """Solve ``w − z_own + Σ_j (clip(w, low_j, high_j) − z_j) = t`` for every target t, where
+    ``z_below = Σ_j z_j``.
 
-    Shapes: z_own (B,), z_below / low / high (B, m), targets (B, T); returns (B, T).
+    Shapes: z_own / z_below (B,), low / high (B, m), targets (B, T); returns (B, T).
     """
-    base = low.sum(axis=1) - z_below.sum(axis=1) - z_own  # the value is w + base left of all
+    base = low.sum(axis=1) - z_below - z_own  # the value is w + base left of all
     m = low.shape[1]
     if m == 0:
         return targets - base[:, None]
