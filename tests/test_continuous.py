@@ -447,8 +447,8 @@ def test_sure_picks_the_soft_threshold_of_least_error(rng):
 
         chosen = sure_scale(soft_both, noisy, sigma**2, np.array([sigma]), rng)
         errors = {s: np.mean((soft(noisy, [s * sigma]) - clean) ** 2) for s in _all_sure_scales()}
-        assert chosen in errors
-        assert errors[chosen] <= 1.02 * min(errors.values())
+        assert np.isclose(list(errors), chosen).any()
+        assert np.mean((soft(noisy, [chosen * sigma]) - clean) ** 2) <= 1.02 * min(errors.values())
 
 
 def test_prior_scale_multiplies_the_prior_and_sure_adapts_it_to_the_test_data(rng):
@@ -487,7 +487,7 @@ def test_sure_prior_scale_on_whole_images(rng):
     model = _tree_model_of_images(train)
     scores = {s: model.set_params(prior_scale=s).score(noisy, clean) for s in _all_sure_scales()}
     chosen = model.set_params(prior_scale="sure").score(noisy, clean)
-    assert chosen in scores.values()  # one of the factors tried, at the model's stride
+    assert np.isclose(list(scores.values()), chosen).any()  # one of the factors tried
     assert chosen >= max(scores.values()) - 0.5
     assert model.predict([noisy, noisy[:20]])[1].shape == (20, 30)
     with pytest.raises(ValueError, match="prior_scale"):
