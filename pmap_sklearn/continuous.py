@@ -26,7 +26,7 @@ from sklearn.utils.validation import check_array, check_is_fitted
 
 from . import _image_patches as patches
 from . import _sgd
-from ._backend import GroupMaxPotentials, IshikawaSolver, prox_group_max
+from ._backend import GroupMaxPotentials, IshikawaSolver, forest_shaped, prox_group_max
 from ._parallel import N_JOBS_CONSTRAINT, single_blas_thread
 from ._utils import check_generator
 from .perturbation import gumbel
@@ -115,6 +115,14 @@ class _Levels(NamedTuple):
     #: (n_coefficients, max levels) log trapezoid weights of the levels
     log_weights: np.ndarray
 
+    def packed(self):
+        """``(owner, level)`` of every coefficient's levels one after the other (the packed
+        layout of :class:`~pmap_sklearn.solvers.GroupMaxPotentials`), each of shape
+        (Σ n_levels,)."""
+        owner = np.repeat(np.arange(len(self.n_levels)), self.n_levels)
+        start = np.cumsum(self.n_levels) - self.n_levels
+        return owner, np.arange(len(owner)) - start[owner]
+
 
 def grid_groups(shape) -> list:
     """Singletons and the 4-neighbour pairs of a pixel grid (row-major indices)."""
@@ -173,9 +181,11 @@ class ContinuousLogSupermodularDenoiser(BaseEstimator):
     noise_std : float or None, default=None
         σ of the noise to remove; needed by :meth:`predict` and :meth:`score`.
     decoding : {"map", "mmse", "continuous_map"}, default="map"
-        Default of :meth:`predict`: the MAP on the levels (one cut per signal), the
-        perturb-and-MAP posterior mean (``n_perturbations`` cuts per signal), or the exact MAP
-        of the continuous posterior.
+        Default of :meth:`predict`: the MAP on the levels (one level MAP per signal), the
+        perturb-and-MAP posterior mean (``n_perturbations`` level MAPs per signal), or the
+        exact MAP of the continuous posterior. A level MAP is one Ishikawa cut, or for
+        forest-shaped groups (``"unary"``, ``"tree"``) exact dynamic programming, about ten
+        times faster.
     n_perturbations : int, default=100
         M, the Gumbel perturbations of the MMSE estimate and of :meth:`score_samples`.
     prior_scale : float or "sure", default=1.0
@@ -200,7 +210,8 @@ class ContinuousLogSupermodularDenoiser(BaseEstimator):
         AdaGrad step, in units of ``1 / mean_n max_{a∈A} |α_na|`` for each group.
     random_state : int, Generator, RandomState or None, default=None
     n_jobs : int or None, default=None
-        Processes for the cuts (results do not depend on it).
+        Processes for the cuts, threads for the dynamic programmes of forest-shaped groups
+        (results do not depend on it).
     verbose : int, default=0
 
     Attributes
@@ -461,8 +472,9 @@ class ContinuousLogSupermodularDenoiser(BaseEstimator):
         return np.stack([values[..., g].max(axis=-1) for g in self.groups_], axis=-1)
 
     def _level_map(self, scores, weights, levels):
-        """``argmax_z Σ_i scores_i(z_i) − Σ_A d_A u_{max_A z}`` of every model (B, k, R), by
-        Ishikawa cuts."""
+        """``argmax_z Σ_i scores_i(z_i) − Σ_A d_A u_{max_A z}`` of every model (scores padded
+        (B, n, R) or packed (B, Σ n_levels)): Ishikawa cuts, or dynamic programming when the
+        groups form a forest (the Haar tree)."""
         model = GroupMaxPotentials(scores, levels.n_levels, levels.values, self.groups_, weights)
         return IshikawaSolver().map(model, n_jobs=self.n_jobs)
 
@@ -668,11 +680,18 @@ class ContinuousLogSupermodularDenoiser(BaseEstimator):
             beta = prox_group_max(np.abs(y), self.groups_, sigma2 * weights)
             alpha = np.sign(y) * np.clip(beta, 0.0, self.domain_)
         else:
+            chunks = self._chunks(y, decoding)
+            # one stream per chunk: the same draws whatever runs them
+            streams = check_generator(self.random_state).spawn(len(chunks))
+            # forest-shaped priors are decoded by numpy dynamic programming (threads run in
+            # parallel); cuts spread themselves over processes
+            forest = forest_shaped(y.shape[1], self.groups_, weights)
+            threads = effective_n_jobs(self.n_jobs) if forest and len(chunks) > 1 else 1
             alpha = np.concatenate(
-                [
-                    self._decode_levels(part, decoding, sigma2, weights)
-                    for part in self._chunks(y, decoding)
-                ]
+                Parallel(threads, prefer="threads")(
+                    delayed(self._decode_levels)(part, decoding, sigma2, weights, rng)
+                    for part, rng in zip(chunks, streams, strict=True)
+                )
             )
         if not np.isfinite(alpha).all():
             raise ValueError(
@@ -711,25 +730,27 @@ class ContinuousLogSupermodularDenoiser(BaseEstimator):
         return total / count
 
     def _chunks(self, y, decoding):
-        width = int(self._levels(self.noise_std).n_levels.max()) * y.shape[1]
+        width = int(self._levels(self.noise_std).n_levels.sum())
         copies = self.n_perturbations if decoding == "mmse" else 1
         per_chunk = max(1, CHUNK_COSTS // (width * copies))
         return [y[i : i + per_chunk] for i in range(0, len(y), per_chunk)]
 
-    def _decode_levels(self, y, decoding, sigma2, weights):
+    def _decode_levels(self, y, decoding, sigma2, weights, rng):
         levels = self._levels(self.noise_std)
-        values, log_weights = levels.values, levels.log_weights
-        u = values[None, None, :]
+        values = levels.values
+        # scores of every coefficient's own levels only (packed), not padded to the longest
+        owner, level = levels.packed()
+        u, y_own = values[level], y[:, owner]
         if decoding == "map":  # joint MAP of signs and magnitudes: signs follow y
-            scores = -((u - np.abs(y)[:, :, None]) ** 2) / (2.0 * sigma2)
+            scores = -((u - np.abs(y_own)) ** 2) / (2.0 * sigma2)
             return np.sign(y) * values[self._level_map(scores, weights, levels)]
         # posterior of the magnitudes with the signs summed out, perturbed M times
-        coupling = u * y[:, :, None] / sigma2
+        coupling = u * y_own / sigma2
         log_posterior = -(u**2) / (2.0 * sigma2) + np.logaddexp(coupling, -coupling)
-        log_posterior = log_posterior + log_weights[None]
-        rng = check_generator(self.random_state)
+        log_posterior += levels.log_weights[owner, level]
         m = self.n_perturbations
-        scores = np.repeat(log_posterior, m, axis=0) + gumbel(rng, (len(y) * m,) + u.shape[1:])
+        scores = np.repeat(log_posterior, m, axis=0)
+        scores += gumbel(rng, scores.shape)
         z = self._level_map(scores, weights, levels).reshape(len(y), m, -1)
         beta = values[z]
         # E[α | β, y] = β tanh(β y / σ²), averaged over the perturbed MAPs of β

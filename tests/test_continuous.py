@@ -10,9 +10,9 @@ from scipy.optimize import minimize
 from scipy.special import logsumexp
 from sklearn.exceptions import ConvergenceWarning
 
-from pmap_sklearn import ContinuousLogSupermodularDenoiser
+from pmap_sklearn import ContinuousLogSupermodularDenoiser, continuous
 from pmap_sklearn._backend import base as solver_base
-from pmap_sklearn._backend import group_prox, ishikawa
+from pmap_sklearn._backend import group_prox, ishikawa, level_tree
 from pmap_sklearn._backend.group_prox import prox_group_max
 from pmap_sklearn.continuous import (
     SURE_SCALES,
@@ -121,6 +121,19 @@ def _group_value(costs, levels, groups, weights, z):
     )
 
 
+def _assert_level_maps_are_optimal(costs, n_levels, levels, groups, weights):
+    """The solver's minimisers of every model of ``costs`` (B, n, levels) against enumeration."""
+    found = IshikawaSolver().map(GroupMaxPotentials(-costs, n_levels, levels, groups, weights))
+    assert (found >= 0).all() and (found < n_levels).all()
+    for b in range(len(costs)):
+        best = min(
+            _group_value(costs[b], levels, groups, weights, np.array(z))
+            for z in itertools.product(*[range(r) for r in n_levels])
+        )
+        value = _group_value(costs[b], levels, groups, weights, found[b])
+        assert value == pytest.approx(best, abs=1e-9)
+
+
 def test_group_max_levels_equal_brute_force(rng):
     """Groups of one, two and more members; nodes with different numbers of levels."""
     for _ in range(25):
@@ -133,15 +146,7 @@ def test_group_max_levels_equal_brute_force(rng):
         ]
         weights = 2.0 * rng.random(len(groups))
         costs = 2.0 * rng.normal(size=(3, n, n_levels.max()))
-        model = GroupMaxPotentials(-costs, n_levels, levels, groups, weights)
-        found = IshikawaSolver().map(model)
-        for b in range(3):
-            best = min(
-                _group_value(costs[b], levels, groups, weights, np.array(z))
-                for z in itertools.product(*[range(r) for r in n_levels])
-            )
-            value = _group_value(costs[b], levels, groups, weights, found[b])
-            assert value == pytest.approx(best, abs=1e-9)
+        _assert_level_maps_are_optimal(costs, n_levels, levels, groups, weights)
 
 
 def _prox_by_quadratic_program(z, groups, weights):
@@ -189,19 +194,25 @@ def _prox_by_cuts(monkeypatch, z, groups, weights):
         return prox_group_max(z, groups, weights)
 
 
-@pytest.mark.parametrize("shape", ["haar tree", "chain", "random forest", "grid (loopy)"])
-def test_prox_on_forests_equals_the_prox_by_cuts(rng, monkeypatch, shape):
-    """Singletons and pairs forming a forest take the tree dynamic programme (exact)."""
+SHAPES = ["haar tree", "chain", "random forest", "grid (loopy)"]
+
+
+def _groups_of_shape(rng, shape):
     if shape == "haar tree":
-        groups = tree_groups(8)
-    elif shape == "chain":
-        groups = [np.array([i]) for i in range(9)] + [np.array([i + 1, i]) for i in range(8)]
-    elif shape == "random forest":  # some nodes alone, some without a unary group
+        return tree_groups(8)
+    if shape == "chain":
+        return [np.array([i]) for i in range(9)] + [np.array([i + 1, i]) for i in range(8)]
+    if shape == "random forest":  # some nodes alone, some without a unary group
         parent = [-1 if rng.random() < 0.2 else int(rng.integers(i)) for i in range(1, 15)]
         groups = [np.array([i]) for i in range(15) if rng.random() < 0.6]
-        groups += [np.array([i + 1, p]) for i, p in enumerate(parent) if p >= 0]
-    else:
-        groups = grid_groups((3, 4))
+        return groups + [np.array([i + 1, p]) for i, p in enumerate(parent) if p >= 0]
+    return grid_groups((3, 4))
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_prox_on_forests_equals_the_prox_by_cuts(rng, monkeypatch, shape):
+    """Singletons and pairs forming a forest take the tree dynamic programme (exact)."""
+    groups = _groups_of_shape(rng, shape)
     n = 1 + max(int(g.max()) for g in groups)
     forest = group_prox._as_forest(n, groups, np.ones(len(groups)))
     assert (forest is None) == (shape == "grid (loopy)")
@@ -213,6 +224,57 @@ def test_prox_on_forests_equals_the_prox_by_cuts(rng, monkeypatch, shape):
         _prox_by_cuts(monkeypatch, z, groups, weights),
         atol=1e-9,
     )
+
+
+def _level_map(monkeypatch, model, by_cuts):
+    with monkeypatch.context() as patch:
+        if by_cuts:
+            patch.setattr(level_tree.LevelTree, "from_groups", classmethod(lambda *args: None))
+        return IshikawaSolver().map(model)
+
+
+def _packed(unary, n_levels):
+    return np.concatenate([unary[:, i, :r] for i, r in enumerate(n_levels)], axis=1)
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_level_map_on_forests_equals_the_map_by_cuts(rng, monkeypatch, shape):
+    """Forest-shaped groups take the min-sum dynamic programme: the cut's minimisers, padded
+    or packed scores alike."""
+    groups = _groups_of_shape(rng, shape)
+    n = 1 + max(int(g.max()) for g in groups)
+    weights = 3.0 * rng.random(len(groups)) * (rng.random(len(groups)) < 0.8)
+    assert level_tree.forest_shaped(n, groups, weights) == (shape != "grid (loopy)")
+    n_levels = rng.integers(1, 9, size=n)
+    levels = np.concatenate([[0.0], np.cumsum(rng.random(n_levels.max() - 1) + 0.1)])
+    unary = 3.0 * rng.normal(size=(60, n, n_levels.max()))
+    model = GroupMaxPotentials(unary, n_levels, levels, groups, weights)
+    by_cuts = _level_map(monkeypatch, model, by_cuts=True)
+    found = _level_map(monkeypatch, model, by_cuts=False)
+    assert np.array_equal(found, by_cuts)
+    packed = GroupMaxPotentials(_packed(unary, n_levels), n_levels, levels, groups, weights)
+    assert np.array_equal(IshikawaSolver().map(packed), found)
+
+
+def test_level_map_on_forests_equals_brute_force(rng):
+    for _ in range(30):
+        n = int(rng.integers(1, 6))
+        parent = [-1 if rng.random() < 0.25 else int(rng.integers(i)) for i in range(1, n)]
+        groups = [np.array([i]) for i in range(n) if rng.random() < 0.5]
+        pairs = [np.array([i + 1, p]) for i, p in enumerate(parent) if p >= 0]
+        groups += [pair[:: rng.choice([-1, 1])] for pair in pairs]  # either orientation
+        if not groups:
+            continue
+        weights = 2.0 * rng.random(len(groups))
+        n_levels = rng.integers(1, 5, size=n)
+        levels = np.concatenate([[0.0], np.cumsum(rng.random(n_levels.max() - 1) + 0.2)])
+        costs = 2.0 * rng.normal(size=(3, n, n_levels.max()))
+        _assert_level_maps_are_optimal(costs, n_levels, levels, groups, weights)
+
+
+def test_level_models_of_one_level_each_need_no_cut():
+    model = GroupMaxPotentials(np.zeros((2, 3, 1)), [1, 1, 1], [0.0], [[0, 1, 2]], [1.0])
+    assert np.array_equal(IshikawaSolver().map(model), np.zeros((2, 3), np.intp))
 
 
 def test_haar_transform_is_orthonormal_and_its_tree_has_one_parent_each(rng):
@@ -426,6 +488,22 @@ def test_whole_image_decodings_and_patch_sampling(rng):
     for decoding in ("map", "mmse", "continuous_map"):
         out = model.predict(noisy, decoding=decoding)
         assert out.shape == (9, 11) and np.isfinite(out).all()
+
+
+def test_level_decodings_of_a_tree_prior_do_not_depend_on_n_jobs(rng, monkeypatch):
+    """Chunks decoded in threads, each with its own random stream; the level MAP of the tree
+    prior (dynamic programming) is the one of the cuts."""
+    train = _images(rng, [(24, 24)] * 2)
+    noisy = _images(rng, [(14, 17)], noise=12.0)[0]
+    model = _tree_model_of_images(train).set_params(n_perturbations=4)
+    monkeypatch.setattr(continuous, "CHUNK_COSTS", 4000)  # several chunks
+    assert len(model._chunks(np.zeros((200, 16)), "mmse")) > 1
+    mmse = [model.set_params(n_jobs=n).predict(noisy, decoding="mmse") for n in (1, 2, 1)]
+    assert np.array_equal(mmse[0], mmse[1]) and np.array_equal(mmse[0], mmse[2])
+    level_map = model.predict(noisy, decoding="map")
+    with monkeypatch.context() as patch:
+        patch.setattr(level_tree.LevelTree, "from_groups", classmethod(lambda *args: None))
+        assert np.array_equal(model.predict(noisy, decoding="map"), level_map)
 
 
 def _all_sure_scales():

@@ -23,6 +23,7 @@ from .gibbs import GibbsSampler, GibbsSession
 from .gibbs import conditional_scores as conditional_scores
 from .group_prox import prox_group_max as prox_group_max
 from .ishikawa import GroupMaxPotentials, IshikawaSolver
+from .level_tree import forest_shaped as forest_shaped
 from .messages import COUNTING_NUMBERS as COUNTING_NUMBERS
 from .messages import BeliefPropagation as BeliefPropagation
 from .messages import MessagePassingSolver

@@ -12,7 +12,9 @@ max-flow (:func:`~pmap_sklearn._backend.mincut.min_cut`) gives the exact minimis
 are concave functions of the label difference (the solver protocol), and
 :class:`GroupMaxPotentials`, level models with group-maximum terms (the continuous
 log-supermodular priors), built by :class:`GroupMaxLevels`. Both are solved in chunks of at
-most ``CHUNK_NODES`` threshold nodes per max-flow, over ``n_jobs`` processes.
+most ``CHUNK_NODES`` threshold nodes per max-flow, over ``n_jobs`` processes — except group
+maxima of singletons and pairs forming a forest, whose exact MAP dynamic programming finds
+without a max-flow (:class:`~.level_tree.LevelTree`).
 """
 
 from __future__ import annotations
@@ -25,13 +27,15 @@ from .._parallel import map_jobs, map_samples
 from .base import CHUNK_NODES, Solver
 from .capabilities import Capabilities, PairwiseTerms
 from .chain import finite_clamp_scores
+from .level_tree import LevelTree
 from .mincut import min_cut
 from .potentials import Potentials
 
 
 class _Thresholds:
     """The threshold nodes of labels with ``n_levels[i]`` levels: node ``(i, j)``, ``j ≥ 1``,
-    has index ``start[i] + j − 1``."""
+    has index ``start[i] + j − 1``; level ``j`` of node ``i`` is entry ``packed_start[i] + j``
+    of packed costs."""
 
     def __init__(self, n_levels: np.ndarray):
         self.n_levels = np.asarray(n_levels, dtype=np.intp)
@@ -40,6 +44,15 @@ class _Thresholds:
         self.n = int(counts.sum())
         self.owner = np.repeat(np.arange(len(counts)), counts)
         self.level = np.arange(self.n) - self.start[self.owner] + 1
+        self.packed_start = np.concatenate([[0], np.cumsum(self.n_levels)[:-1]]).astype(np.intp)
+        self.packed_owner = np.repeat(np.arange(len(counts)), self.n_levels)
+        self.packed_level = np.arange(self.n_levels.sum()) - self.packed_start[self.packed_owner]
+
+    def packed(self, costs: np.ndarray) -> np.ndarray:
+        """Costs (B, Σ n_levels) from padded (B, n, max(n_levels)) or packed ones."""
+        if costs.ndim == 2:
+            return costs
+        return costs[:, self.packed_owner, self.packed_level]
 
     def chain_edges(self):
         """``x_ij >= x_i,j+1``: an infinite edge from each threshold to the next."""
@@ -48,9 +61,10 @@ class _Thresholds:
         return tails, tails + 1
 
     def linear(self, costs: np.ndarray) -> np.ndarray:
-        """Threshold coefficients ``c_i(j) − c_i(j − 1)`` of unary costs (rows padded past
-        each node's levels), shape (..., n)."""
-        return costs[..., self.owner, self.level] - costs[..., self.owner, self.level - 1]
+        """Threshold coefficients ``c_i(j) − c_i(j − 1)`` of packed unary costs, shape
+        (B, n)."""
+        upper = self.packed_start[self.owner] + self.level
+        return costs[:, upper] - costs[:, upper - 1]
 
     def decode(self, x: np.ndarray) -> np.ndarray:
         """Labels ``z_i = Σ_j x_ij`` from threshold values of shape (B, n_thresholds)."""
@@ -106,8 +120,9 @@ class GroupMaxPotentials:
 
     Parameters
     ----------
-    unary : ndarray of shape (B, n, max(n_levels))
-        Scores of the levels (entries past a node's levels are ignored).
+    unary : ndarray of shape (B, n, max(n_levels)) or (B, sum(n_levels))
+        Scores of the levels: padded (entries past a node's levels are ignored), or packed
+        (node ``i``'s levels one after the other, ``n_levels[i]`` entries each).
     n_levels : ndarray of shape (n,)
         Levels of each node, at least 1.
     levels : ndarray of shape (max(n_levels),)
@@ -129,13 +144,14 @@ class GroupMaxPotentials:
         n_levels = np.asarray(self.n_levels, dtype=np.intp)
         levels = np.asarray(self.levels, dtype=float)
         weights = np.asarray(self.weights, dtype=float)
-        if unary.ndim != 3 or unary.shape[1:] != (len(n_levels), len(levels)):
-            raise ValueError(
-                f"unary must have shape (B, {len(n_levels)}, {len(levels)}) (models, nodes, "
-                f"levels), got {unary.shape}"
-            )
         if len(n_levels) and (n_levels.min() < 1 or n_levels.max() > len(levels)):
             raise ValueError(f"n_levels must lie in [1, {len(levels)}] (the levels given)")
+        padded = unary.ndim == 3 and unary.shape[1:] == (len(n_levels), len(levels))
+        if not (padded or (unary.ndim == 2 and unary.shape[1] == n_levels.sum())):
+            raise ValueError(
+                f"unary must have shape (B, {len(n_levels)}, {len(levels)}) (models, nodes, "
+                f"levels) or (B, sum(n_levels)) (the levels packed), got {unary.shape}"
+            )
         if len(levels) and (levels[0] != 0 or np.any(np.diff(levels) <= 0)):
             raise ValueError("levels must increase from levels[0] = 0")
         if weights.shape != (len(self.groups),) or not np.all(weights >= 0):
@@ -165,7 +181,8 @@ class IshikawaSolver(Solver):
     quadratics, Potts with ``K = 2`` and a non-positive weight…). Minimum cuts on the Ishikawa
     graph — ``K − 1`` threshold nodes per node — solve the samples, many per max-flow (Ishikawa
     2003). It also maximises :class:`GroupMaxPotentials` (level models with group-maximum
-    terms). No marginals (use ``perturb_and_map`` for perturbed averages).
+    terms; by dynamic programming when the groups are singletons and pairs forming a forest,
+    such as the Haar quad-tree). No marginals (use ``perturb_and_map`` for perturbed averages).
     """
 
     name = "ishikawa"
@@ -233,7 +250,8 @@ def _solve_pairwise(p: Potentials, clamp, difference, second) -> np.ndarray:
         tails = np.concatenate([tails, e_tails])
         heads = np.concatenate([heads, e_heads])
         capacities = np.concatenate([capacities, e_caps])
-    x = min_cut(thresholds.n, thresholds.linear(costs), tails, heads, capacities)
+    linear = thresholds.linear(costs.reshape(1, -1))[0]  # every node has k levels: packed
+    x = min_cut(thresholds.n, linear, tails, heads, capacities)
     return thresholds.decode(x[None])[0]
 
 
@@ -262,7 +280,8 @@ def _difference_costs(p: Potentials):
 
 
 class GroupMaxLevels:
-    """Many level models ``Σ_i c_i(z_i) + Σ_A d_A u_{max_{a∈A} z_a}`` solved exactly by cuts.
+    """Many level models ``Σ_i c_i(z_i) + Σ_A d_A u_{max_{a∈A} z_a}`` solved exactly by cuts
+    (by :class:`~.level_tree.LevelTree` when the groups form a forest).
 
     Node ``i`` has ``n_levels[i]`` levels with values ``u_0 = 0 < u_1 < …`` (``levels``, shared
     by all nodes; node ``i`` uses the first ``n_levels[i]``). With ``u_{max z} = Σ_j (u_j −
@@ -329,6 +348,10 @@ class GroupMaxLevels:
                 caps.append(np.full(len(ids), np.inf))
                 reverse.append(np.zeros(len(ids)))
         self.n_nodes = t.n + len(aux_linear)
+        # singletons and pairs forming a forest (the Haar quad-tree): no cut needed
+        self.tree = None
+        if not self.separable:
+            self.tree = LevelTree.from_groups(n_levels, levels, groups, weights)
         self.linear = np.concatenate([linear, aux_linear])
         self.tails = np.concatenate(tails).astype(np.intp)
         self.heads = np.concatenate(heads).astype(np.intp)
@@ -340,8 +363,8 @@ class GroupMaxLevels:
 
         Parameters
         ----------
-        costs : ndarray of shape (B, n, max(n_levels))
-            Unary costs (entries past a node's levels are ignored).
+        costs : ndarray of shape (B, n, max(n_levels)) or (B, sum(n_levels))
+            Unary costs, padded (entries past a node's levels are ignored) or packed.
         n_jobs : int, optional
             Processes for the chunks of models (results do not depend on it).
 
@@ -349,11 +372,18 @@ class GroupMaxLevels:
         -------
         ndarray of shape (B, n) of int
         """
+        t = self.thresholds
+        costs = t.packed(costs)
         if self.separable:  # argmin_z c_i(z) + d_i u_z node by node, within each node's levels
-            past = np.arange(costs.shape[-1]) >= self.thresholds.n_levels[:, None]
-            scores = np.where(past, np.inf, costs + self.single[:, None] * self.levels)
+            scores = np.full((len(costs), len(t.n_levels), len(self.levels)), np.inf)
+            own = self.single[t.packed_owner] * self.levels[t.packed_level]
+            scores[:, t.packed_owner, t.packed_level] = costs + own
             return np.argmin(scores, axis=-1)
-        linear = self.thresholds.linear(costs)  # (B, n_thresholds)
+        if self.tree is not None:
+            return self.tree.map(costs)
+        if t.n == 0:  # every node has one level
+            return np.zeros((len(costs), len(t.n_levels)), np.intp)
+        linear = t.linear(costs)  # (B, n_thresholds)
         per_chunk = max(1, CHUNK_NODES // max(self.n_nodes, 1))
         jobs = [(linear[b : b + per_chunk],) for b in range(0, len(costs), per_chunk)]
         parts = map_jobs(self._solve_chunk, jobs, n_jobs, [len(j[0]) * self.n_nodes for j in jobs])
