@@ -11,7 +11,8 @@ each pixel gets the mean of its patches' estimates. Tiles (``patch_stride=8``) s
 artefacts that the overlap removes. A prior learned on other photos may shrink too much or too
 little for this one: ``prior_scale="sure"`` scales it by the factor of least estimated error
 (Stein's unbiased risk estimate, no clean image needed). The perturb-and-MAP posterior mean
-(MMSE) is shown on a crop, at stride 4.
+(MMSE, 10 perturbed MAPs per patch, each solved exactly by dynamic programming on the
+quad-tree) is computed at stride 4.
 """
 
 import time
@@ -52,15 +53,14 @@ for title, params in [
     print(f"{title}: {psnr(clean, estimate):.2f} dB in {time.perf_counter() - start:.1f} s")
     results[title] = estimate
 
-crop = (slice(64, 192), slice(192, 320))  # the photographer's head and camera
-mmse = model.set_params(
-    decoding="mmse", patch_stride=4, n_perturbations=10, prior_scale=1.0
-).predict(noisy[crop])
-print(f"MMSE on the crop: {psnr(clean[crop], mmse):.2f} dB")
+start = time.perf_counter()
+model.set_params(decoding="mmse", patch_stride=4, n_perturbations=10, prior_scale=1.0)
+results["MMSE (stride 4)"] = estimate = model.predict(noisy)
+print(f"MMSE (stride 4): {psnr(clean, estimate):.2f} dB in {time.perf_counter() - start:.1f} s")
 
+crop = (slice(64, 192), slice(192, 320))  # the photographer's head and camera
 figure, axes = plt.subplots(1, 6, figsize=(18, 3.4))
 pictures = [("clean", clean[crop])] + [(t, p[crop]) for t, p in results.items()]
-pictures.append(("MMSE (stride 4)", mmse))
 for axis, (title, picture) in zip(axes, pictures, strict=True):
     axis.imshow(picture, cmap="gray", vmin=0, vmax=255)
     if title != "clean":
