@@ -304,8 +304,6 @@ class GroupMaxLevels:
         groups = [g for g, d in zip(groups, weights, strict=True) if d > 0]  # the others add 0
         weights = weights[weights > 0]
         sizes = np.array([len(g) for g in groups], dtype=np.intp)
-        # without groups of two or more the models are separable: no cut is needed
-        self.separable = not (sizes >= 2).any()
         linear = np.zeros(t.n)
         tails, heads = t.chain_edges()
         tails, heads, caps = [tails], [heads], [np.full(len(tails), np.inf)]
@@ -315,7 +313,6 @@ class GroupMaxLevels:
         for members, d in zip(groups, weights, strict=True):
             if len(members) == 1:
                 single[members[0]] += d
-        self.single = single
         linear += single[t.owner] * steps[t.level - 1]
         # pairs, every layer at once
         pairs = np.array([g for g in groups if len(g) == 2], dtype=np.intp).reshape(-1, 2)
@@ -348,10 +345,9 @@ class GroupMaxLevels:
                 caps.append(np.full(len(ids), np.inf))
                 reverse.append(np.zeros(len(ids)))
         self.n_nodes = t.n + len(aux_linear)
-        # singletons and pairs forming a forest (the Haar quad-tree): no cut needed
-        self.tree = None
-        if not self.separable:
-            self.tree = LevelTree.from_groups(n_levels, levels, groups, weights)
+        # singletons (separable models) and pairs forming a forest (the Haar quad-tree): no
+        # cut needed
+        self.tree = LevelTree.from_groups(n_levels, levels, groups, weights)
         self.linear = np.concatenate([linear, aux_linear])
         self.tails = np.concatenate(tails).astype(np.intp)
         self.heads = np.concatenate(heads).astype(np.intp)
@@ -374,11 +370,6 @@ class GroupMaxLevels:
         """
         t = self.thresholds
         costs = t.packed(costs)
-        if self.separable:  # argmin_z c_i(z) + d_i u_z node by node, within each node's levels
-            scores = np.full((len(costs), len(t.n_levels), len(self.levels)), np.inf)
-            own = self.single[t.packed_owner] * self.levels[t.packed_level]
-            scores[:, t.packed_owner, t.packed_level] = costs + own
-            return np.argmin(scores, axis=-1)
         if self.tree is not None:
             return self.tree.map(costs)
         if t.n == 0:  # every node has one level
