@@ -20,7 +20,7 @@ import numpy as np
 
 from .group_prox import _as_forest
 
-#: Models per block: a block keeps ``Σ_i n_levels[i]`` beliefs per model.
+#: Beliefs per block of :meth:`LevelTree.map` (models × Σ_i n_levels[i]): bounds its memory.
 BLOCK_ENTRIES = 1 << 22
 
 
