@@ -26,7 +26,13 @@ from sklearn.utils.validation import check_array, check_is_fitted
 
 from . import _image_patches as patches
 from . import _sgd
-from ._backend import GroupMaxPotentials, IshikawaSolver, forest_shaped, prox_group_max
+from ._backend import (
+    GroupMaxPotentials,
+    IshikawaSolver,
+    forest_shaped,
+    packed_layout,
+    prox_group_max,
+)
 from ._parallel import N_JOBS_CONSTRAINT, single_blas_thread
 from ._utils import check_generator
 from .perturbation import gumbel
@@ -119,9 +125,7 @@ class _Levels(NamedTuple):
         """``(owner, level)`` of every coefficient's levels one after the other (the packed
         layout of :class:`~pmap_sklearn.solvers.GroupMaxPotentials`), each of shape
         (Σ n_levels,)."""
-        owner = np.repeat(np.arange(len(self.n_levels)), self.n_levels)
-        start = np.cumsum(self.n_levels) - self.n_levels
-        return owner, np.arange(len(owner)) - start[owner]
+        return packed_layout(self.n_levels)[1:]
 
 
 def grid_groups(shape) -> list:

@@ -24,6 +24,7 @@ from .gibbs import conditional_scores as conditional_scores
 from .group_prox import prox_group_max as prox_group_max
 from .ishikawa import GroupMaxPotentials, IshikawaSolver
 from .level_tree import forest_shaped as forest_shaped
+from .level_tree import packed_layout as packed_layout
 from .messages import COUNTING_NUMBERS as COUNTING_NUMBERS
 from .messages import BeliefPropagation as BeliefPropagation
 from .messages import MessagePassingSolver

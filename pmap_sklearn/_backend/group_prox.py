@@ -184,6 +184,18 @@ def _as_forest(n: int, groups, weights):
     return parent, linear, coupling
 
 
+def leaves_first(parent: np.ndarray) -> np.ndarray:
+    """The nodes of a forest (``parent[i]``, -1 for a root) by decreasing depth: every node
+    comes after all of its descendants."""
+    depth = np.zeros(len(parent), np.intp)
+    for i in range(len(parent)):
+        j = i
+        while parent[j] >= 0:
+            depth[i] += 1
+            j = parent[j]
+    return np.argsort(-depth, kind="stable")
+
+
 def prox_tree(z: np.ndarray, parent: np.ndarray, coupling: np.ndarray) -> np.ndarray:
     """Exact ``argmin_w ½‖w − z‖² + Σ_i λ_i |w_i − w_parent(i)|`` on a forest, every row.
 
@@ -208,13 +220,7 @@ def prox_tree(z: np.ndarray, parent: np.ndarray, coupling: np.ndarray) -> np.nda
     ndarray of shape (B, n)
     """
     n_rows, n = z.shape
-    depth = np.zeros(n, np.intp)
-    for i in range(n):
-        j = i
-        while parent[j] >= 0:
-            depth[i] += 1
-            j = parent[j]
-    order = np.argsort(-depth, kind="stable")  # leaves first
+    order = leaves_first(parent)
     # each node's proper descendants, as one block of columns per child: size[i] descendants
     size = np.zeros(n, np.intp)
     for i in order:

@@ -27,7 +27,7 @@ from .._parallel import map_jobs, map_samples
 from .base import CHUNK_NODES, Solver
 from .capabilities import Capabilities, PairwiseTerms
 from .chain import finite_clamp_scores
-from .level_tree import LevelTree
+from .level_tree import LevelTree, packed_layout
 from .mincut import min_cut
 from .potentials import Potentials
 
@@ -44,9 +44,7 @@ class _Thresholds:
         self.n = int(counts.sum())
         self.owner = np.repeat(np.arange(len(counts)), counts)
         self.level = np.arange(self.n) - self.start[self.owner] + 1
-        self.packed_start = np.concatenate([[0], np.cumsum(self.n_levels)[:-1]]).astype(np.intp)
-        self.packed_owner = np.repeat(np.arange(len(counts)), self.n_levels)
-        self.packed_level = np.arange(self.n_levels.sum()) - self.packed_start[self.packed_owner]
+        self.packed_start, self.packed_owner, self.packed_level = packed_layout(self.n_levels)
 
     def packed(self, costs: np.ndarray) -> np.ndarray:
         """Costs (B, Σ n_levels) from padded (B, n, max(n_levels)) or packed ones."""
@@ -303,6 +301,11 @@ class GroupMaxLevels:
         weights = np.asarray(weights, dtype=float)
         groups = [g for g, d in zip(groups, weights, strict=True) if d > 0]  # the others add 0
         weights = weights[weights > 0]
+        # singletons (separable models) and pairs forming a forest (the Haar quad-tree): no
+        # cut, so no graph, is needed
+        self.tree = LevelTree.from_groups(n_levels, levels, groups, weights)
+        if self.tree is not None:
+            return
         sizes = np.array([len(g) for g in groups], dtype=np.intp)
         linear = np.zeros(t.n)
         tails, heads = t.chain_edges()
@@ -345,9 +348,6 @@ class GroupMaxLevels:
                 caps.append(np.full(len(ids), np.inf))
                 reverse.append(np.zeros(len(ids)))
         self.n_nodes = t.n + len(aux_linear)
-        # singletons (separable models) and pairs forming a forest (the Haar quad-tree): no
-        # cut needed
-        self.tree = LevelTree.from_groups(n_levels, levels, groups, weights)
         self.linear = np.concatenate([linear, aux_linear])
         self.tails = np.concatenate(tails).astype(np.intp)
         self.heads = np.concatenate(heads).astype(np.intp)

@@ -18,10 +18,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from .group_prox import _as_forest
+from .group_prox import _as_forest, leaves_first
 
 #: Beliefs per block of :meth:`LevelTree.map` (models × Σ_i n_levels[i]): bounds its memory.
 BLOCK_ENTRIES = 1 << 22
+
+
+def packed_layout(n_levels):
+    """Where each node's levels lie in packed scores (node i's ``n_levels[i]`` levels one after
+    the other): ``start`` (n,), and ``owner`` / ``level`` of every entry (Σ n_levels,)."""
+    n_levels = np.asarray(n_levels, dtype=np.intp)
+    start = (np.cumsum(n_levels) - n_levels).astype(np.intp)
+    owner = np.repeat(np.arange(len(n_levels)), n_levels)
+    return start, owner, np.arange(len(owner)) - start[owner]
 
 
 def forest_shaped(n: int, groups, weights) -> bool:
@@ -53,15 +62,8 @@ class LevelTree:
         self.parent = np.asarray(parent, dtype=np.intp)
         self.single = np.asarray(single, dtype=float)
         self.pair = np.asarray(pair, dtype=float)
-        n = len(self.parent)
-        depth = np.zeros(n, np.intp)
-        for i in range(n):
-            j = i
-            while self.parent[j] >= 0:
-                depth[i] += 1
-                j = self.parent[j]
-        self.order = np.argsort(-depth, kind="stable")  # leaves first
-        self.start = np.concatenate([[0], np.cumsum(self.n_levels)[:-1]]).astype(np.intp)
+        self.order = leaves_first(self.parent)
+        self.start = packed_layout(self.n_levels)[0]
 
     @classmethod
     def from_groups(cls, n_levels, levels, groups, weights):
