@@ -261,6 +261,11 @@ class Solver:
             return self._incremental_clamped_maps(
                 potentials, nodes, labels, weights, skip_agreeing, n_jobs
             )
+        return self._copied_clamped_maps(potentials, nodes, labels, weights, skip_agreeing, n_jobs)
+
+    def _copied_clamped_maps(self, potentials, nodes, labels, weights, skip_agreeing, n_jobs):
+        """Every clamped problem solved on its own copy of its sample, in bounded chunks (from
+        the MAP when the solver takes a warm start)."""
         map_labels = self.map(potentials, n_jobs=n_jobs)
         solved = solved_queries(map_labels, nodes, labels, skip_agreeing)
         nodes, labels, weights = nodes[solved], labels[solved], weights[solved]

@@ -645,18 +645,53 @@ def add_sample_differences(
         reference = pair_statistics(*at_map, None, None, kind, k, p.n_edges)
         statistics.pairwise += clamped - total * reference
         return
-    differs = labellings != map_labels
-    query, node = np.nonzero(differs)
+    query, node = np.nonzero(labellings != map_labels)
+    add_sparse_differences(
+        statistics, p, map_labels, query, node, labellings[query, node], weights, touching
+    )
+
+
+def add_sparse_differences(
+    statistics: Statistics,
+    potentials: Potentials,
+    map_labels,
+    query,
+    node,
+    label,
+    weights,
+    touching,
+) -> None:
+    """Add ``Σ_q weights[q] [φ(y_q) − φ(y*)]`` to ``statistics`` (in place), each ``y_q`` given
+    by where it differs from ``y*`` = ``map_labels``: node ``node[c]`` has label ``label[c]`` in
+    ``y_{query[c]}`` (one entry per changed node and query).
+
+    Only the changed nodes and the edges touching them (``touching``: the :func:`incidence` of
+    the potentials) are visited: the cost is the size of the changes.
+    """
+    p = potentials
+    k, kind = p.n_states, p.pairwise_kind
     weight = weights[query]
-    changed = np.concatenate([node * k + labellings[query, node], node * k + map_labels[node]])
+    changed = np.concatenate([node * k + label, node * k + map_labels[node]])
     signed = np.concatenate([weight, -weight])
     statistics.unary += np.bincount(changed, signed, minlength=p.n_nodes * k).reshape(-1, k)
     starts, edge_ids = touching
     edge = edge_ids[ranges(starts, node)]
-    query = np.repeat(query, starts[node + 1] - starts[node])
+    visit = np.repeat(query, starts[node + 1] - starts[node])
     first, second = p.edges[edge, 0], p.edges[edge, 1]
+    keys = query.astype(np.int64) * p.n_nodes + node
+    order = np.argsort(keys)
+    keys, label = keys[order], label[order]
+
+    def in_copy(ends):
+        """The labels of ``ends`` in the visiting query's labelling, and whether changed."""
+        wanted = visit.astype(np.int64) * p.n_nodes + ends
+        at = np.minimum(np.searchsorted(keys, wanted), len(keys) - 1)
+        hit = keys[at] == wanted
+        return np.where(hit, label[at], map_labels[ends]), hit
+
+    (first_label, first_changed), (second_label, second_changed) = in_copy(first), in_copy(second)
     # An edge whose two ends changed is reached from both: each visit counts half.
-    weight = weights[query] * np.where(differs[query, first] & differs[query, second], 0.5, 1.0)
+    weight = weights[visit] * np.where(first_changed & second_changed, 0.5, 1.0)
     statistics.pairwise += pair_statistics(
-        labellings[query, first], labellings[query, second], edge, weight, kind, k, p.n_edges
+        first_label, second_label, edge, weight, kind, k, p.n_edges
     ) - pair_statistics(map_labels[first], map_labels[second], edge, weight, kind, k, p.n_edges)
