@@ -86,11 +86,9 @@ class AlphaExpansionSolver(Solver):
     def __init__(self, moves: str = "expansion", max_cycles: int = 20, clamp_window=2):
         if moves not in MOVES:
             raise ValueError(f"moves must be one of {sorted(MOVES)}, got {moves!r}")
-        for name, value in [("max_cycles", max_cycles), ("clamp_window", clamp_window)]:
-            if name == "clamp_window" and value is None:
-                continue
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+        _check_count("max_cycles", max_cycles)
+        if clamp_window is not None:
+            _check_count("clamp_window", clamp_window)
         self.moves = moves
         self.max_cycles = max_cycles
         self.clamp_window = clamp_window
@@ -184,6 +182,11 @@ class AlphaExpansionSolver(Solver):
                 )
             pending, hops = np.concatenate(retry), 2 * hops
         return ClampedSolution(map_labels, solved, statistics)
+
+
+def _check_count(name: str, value) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be an int >= 1, got {value!r}")
 
 
 def _query_chunks(p: Potentials, neighbours, nodes: np.ndarray, hops: int) -> list[slice]:

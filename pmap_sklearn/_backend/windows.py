@@ -116,7 +116,8 @@ def clamp_windows(
     key, position, edge = key[order], position[order], edge[order]
     first_visit = np.ones(len(key), bool)
     first_visit[1:] = key[1:] != key[:-1]
-    twice = np.append(~first_visit[1:], False)[: len(key)]  # first of two visits: inside
+    twice = np.zeros(len(key), bool)  # the first of two visits: an inside edge
+    twice[:-1] = ~first_visit[1:]
     inside = np.flatnonzero(first_visit & twice)
     leaving = np.flatnonzero(first_visit & ~twice)
 
