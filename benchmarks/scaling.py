@@ -16,14 +16,14 @@ like nodes × solved queries, its memory like the nodes. Slopes are least-square
 log-log scale.
 
 Part 2 — n_jobs = 1 against 2 in one process, for every kind of call that uses workers, from
-tens of milliseconds to tens of seconds of work (results checked identical): small fits on the
-50 labelled Weizmann-horse superpixel graphs (5 epochs / passes), fits and epochs on 4-class
-grids (α-expansion) and on 128×128 binary grids (dynamic cuts), ``predict_marginals`` of 10 to
-all test horse graphs (M = 100) and of 4-class grids, and the denoiser's marginal decoding of
-10 and 100 50×50 horse masks. Each call is timed several times, n_jobs = 1 and 2 interleaved
-(the median is reported, and the first n_jobs = 2 call, which may measure the cost of a kind of
-job, beside it). The worker processes are started and import the library before timing (joblib
-keeps them for the next calls).
+10 ms to tens of seconds of work (results checked identical): small fits on the 50 labelled
+Weizmann-horse superpixel graphs (5 epochs / passes), fits and epochs on 4-class grids
+(α-expansion) and on 128×128 binary grids (dynamic cuts), the MAP of 5 and 20 4-class grids,
+``predict_marginals`` of 2 to all test horse graphs (M = 100) and of 4-class grids, and the
+denoiser's marginal decoding of 2, 10 and 100 50×50 horse masks. Each call is timed several
+times, n_jobs = 1 and 2 interleaved (the median is reported, and the first n_jobs = 2 call,
+which may measure the cost of a kind of job, beside it). The worker processes are started and
+import the library before timing (joblib keeps them for the next calls).
 
 Run: ``python benchmarks/scaling.py [--part sizes|n_jobs|all] [--max-side 512]
 [--max-length 10000]``; writes ``docs/results/scaling.{md,json,png}`` (part 1) and
@@ -263,7 +263,7 @@ def n_jobs_cases(data_path):
         ),
     ]
     marginal = MarginalPerturbMAPCRF("graph", max_iter=5, random_state=0).fit(X, y)
-    for n in (10, 40, 80, len(X_test)):
+    for n in (2, 5, 10, 40, 80, len(X_test)):
         cases.append(
             (
                 f"predict_marginals, {n} horse graphs, M = 100",
@@ -273,6 +273,13 @@ def n_jobs_cases(data_path):
             )
         )
     multi = PerturbMAPCRF("grid", random_state=0).fit(colours, classes)
+    for n in (5, 20):
+        cases.append(
+            (
+                f"predict (MAP), {n} 4-class 24x24 grids",
+                lambda j, n=n: multi.set_params(n_jobs=j).predict(colours[:n]),
+            )
+        )
     cases.append(
         (
             "predict_marginals, 20 4-class 24x24 grids, M = 20",
@@ -281,7 +288,7 @@ def n_jobs_cases(data_path):
     )
     denoiser = LogSupermodularDenoiser(noise_level=0.1, max_iter=5, random_state=0)
     denoiser.fit(noisy[:50], masks[split.perm[:50]])
-    for n in (10, 100):
+    for n in (2, 10, 100):
         cases.append(
             (
                 f"denoiser marginal decoding, {n} 50x50 masks, M = 100",

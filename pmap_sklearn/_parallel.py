@@ -1,10 +1,10 @@
 """Per-sample solver calls over joblib workers, when the work pays for the dispatch.
 
 PyMaxflow holds the GIL, so threads give no speed-up: graph cuts are spread over processes. A
-call to the workers costs tens of milliseconds (waking them, sending the potentials, collecting
-the results), while a graph cut on a superpixel graph costs tens of microseconds: a call goes to
-the workers only when its work is expected to take at least ``MIN_PARALLEL_SECONDS`` in the
-calling process, in a few chunks of equal work per worker.
+call to the workers costs milliseconds (sending the potentials, waking the workers, collecting
+the results: :func:`run_on_workers`), while a graph cut on a superpixel graph costs tens of
+microseconds: a call goes to the workers only when its work is expected to take at least
+``MIN_PARALLEL_SECONDS`` in the calling process, in a few chunks of equal work per worker.
 
 The expectation comes from measured costs: each kind of job (a solver's function) keeps the
 seconds per unit of work of its serial runs in this process. A kind not measured yet starts in
@@ -24,6 +24,11 @@ import numpy as np
 from joblib import Parallel, delayed, effective_n_jobs
 from sklearn.utils._param_validation import Interval
 
+try:  # joblib's default backend, whose pool of workers run_on_workers submits to directly
+    from joblib._parallel_backends import LokyBackend
+except ImportError:  # (a private module: if a joblib moves it, every call uses Parallel)
+    LokyBackend = ()
+
 #: scikit-learn parameter constraint of ``n_jobs``: None, a positive count, or -1, -2, … (all
 #: processors, all but one, …); 0 is refused.
 N_JOBS_CONSTRAINT = [
@@ -33,8 +38,11 @@ N_JOBS_CONSTRAINT = [
 ]
 
 #: Expected serial seconds below which a call runs in the calling process. A warm dispatch to
-#: two local workers costs 10-40 ms, so a call of 0.15 s gains about 1.3x and one of 1 s 1.8x.
-MIN_PARALLEL_SECONDS = 0.15
+#: two local workers costs 2-5 ms plus the pickling of the potentials, but a chunk keeps fixed
+#: costs (a max-flow graph per perturbation round), and on a shared 2-core machine calls of
+#: 0.05-0.1 s measured 0.85-1.2x: from 0.1 s a call gains 1.3x, from 0.5 s 1.5-1.9x
+#: (``benchmarks/scaling.py --part n_jobs``).
+MIN_PARALLEL_SECONDS = 0.1
 
 #: A kind of job not measured yet runs in the calling process for this long before the rest of
 #: the call is planned from the measured cost.
@@ -134,12 +142,34 @@ def map_jobs(function, jobs, n_jobs, work=None, kind=None):
     position = (np.cumsum(weights) - weights / 2) / weights.sum() * n_chunks
     chunk_of = np.minimum(position.astype(int), n_chunks - 1)
     chunks = [np.flatnonzero(chunk_of == c) for c in range(n_chunks)]
-    # max_nbytes=None: arrays travel pickled; memory-mapping them costs a temporary folder
-    # per call, whose removal alone took ~75 ms
-    parts = Parallel(n_jobs=n_jobs, max_nbytes=None)(
-        delayed(_run_chunk)(function, [jobs[i] for i in chunk]) for chunk in chunks if len(chunk)
+    parts = run_on_workers(
+        _run_chunk, [(function, [jobs[i] for i in chunk]) for chunk in chunks if len(chunk)], n_jobs
     )
     return results + [result for part in parts for result in part]
+
+
+def run_on_workers(function, jobs, n_jobs) -> list:
+    """``[function(*job) for job in jobs]``, one job per task on joblib's workers, in order.
+
+    joblib's ``Parallel`` collects its results by polling every 10 ms, which is most of the cost
+    of a call of tens of milliseconds. With joblib's default (loky) backend the jobs are
+    submitted to the same pool of worker processes that ``Parallel`` uses and their futures
+    awaited, which returns as soon as the last one is done (a call costs 2-5 ms more than its
+    work); any other backend (dask, threads, a nested call) goes through ``Parallel``.
+    """
+    # max_nbytes=None: arrays travel pickled; memory-mapping them costs a temporary folder
+    # per call, whose removal alone took ~75 ms
+    with Parallel(n_jobs=n_jobs, max_nbytes=None) as parallel:
+        backend = parallel._backend  # joblib's own, configured by entering the context
+        pool = getattr(backend, "_workers", None) if isinstance(backend, LokyBackend) else None
+        if not hasattr(pool, "submit"):
+            return parallel(delayed(function)(*job) for job in jobs)
+        futures = [pool.submit(function, *job) for job in jobs]
+        try:
+            return [future.result() for future in futures]
+        finally:  # after an error, drop the jobs not started yet
+            for future in futures:
+                future.cancel()
 
 
 def chunks_by_size(sizes, limit: int) -> list[slice]:

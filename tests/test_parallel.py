@@ -84,7 +84,7 @@ def test_a_long_call_of_unknown_cost_moves_to_the_workers_after_a_probe(monkeypa
     kind = _parallel.job_kind(_pid_after_sleep)
     assert 0.005 < _parallel.expected_seconds(kind, 1) < 0.05  # the measured cost per job
     # a short call of the same kind stays here without probing
-    assert _parallel.map_jobs(_pid_after_sleep, [(0.001,)] * 5, 2) == [os.getpid()] * 5
+    assert _parallel.map_jobs(_pid_after_sleep, [(0.001,)] * 2, 2) == [os.getpid()] * 2
 
 
 def test_map_samples_splits_one_chunk_per_worker_only_when_it_pays(monkeypatch):
@@ -101,3 +101,41 @@ def test_map_samples_splits_one_chunk_per_worker_only_when_it_pays(monkeypatch):
     # measured cost ~1 s per unit: 0.02 s of work stays here, in one chunk of at most `limit`
     assert _parallel.map_samples(_pid_after_sleep, job, sizes[:4], 2, 10.0) == [os.getpid()]
     assert len(_parallel.map_samples(_pid_after_sleep, job, sizes[:4], 2, 0.01)) == 2
+
+
+def _pid_and_square(value):
+    if value < 0:
+        raise ValueError(f"negative value {value}")
+    return os.getpid(), value * value
+
+
+def test_run_on_workers_returns_in_order_from_the_worker_processes():
+    """With joblib's default backend the jobs are submitted to its worker processes directly."""
+    out = _parallel.run_on_workers(_pid_and_square, [(i,) for i in range(9)], 2)
+    assert [square for _, square in out] == [i * i for i in range(9)]
+    assert os.getpid() not in {pid for pid, _ in out}
+
+
+def test_run_on_workers_raises_the_jobs_error():
+    with pytest.raises(ValueError, match="negative value -3"):
+        _parallel.run_on_workers(_pid_and_square, [(2,), (-3,), (4,)], 2)
+    # the pool still works afterwards
+    assert [s for _, s in _parallel.run_on_workers(_pid_and_square, [(3,), (5,)], 2)] == [9, 25]
+
+
+def test_run_on_workers_goes_through_parallel_on_other_backends():
+    with parallel_config(backend="threading"):
+        out = _parallel.run_on_workers(_pid_and_square, [(i,) for i in range(4)], 2)
+    assert out == [(os.getpid(), i * i) for i in range(4)]  # threads of this process
+
+
+def test_run_on_workers_does_not_poll_through_parallel(monkeypatch):
+    """joblib's Parallel collects results by polling every 10 ms (most of a short call's gain):
+    with its default backend the jobs bypass ``Parallel.__call__``."""
+
+    def polling(*args, **kwargs):
+        raise AssertionError("went through Parallel.__call__")
+
+    monkeypatch.setattr(_parallel.Parallel, "__call__", polling)
+    out = _parallel.run_on_workers(_pid_and_square, [(i,) for i in range(4)], 2)
+    assert [square for _, square in out] == [0, 1, 4, 9]
