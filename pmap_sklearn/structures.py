@@ -36,6 +36,7 @@ from ._utils import (
     as_finite_array,
     as_finite_features,
     check_edges,
+    ranges,
     stack_rows,
 )
 from .samples import GRID_OFFSETS, GraphSample, ParsedSample, SampleBatch, grid_edges
@@ -430,14 +431,23 @@ class BaseStructure(BaseEstimator):
     def _compact_joint_feature(self, batch, statistics: Statistics) -> SparseVector:
         """The joint feature as a :class:`SparseVector` over rows of :attr:`weight_row_width_`
         weights: the unary rows of the features present in the statistics' nodes and every
-        pairwise row."""
-        rows = slice(None) if statistics.rows is None else statistics.rows
-        features = batch.features[rows]
-        columns, local = np.unique(features.indices, return_inverse=True)
-        present = sparse.csr_matrix(
-            (features.data, local.ravel(), features.indptr), shape=(features.shape[0], len(columns))
-        )
-        unary = present.T @ statistics.unary  # (n_present, K)
+        pairwise row.
+
+        Read from the CSR arrays directly: each non-zero ``x_{d,f}`` of a node adds
+        ``x_{d,f} · statistics.unary[d]`` to feature f's row, summed by one ``bincount`` (a
+        mini-batch's gradient costs its non-zeros, with no sparse-matrix construction)."""
+        features, k = batch.features, self.n_states_
+        if statistics.rows is None:
+            nonzeros = slice(features.indptr[0], features.indptr[-1])
+            node = np.repeat(np.arange(features.shape[0]), np.diff(features.indptr))
+        else:
+            rows, starts = statistics.rows, features.indptr
+            nonzeros = ranges(starts, rows)
+            node = np.repeat(np.arange(len(rows)), starts[rows + 1] - starts[rows])
+        columns, local = np.unique(features.indices[nonzeros], return_inverse=True)
+        contributions = features.data[nonzeros, None] * statistics.unary[node]
+        code = local.reshape(-1, 1) * k + np.arange(k)
+        unary = np.bincount(code.ravel(), contributions.ravel(), minlength=len(columns) * k)
         pairwise = self._pairwise_joint_feature(batch, statistics.pairwise, False)
         width = self.weight_row_width_
         return SparseVector(

@@ -22,12 +22,14 @@ from pmap_sklearn import (
     StructuredSVM,
     grid_edges,
 )
+from pmap_sklearn._backend import Statistics
 from pmap_sklearn._base import bucket_by_length
 from pmap_sklearn._sgd import LazyWeights
 from pmap_sklearn._utils import SparseVector
 from pmap_sklearn.datasets import load_ud_treebank, make_grid_data, token_features
 from pmap_sklearn.datasets._paths import candidate_roots
 from pmap_sklearn.inspection import explain_weights
+from pmap_sklearn.structures import ChainStructure
 
 WORDS = {"DET": ["the", "a", "this"], "NOUN": ["dog", "cat", "idea"], "VERB": ["runs", "sees"]}
 
@@ -122,6 +124,38 @@ def test_sparse_features_fit_exactly_like_dense(make):
     on_sparse, on_dense = make().fit(chains, tags), make().fit(dense, tags)
     np.testing.assert_allclose(on_sparse.coef_, on_dense.coef_, rtol=1e-9, atol=1e-12)
     assert on_sparse.score(chains, tags) == on_dense.score(dense, tags)
+
+
+def test_sparse_gradient_is_the_dense_one_and_mini_batches_are_views():
+    """The compact joint-feature difference (read from the CSR arrays of a mini-batch cut
+    without copying) equals the dense one, over the nodes that differ and over all nodes."""
+    chains, dense, tags = _sparse_and_dense(12)
+    classes = np.unique(np.concatenate(tags))
+    structure = ChainStructure(n_states=len(classes)).fit(chains)
+    batch, dense_batch = structure.prepare(chains), structure.prepare(dense)
+    labels = np.searchsorted(classes, np.concatenate(tags))
+    other = np.random.default_rng(0).integers(structure.n_states_, size=len(labels))
+    part = slice(3, 9)
+    sub, nodes = batch.subset(part), batch.node_index(part)
+    assert batch.subset(part) is sub  # an SGD step asks twice
+    assert np.shares_memory(sub.features.data, batch.features.data)
+    np.testing.assert_array_equal(sub.features.toarray(), batch.features[nodes].toarray())
+    for second in (other[nodes], labels[nodes]):
+        compact = structure.joint_feature_difference(
+            sub, labels[nodes], second, [0.5, 1, 2, 1, 1, 3], compact=True
+        )
+        assert isinstance(compact, SparseVector)
+        expected = structure.joint_feature_difference(
+            dense_batch.subset(part), labels[nodes], second, [0.5, 1, 2, 1, 1, 3]
+        )
+        np.testing.assert_allclose(compact.toarray(), expected, atol=1e-12)
+    marginals = np.random.default_rng(1).dirichlet(np.ones(structure.n_states_), sub.n_nodes)
+    statistics = Statistics(marginals, np.ones((structure.n_states_,) * 2))
+    np.testing.assert_allclose(
+        structure.joint_feature_of(sub, statistics, compact=True).toarray(),
+        structure.joint_feature_of(dense_batch.subset(part), statistics),
+        atol=1e-12,
+    )
 
 
 def test_lazy_weights_match_dense_steps():
