@@ -252,17 +252,18 @@ class LazyWeights:
 
     def _rebase(self) -> None:
         self.last = np.zeros(len(self.rows), dtype=np.intp)  # step each row is current at
-        self.log_decay = [0.0]  # D_t
-        self.summed = [0.0]  # E_t
+        self.log_decay = _Series()  # D_t
+        self.summed = _Series()  # E_t
 
     def catch_up(self, index: np.ndarray | slice) -> None:
         """Bring the rows ``index`` to the current step."""
         now = len(self.log_decay) - 1
         since = self.last[index]
-        log_decay = np.asarray(self.log_decay)
+        log_decay = self.log_decay.values
         rows = self.rows[index]
         if self.total is not None:
-            missed = self.summed[now] - np.asarray(self.summed)[since]
+            summed = self.summed.values
+            missed = summed[now] - summed[since]
             total = self.total.reshape(self.rows.shape)
             total[index] += rows * (np.exp(-log_decay[since]) * missed)[:, None]
         self.rows[index] = rows * np.exp(log_decay[now] - log_decay[since])[:, None]
@@ -281,7 +282,7 @@ class LazyWeights:
             self.w *= shrink
             index = slice(None)
         else:
-            self.log_decay.append(self.log_decay[-1] + np.log(shrink))
+            self.log_decay.append(self.log_decay.last + np.log(shrink))
             index = gradient.index
             self.rows[index] *= shrink
         self.rows[gradient.index] += (rate / batch) * gradient.values
@@ -292,7 +293,7 @@ class LazyWeights:
         else:
             self.last[index] = len(self.log_decay) - 1
         self._join_average(averaged, index)
-        if self.log_decay[-1] < self._LOWEST_LOG_DECAY:
+        if self.log_decay.last < self._LOWEST_LOG_DECAY:
             self.settle()
 
     def _join_average(self, averaged: bool, index) -> None:
@@ -300,7 +301,7 @@ class LazyWeights:
         through ``E``)."""
         if len(self.summed) < len(self.log_decay):
             grow = averaged and self.total is not None
-            self.summed.append(self.summed[-1] + (np.exp(self.log_decay[-1]) if grow else 0.0))
+            self.summed.append(self.summed.last + (np.exp(self.log_decay.last) if grow else 0.0))
         if not averaged:
             return
         if self.total is None:  # the average starts at this iterate
@@ -320,6 +321,32 @@ class LazyWeights:
     def average(self) -> np.ndarray | None:
         """The average of the iterates (call :meth:`settle` first)."""
         return None if self.total is None else self.total / self.n_averaged
+
+
+class _Series:
+    """A series ``s_0 = 0, s_1, …`` that grows by one value a step, in a numpy array doubled
+    when full: reading it by step numbers costs the read, not the series' length."""
+
+    def __init__(self):
+        self._values = np.zeros(1024)
+        self._length = 1
+
+    def __len__(self) -> int:
+        return self._length
+
+    def append(self, value: float) -> None:
+        if self._length == len(self._values):
+            self._values = np.concatenate([self._values, np.zeros(len(self._values))])
+        self._values[self._length] = value
+        self._length += 1
+
+    @property
+    def last(self) -> float:
+        return float(self._values[self._length - 1])
+
+    @property
+    def values(self) -> np.ndarray:
+        return self._values[: self._length]
 
 
 def lazy_when_sparse(oracle, structure, batch):
