@@ -170,3 +170,25 @@ def test_complex_scores_and_bad_solver_parameters_are_named():
     for make, words in cases:
         with pytest.raises((ValueError, TypeError), match=words):
             make()
+
+
+@pytest.mark.parametrize(
+    "make, name",
+    [
+        (lambda v: AlphaExpansionSolver(max_cycles=v), "max_cycles"),
+        (lambda v: AlphaExpansionSolver(clamp_window=v), "clamp_window"),
+        (lambda v: MessagePassingSolver(max_sweeps=v), "max_sweeps"),
+        (lambda v: GibbsSampler(n_sweeps=v), "n_sweeps"),
+        (lambda v: BruteForceSolver(max_labellings=v), "max_labellings"),
+    ],
+)
+def test_solver_counts_are_checked_alike(make, name):
+    """Every solver's counting parameter: a ValueError below 1, a TypeError for a float or a
+    bool, both naming it; numpy integers are taken as ints."""
+    with pytest.raises(ValueError, match=name):
+        make(0)
+    for wrong in (2.0, True, "3"):
+        with pytest.raises(TypeError, match=name):
+            make(wrong)
+    solver = make(np.int64(3))
+    assert getattr(solver, name) == 3 and type(getattr(solver, name)) is int

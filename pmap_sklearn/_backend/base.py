@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, replace
+from numbers import Integral
 
 import numpy as np
+from sklearn.utils import check_scalar
 
 from .. import _parallel
 from .._utils import NonFiniteError, ranges
@@ -28,6 +30,16 @@ from .potentials import Potentials, Statistics, add_clamped_differences
 
 #: Nodes of clamped copies held at once: bounds the memory of the clamped maximisers.
 CHUNK_NODES = 1 << 18
+
+
+def check_count(value, name: str) -> int:
+    """A solver parameter that counts (sweeps, cycles, hops, labellings) as an int >= 1, checked
+    as scikit-learn's ``check_scalar`` does (numpy integers accepted): a TypeError for another
+    type (a bool included, though Python counts it as an int), a ValueError below 1, both naming
+    ``name``."""
+    if isinstance(value, bool | np.bool_):
+        raise TypeError(f"{name} must be an int, got {value!r}")
+    return int(check_scalar(value, name, Integral, min_val=1))
 
 
 @dataclass

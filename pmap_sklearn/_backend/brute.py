@@ -7,12 +7,10 @@ small). Any number of labels and any pairwise kind.
 from __future__ import annotations
 
 from dataclasses import replace
-from numbers import Integral
 
 import numpy as np
-from sklearn.utils import check_scalar
 
-from .base import Marginals, Solver
+from .base import Marginals, Solver, check_count
 from .capabilities import Capabilities, PairwiseKind
 from .chain import clamp_scores
 from .potentials import Potentials, Statistics, pair_statistics
@@ -58,7 +56,7 @@ class BruteForceSolver(Solver):
     capabilities = Capabilities(marginals=True, map_quality="exact; tiny models only")
 
     def __init__(self, max_labellings: int = 1 << 24):
-        self.max_labellings = check_scalar(max_labellings, "max_labellings", Integral, min_val=1)
+        self.max_labellings = check_count(max_labellings, "max_labellings")
 
     def _samples(self, potentials: Potentials, clamp):
         self._check(potentials, clamp)

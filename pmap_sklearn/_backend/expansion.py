@@ -25,6 +25,7 @@ from .base import (
     CHUNK_NODES,
     ClampedSolution,
     Solver,
+    check_count,
     check_labels,
     chunks_by_size,
     solved_queries,
@@ -86,12 +87,11 @@ class AlphaExpansionSolver(Solver):
     def __init__(self, moves: str = "expansion", max_cycles: int = 20, clamp_window=2):
         if moves not in MOVES:
             raise ValueError(f"moves must be one of {sorted(MOVES)}, got {moves!r}")
-        _check_count("max_cycles", max_cycles)
-        if clamp_window is not None:
-            _check_count("clamp_window", clamp_window)
         self.moves = moves
-        self.max_cycles = max_cycles
-        self.clamp_window = clamp_window
+        self.max_cycles = check_count(max_cycles, "max_cycles")
+        self.clamp_window = (
+            None if clamp_window is None else check_count(clamp_window, "clamp_window")
+        )
 
     def __repr__(self) -> str:
         return (
@@ -182,11 +182,6 @@ class AlphaExpansionSolver(Solver):
                 )
             pending, hops = np.concatenate(retry), 2 * hops
         return ClampedSolution(map_labels, solved, statistics)
-
-
-def _check_count(name: str, value) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be an int >= 1, got {value!r}")
 
 
 def _query_chunks(p: Potentials, neighbours, nodes: np.ndarray, hops: int) -> list[slice]:

@@ -10,11 +10,9 @@ under any scores on that graph — what contrastive divergence needs at every we
 
 from __future__ import annotations
 
-from numbers import Integral
-
 import numpy as np
-from sklearn.utils import check_scalar
 
+from .base import check_count
 from .messages import colour_nodes
 from .potentials import Potentials
 
@@ -53,7 +51,7 @@ class GibbsSampler:
     name = "gibbs"
 
     def __init__(self, n_sweeps: int = 1):
-        self.n_sweeps = check_scalar(n_sweeps, "n_sweeps", Integral, min_val=1)
+        self.n_sweeps = check_count(n_sweeps, "n_sweeps")
 
     def __repr__(self) -> str:
         return f"GibbsSampler(n_sweeps={self.n_sweeps})"

@@ -23,7 +23,7 @@ is exact sum-product: beliefs are the marginals and ``g`` the log-partition func
 from __future__ import annotations
 
 from dataclasses import replace
-from numbers import Integral, Real
+from numbers import Real
 
 import numpy as np
 from scipy import sparse
@@ -31,7 +31,7 @@ from scipy.sparse.csgraph import connected_components
 from scipy.special import logsumexp
 from sklearn.utils import check_scalar
 
-from .base import Marginals, Solver
+from .base import Marginals, Solver, check_count
 from .capabilities import Capabilities, PairwiseKind
 from .chain import finite_clamp_scores
 from .potentials import Potentials, Statistics
@@ -377,7 +377,7 @@ class MessagePassingSolver(Solver):
     def __init__(self, counting_numbers="bethe", max_sweeps: int = 500, tol: float = 1e-9):
         _check_counting(counting_numbers)
         self.counting_numbers = counting_numbers
-        self.max_sweeps = check_scalar(max_sweeps, "max_sweeps", Integral, min_val=1)
+        self.max_sweeps = check_count(max_sweeps, "max_sweeps")
         self.tol = check_scalar(tol, "tol", Real, min_val=0.0)
         if not np.isfinite(self.tol):
             raise ValueError(f"tol must be a finite number >= 0, got {tol!r}")
