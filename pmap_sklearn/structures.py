@@ -33,6 +33,7 @@ from ._backend import (
 )
 from ._utils import (
     SparseVector,
+    append_ones_column,
     as_finite_array,
     as_finite_features,
     check_edges,
@@ -277,7 +278,7 @@ class BaseStructure(BaseEstimator):
         features = stack_rows([p.features for p in parsed])
         if sparse.issparse(features):  # sparse features stay sparse (memory ∝ non-zeros)
             if self.bias:
-                features = sparse.hstack([features, np.ones((features.shape[0], 1))], "csr")
+                features = append_ones_column(features)
         else:
             if self.bias:
                 features = np.hstack([features, np.ones((len(features), 1))])
@@ -652,8 +653,7 @@ class ChainStructure(BaseStructure):
                 f"node, got shape {features.shape}{hint}"
             )
         n = features.shape[0]
-        edges = np.column_stack([np.arange(n - 1), np.arange(1, n)])
-        return ParsedSample(features, edges, np.ones((n - 1, 0)), np.ones(n), (n,))
+        return ParsedSample(features, _consecutive_pairs(n), np.ones((n - 1, 0)), np.ones(n), (n,))
 
     def _n_pairwise_weights(self) -> int:
         return self.n_states_**2
@@ -691,6 +691,23 @@ class ChainStructure(BaseStructure):
         coupling = direction @ pairwise
         if coupling < 0:
             pairwise -= (coupling / 4.0) * direction
+
+
+#: ``[(0, 1), (1, 2), …]``, grown on demand: the edges of every chain are a prefix of it.
+_PAIRS = np.zeros((0, 2), dtype=np.intp)
+
+
+def _consecutive_pairs(n: int) -> np.ndarray:
+    """The edges ``(d, d + 1)`` of a chain of ``n`` nodes (a read-only view, no per-chain
+    allocation)."""
+    global _PAIRS
+    pairs = _PAIRS
+    if len(pairs) < n - 1:
+        size = max(n - 1, 2 * len(pairs), 256)
+        pairs = np.column_stack([np.arange(size), np.arange(1, size + 1)])
+        pairs.flags.writeable = False
+        _PAIRS = pairs
+    return pairs[: max(n - 1, 0)]
 
 
 class _EdgeFeatureStructure(BaseStructure):

@@ -25,7 +25,7 @@ from pmap_sklearn import (
 from pmap_sklearn._backend import Statistics
 from pmap_sklearn._base import bucket_by_length
 from pmap_sklearn._sgd import LazyWeights
-from pmap_sklearn._utils import SparseVector
+from pmap_sklearn._utils import SparseVector, append_ones_column, stack_rows
 from pmap_sklearn.datasets import load_ud_treebank, make_grid_data, token_features
 from pmap_sklearn.datasets._paths import candidate_roots
 from pmap_sklearn.inspection import explain_weights
@@ -124,6 +124,28 @@ def test_sparse_features_fit_exactly_like_dense(make):
     on_sparse, on_dense = make().fit(chains, tags), make().fit(dense, tags)
     np.testing.assert_allclose(on_sparse.coef_, on_dense.coef_, rtol=1e-9, atol=1e-12)
     assert on_sparse.score(chains, tags) == on_dense.score(dense, tags)
+
+
+def test_sparse_chains_are_stacked_like_scipy_stacks_them():
+    """The one-pass CSR stacking and bias column give scipy's ``vstack`` / ``hstack``, and the
+    chain edges join consecutive nodes of each chain (chains of 1 to 600 nodes)."""
+    lengths = [1, 3, 600, 1, 7, 300]
+    blocks = [
+        sparse.random(n, 9, density=0.3, format="csr", random_state=i)
+        for i, n in enumerate(lengths)
+    ]
+    stacked = stack_rows(blocks)
+    assert (stacked != sparse.vstack(blocks, format="csr")).nnz == 0
+    with_bias = append_ones_column(stacked)
+    expected = sparse.hstack([stacked, np.ones((stacked.shape[0], 1))], "csr")
+    assert with_bias.shape == expected.shape and (with_bias != expected).nnz == 0
+    batch = ChainStructure(n_states=3).fit(blocks).prepare(blocks)
+    np.testing.assert_array_equal(batch.features.toarray(), with_bias.toarray())
+    node_offsets = np.concatenate([[0], np.cumsum(lengths)])
+    first = np.concatenate(
+        [np.arange(a, b - 1) for a, b in zip(node_offsets[:-1], node_offsets[1:], strict=True)]
+    )
+    np.testing.assert_array_equal(batch.edges, np.column_stack([first, first + 1]))
 
 
 def test_sparse_gradient_is_the_dense_one_and_mini_batches_are_views():
