@@ -15,7 +15,11 @@ Training on train (12,544 sentences, 204,577 tokens), token accuracy on test (25
 - MarginalPerturbMAPCRF: the marginal (Hamming-loss) likelihood by SGD;
 - ChainCRF: the exact likelihood by L-BFGS (100 iterations).
 
-Each learner runs in its own process (its peak resident memory is its own). The SGD learners
+Each learner runs in its own process (its peak resident memory is its own). crfsuite and
+PerturbMAPCRF (seed 0), whose fit times the target compares, run twice, the second time after
+all the others, and the faster run counts: on this 2-vCPU machine a run can take 30 % longer
+than the same run minutes later (PerturbMAPCRF right after crfsuite: 20.8 s, then 15.4 and
+16.1 s alone). The SGD learners
 are also run epoch by epoch (``warm_start``) to find the first epoch whose test accuracy
 reaches crfsuite's: "time to crfsuite's accuracy" is the fit time summed up to that epoch.
 Fit times exclude building the feature dicts (done once for all); the vectoriser's time is
@@ -39,6 +43,9 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
+
+#: The learners whose fit times are compared by the target: timed twice.
+TIMED_TWICE = ("sklearn-crfsuite (L-BFGS, 100 it.)", "PerturbMAPCRF")
 
 #: What the SGD learners are given: mini-batches of 8 sentences and the average of the iterates
 #: of the second half of the epochs (``average`` is set to that many samples in ``run_one``),
@@ -199,6 +206,11 @@ def main():
         for name in LEARNERS:
             rows[name] = measure(name, data_file)
             print(name, rows[name], flush=True)
+        for name in TIMED_TWICE:  # a second pass: the faster of the two runs is reported
+            again = measure(name, data_file)
+            rows[name]["runs"] = [rows[name]["seconds"], again["seconds"]]
+            rows[name]["seconds"] = min(rows[name]["runs"])
+            print(name, "again", again, flush=True)
         target = rows["sklearn-crfsuite (L-BFGS, 100 it.)"]
         for name in ("PerturbMAPCRF", "MarginalPerturbMAPCRF"):
             curve = measure(name, data_file, curve=True)["curve"]
@@ -242,6 +254,13 @@ def main():
         _settings()
         + ". StructuredSVM is not run: its BCFW keeps one dense weight block per sentence "
         "(12,544 × 923k weights).",
+        "",
+        "Fit times of the two runs (the faster one is in the table): "
+        + "; ".join(
+            f"{name}: {' and '.join(f'{t:.1f}' for t in rows[name]['runs'])} s"
+            for name in TIMED_TWICE
+        )
+        + ".",
     ]
     text = "\n".join(lines)
     print(text)
