@@ -14,7 +14,10 @@ from pmap_sklearn.solvers import (
     SOLVERS,
     AlphaExpansionSolver,
     BruteForceSolver,
+    ChainLayout,
+    ChainSolver,
     GibbsSampler,
+    GraphCutSolver,
     MessagePassingSolver,
     Potentials,
 )
@@ -192,3 +195,12 @@ def test_solver_counts_are_checked_alike(make, name):
             make(wrong)
     solver = make(np.int64(3))
     assert getattr(solver, name) == 3 and type(getattr(solver, name)) is int
+
+
+def test_a_chain_layout_does_not_exempt_edges_from_the_checks():
+    """``ChainLayout`` only tells the chain solver it may skip the chain-shape check: edges out
+    of range are still named, by every solver."""
+    p = Potentials(np.zeros((3, 2)), [[0, 1], [1, 7]], -np.eye(2), layout=ChainLayout())
+    for solver in (GraphCutSolver(), MessagePassingSolver(), ChainSolver()):
+        with pytest.raises(ValueError, match=r"edge 1 \(1, 7\) of sample 0 leaves"):
+            solver.map(p)

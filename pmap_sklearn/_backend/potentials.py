@@ -205,8 +205,6 @@ class Potentials(StackedSamples):
     def check_graph(self) -> Potentials:
         """Validate the graph in one vectorised pass: non-decreasing offsets, every edge
         inside its sample's nodes, no self-loop. Every solver calls it before any work.
-        Potentials laid out by a chain structure (:class:`ChainLayout`) skip the edge checks:
-        their edges join consecutive nodes by construction.
 
         Returns
         -------
@@ -222,8 +220,8 @@ class Potentials(StackedSamples):
             raise ValueError("node_offsets and edge_offsets must be non-decreasing")
         if self.node_offsets[0] != 0 or self.edge_offsets[0] != 0:
             raise ValueError("node_offsets and edge_offsets must start at 0")
-        if not self.n_edges or isinstance(self.layout, ChainLayout):
-            return self  # a chain structure's edges join consecutive nodes (d, d + 1)
+        if not self.n_edges:
+            return self
         sample = self.edge_sample
         low, high = self.node_offsets[sample], self.node_offsets[sample + 1]
         outside = (self.edges < low[:, None]) | (self.edges >= high[:, None])
