@@ -139,13 +139,13 @@ def stack_rows(blocks):
         len({(b.dtype, b.shape[1]) for b in blocks}) > 1
     ):
         return sparse.vstack(blocks, format="csr")
-    counts = np.array([b.nnz for b in blocks])
+    counts = np.array([b.indptr[-1] for b in blocks])
     shift = np.repeat(np.cumsum(counts) - counts, [b.shape[0] for b in blocks])
     indptr = np.concatenate([[0], np.concatenate([b.indptr[1:] for b in blocks]) + shift])
     return sparse.csr_matrix(
         (
-            np.concatenate([b.data for b in blocks]),
-            np.concatenate([b.indices for b in blocks]),
+            np.concatenate([b.data[: b.indptr[-1]] for b in blocks]),
+            np.concatenate([b.indices[: b.indptr[-1]] for b in blocks]),
             indptr,
         ),
         shape=(len(indptr) - 1, blocks[0].shape[1]),
@@ -155,11 +155,11 @@ def stack_rows(blocks):
 def append_ones_column(matrix):
     """A CSR matrix with a column of ones appended (the bias feature), built from its arrays:
     each row's non-zeros, then a 1 in the new last column."""
-    rows_end = matrix.indptr[1:]
+    rows_end, nonzeros = matrix.indptr[1:], matrix.indptr[-1]
     return sparse.csr_matrix(
         (
-            np.insert(matrix.data, rows_end, 1.0),
-            np.insert(matrix.indices, rows_end, matrix.shape[1]),
+            np.insert(matrix.data[:nonzeros], rows_end, 1.0),
+            np.insert(matrix.indices[:nonzeros], rows_end, matrix.shape[1]),
             matrix.indptr + np.arange(matrix.shape[0] + 1),
         ),
         shape=(matrix.shape[0], matrix.shape[1] + 1),
