@@ -67,6 +67,9 @@ class MarginalPerturbMAPCRF(BaseStructuredSGD):
         Exponent of the ``"invscaling"`` schedule.
     average : bool or int, default=True
         Average the SGD iterates (from the start, or after that many samples).
+        ``n_samples * (max_iter // 2)`` with ``tol=None`` averages the second half of the
+        epochs, which drops the poor early iterates (see "Sequence labelling" in the user
+        guide).
     n_iter_no_change : int, default=5
         Epochs without improvement by ``tol`` before stopping.
     early_stopping : bool, default=False

@@ -48,6 +48,9 @@ class PerturbMAPCRF(BaseStructuredSGD):
         Exponent of the ``"invscaling"`` schedule.
     average : bool or int, default=True
         Average the SGD iterates (from the start, or after that many samples).
+        ``n_samples * (max_iter // 2)`` with ``tol=None`` averages the second half of the
+        epochs, which drops the poor early iterates (see "Sequence labelling" in the user
+        guide).
     tol : float or None, default=1e-3
         Stop when the epoch objective (or validation score) has not improved by ``tol`` for
         ``n_iter_no_change`` epochs; None runs ``max_iter`` epochs.
