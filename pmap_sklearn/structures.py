@@ -653,7 +653,8 @@ class ChainStructure(BaseStructure):
                 f"node, got shape {features.shape}{hint}"
             )
         n = features.shape[0]
-        return ParsedSample(features, _consecutive_pairs(n), np.ones((n - 1, 0)), np.ones(n), (n,))
+        edges = np.arange(n - 1)[:, None] + np.arange(2)  # (d, d + 1)
+        return ParsedSample(features, edges, np.ones((n - 1, 0)), np.ones(n), (n,))
 
     def _n_pairwise_weights(self) -> int:
         return self.n_states_**2
@@ -691,23 +692,6 @@ class ChainStructure(BaseStructure):
         coupling = direction @ pairwise
         if coupling < 0:
             pairwise -= (coupling / 4.0) * direction
-
-
-#: ``[(0, 1), (1, 2), …]``, grown on demand: the edges of every chain are a prefix of it.
-_PAIRS = np.zeros((0, 2), dtype=np.intp)
-
-
-def _consecutive_pairs(n: int) -> np.ndarray:
-    """The edges ``(d, d + 1)`` of a chain of ``n`` nodes (a read-only view, no per-chain
-    allocation)."""
-    global _PAIRS
-    pairs = _PAIRS
-    if len(pairs) < n - 1:
-        size = max(n - 1, 2 * len(pairs), 256)
-        pairs = np.column_stack([np.arange(size), np.arange(1, size + 1)])
-        pairs.flags.writeable = False
-        _PAIRS = pairs
-    return pairs[: max(n - 1, 0)]
 
 
 class _EdgeFeatureStructure(BaseStructure):
