@@ -437,14 +437,10 @@ class BaseStructure(BaseEstimator):
         Read from the CSR arrays directly: each non-zero ``x_{d,f}`` of a node adds
         ``x_{d,f} · statistics.unary[d]`` to feature f's row, summed by one ``bincount`` (a
         mini-batch's gradient costs its non-zeros, with no sparse-matrix construction)."""
-        features, k = batch.features, self.n_states_
-        if statistics.rows is None:
-            nonzeros = slice(features.indptr[0], features.indptr[-1])
-            node = np.repeat(np.arange(features.shape[0]), np.diff(features.indptr))
-        else:
-            rows, starts = statistics.rows, features.indptr
-            nonzeros = ranges(starts, rows)
-            node = np.repeat(np.arange(len(rows)), starts[rows + 1] - starts[rows])
+        features, k, starts = batch.features, self.n_states_, batch.features.indptr
+        rows = np.arange(features.shape[0]) if statistics.rows is None else statistics.rows
+        nonzeros = ranges(starts, rows)
+        node = np.repeat(np.arange(len(rows)), starts[rows + 1] - starts[rows])  # into unary
         columns, local = np.unique(features.indices[nonzeros], return_inverse=True)
         contributions = features.data[nonzeros, None] * statistics.unary[node]
         code = local.reshape(-1, 1) * k + np.arange(k)
