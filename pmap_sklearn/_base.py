@@ -65,7 +65,7 @@ SGD_CONSTRAINTS: dict = {
     **RANDOMISED_CONSTRAINTS,
     **PARALLEL_CONSTRAINTS,
     **BATCH_CONSTRAINTS,
-    "learning_rate": [StrOptions({"optimal", "constant", "invscaling"})],
+    "learning_rate": [StrOptions({"optimal", "constant", "invscaling", "adagrad"})],
     "eta0": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
     "power_t": [Interval(Real, None, None, closed="neither")],
     "average": ["boolean", Interval(Integral, 1, None, closed="left")],
@@ -619,6 +619,7 @@ class BaseStructuredSGD(BaseStructuredEstimator):
                     batch_size=batch_size,
                     project=self.structure_.project,
                     average=bool(self.average),
+                    make_steps=self._calibration_steps(state),
                 )
         _sgd.run_sgd(
             make_oracle,
@@ -627,7 +628,7 @@ class BaseStructuredSGD(BaseStructuredEstimator):
             rng=rng,
             alpha=self.alpha,
             batch_size=batch_size,
-            steps=_sgd.Schedule(self.learning_rate, state.eta0, self.power_t, self.alpha),
+            steps=self._step_rule(state),
             average=self.average,
             max_iter=self.max_iter,
             tol=self.tol,
@@ -637,6 +638,24 @@ class BaseStructuredSGD(BaseStructuredEstimator):
             verbose=self.verbose,
             name=type(self).__name__,
         )
+
+    def _step_rule(self, state) -> _sgd.StepRule:
+        """The steps of ``learning_rate`` from ``state.eta0`` (AdaGrad's sums of squares are
+        kept in ``state`` for warm starts)."""
+        if self.learning_rate == "adagrad":
+            width = self.structure_.weight_row_width_
+            if state.squares is None:
+                state.squares = np.zeros(len(state.coef) // width)
+            return _sgd.ProximalAdaGrad(state.eta0, state.squares, width)
+        return _sgd.Schedule(self.learning_rate, state.eta0, self.power_t, self.alpha)
+
+    def _calibration_steps(self, state):
+        """``eta -> steps`` of the candidate passes of ``eta0="auto"``: AdaGrad's from fresh
+        sums, constant steps for the schedules."""
+        if self.learning_rate == "adagrad":
+            width = self.structure_.weight_row_width_
+            return lambda eta: _sgd.ProximalAdaGrad(eta, np.zeros(len(state.coef) // width), width)
+        return lambda eta: _sgd.Schedule("constant", eta)
 
     def _perturbed_marginals(self, batch, w, rng, clamp=None) -> np.ndarray:
         """Marginals (n_nodes, K) from ``n_perturbations`` perturbed MAPs per sample under

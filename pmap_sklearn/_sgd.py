@@ -10,7 +10,8 @@ epoch), and its oracle takes the mini-batches as contiguous slices of that order
 copies samples. The engine owns what does not depend on the model: the schedule and its
 calibration, mini-batches, projection, iterate averaging, early stopping and progress messages.
 The step sizes come from a step rule (:class:`Schedule` — scikit-learn's ``optimal``,
-``constant`` and ``invscaling`` —, :class:`AdaGrad` or :class:`Normalised`); a full-batch
+``constant`` and ``invscaling`` —, :class:`AdaGrad`, :class:`ProximalAdaGrad` or
+:class:`Normalised`); a full-batch
 learner runs with ``shuffle=False`` and ``batch_size = n_samples`` (one step per epoch).
 """
 
@@ -36,6 +37,7 @@ class SGDState(FitState):
     n_seen: int = 0  # samples seen
     n_averaged: int = 0
     eta0: float | None = None  # initial step size (calibrated once, kept for warm starts)
+    squares: np.ndarray | None = None  # ProximalAdaGrad's sums of squared gradients
     loss_curve: list = field(default_factory=list)
     validation_scores: list = field(default_factory=list)
 
@@ -55,7 +57,11 @@ OracleFactory = Callable[[np.ndarray], Oracle]
 
 class StepRule:
     """How big step ``t`` is: ``rate(t, gradient, w, alpha, batch)`` (a scalar or one rate per
-    coordinate) for the ascent direction ``gradient / batch − α w``."""
+    coordinate) for the ascent direction ``gradient / batch − α w``; with ``proximal``, the
+    penalty is taken by its proximal step instead, ``w ← (w + rate · gradient / batch) /
+    (1 + rate α)``."""
+
+    proximal = False
 
     def rate(self, t: int, gradient, w, alpha, batch: int):
         raise NotImplementedError
@@ -91,6 +97,52 @@ class AdaGrad(StepRule):
 
 
 @dataclass
+class ProximalAdaGrad(StepRule):
+    """AdaGrad for the penalised learners: one step size per row of ``width`` weights (the K
+    weights of a node feature), ``η0 / sqrt(G_r)`` with ``G_r`` the sum over the steps so far
+    of the mean square of the row's loss gradient ``g_s = gradient / batch``, and the L2 penalty
+    by its proximal step — Duchi, Hazan & Singer (2011)'s composite mirror descent with a
+    diagonal matrix, whose update for ``(α/2)‖w‖²`` is ``w ← (w + η g) / (1 + η α)``.
+
+    A rare feature gets large steps and a frequent one small ones, which is what sparse token
+    features need; one sum per row instead of per weight (the row-wise AdaGrad of large
+    embedding tables) makes a lazy catch-up cost a row's, not its K weights'. A row that no
+    gradient has reached keeps its values (rate 0). The other rows keep their rates between
+    the steps that reach them, so their shrinkage is geometric and sparse steps apply it
+    lazily (:class:`LazyAdaGrad`).
+
+    Parameters
+    ----------
+    eta0 : float
+    squares : ndarray of shape (n_weights // width,)
+        The sums of mean squared loss gradients of the rows, updated in place (a fit state
+        keeps them for warm starts).
+    width : int, default=1
+    """
+
+    eta0: float
+    squares: np.ndarray
+    width: int = 1
+
+    proximal = True
+
+    def rate(self, t, gradient, w, alpha, batch):
+        self.squares += np.mean((gradient / batch).reshape(-1, self.width) ** 2, axis=1)
+        return np.repeat(self.rates(self.squares), self.width)
+
+    def accumulate(self, gradient: SparseVector, batch: int) -> np.ndarray:
+        """Add a sparse gradient's squares; return the new rates of its rows, ``(n_rows, 1)``."""
+        self.squares[gradient.index] += np.mean((gradient.values / batch) ** 2, axis=1)
+        return self.rates(self.squares[gradient.index])[:, None]
+
+    def rates(self, squares: np.ndarray) -> np.ndarray:
+        """The rates of rows with these sums of squares (0 where no gradient came)."""
+        rates = np.zeros_like(squares)
+        np.divide(self.eta0, np.sqrt(squares), out=rates, where=squares > 0)
+        return rates
+
+
+@dataclass
 class Normalised(StepRule):
     """``η0 / sqrt(t + 1)`` along the unit direction (normalised subgradient steps)."""
 
@@ -121,19 +173,28 @@ def _step(oracle: Oracle, part: slice, w, rng, steps, t, alpha, project):
     batch = part.stop - part.start
     with np.errstate(over="ignore", invalid="ignore"):  # divergence is checked by the caller
         rate = steps.rate(t, gradient, w, alpha, batch)
-        w *= 1.0 - rate * alpha
-        w += (rate / batch) * gradient
+        if steps.proximal:
+            w += (rate / batch) * gradient
+            w /= 1.0 + rate * alpha
+        else:
+            w *= 1.0 - rate * alpha
+            w += (rate / batch) * gradient
     project(w)
     return value, rate
 
 
-def _lazy_step(oracle, part, lazy: LazyWeights, rng, steps, t, alpha, project, averaged):
-    """:func:`_step` with lazy sparse updates: the weights the mini-batch reads are brought up
-    to date first, and only the gradient's weights are updated now."""
+def _lazy_step(oracle, part, lazy, rng, steps, t, alpha, project, averaged):
+    """:func:`_step` with lazy sparse updates (:class:`LazyWeights`, :class:`LazyAdaGrad`): the
+    weights the mini-batch reads are brought up to date first, and only the gradient's weights
+    are updated now."""
     lazy.catch_up(oracle.support(part))
     gradient, value = oracle(part, lazy.w, rng)
-    rate = steps.rate(t, gradient, lazy.w, alpha, part.stop - part.start)
-    lazy.step(gradient, rate, alpha, part.stop - part.start, project, averaged)
+    batch = part.stop - part.start
+    if isinstance(lazy, LazyAdaGrad):
+        rate = steps.accumulate(gradient, batch)
+    else:
+        rate = steps.rate(t, gradient, lazy.w, alpha, batch)
+    lazy.step(gradient, rate, alpha, batch, project, averaged)
     return value, rate
 
 
@@ -155,16 +216,18 @@ def calibrate_eta0(
     batch_size: int,
     project: Callable[[np.ndarray], np.ndarray],
     average: bool = True,
+    make_steps: Callable[[float], StepRule] = lambda eta: Schedule("constant", eta),
     n_calibration: int = 256,
     factor: float = 2.0,
     start: float = 0.1,
 ) -> float:
     """Pick the initial step size on a subsample, as in Bottou's SGD code.
 
-    Each candidate runs one epoch of constant-step SGD from ``w`` over up to ``n_calibration``
-    samples, then the regularised objective of the last (or, with ``average``, the averaged)
-    iterate is estimated on them. Candidates and evaluations
-    share their perturbations (common random numbers), so they are compared on equal terms.
+    Each candidate runs one epoch of SGD from ``w`` over up to ``n_calibration`` samples, its
+    steps from ``make_steps(eta)`` (constant steps by default), then the regularised
+    objective of the last (or, with ``average``, the averaged) iterate is estimated on them.
+    Candidates and evaluations share their perturbations (common random numbers), so they are
+    compared on equal terms.
     The step is searched among ``start · factor**m``: upwards first, downwards if a larger step
     does not improve; galloping then bisection over ``m`` find the maximum of a unimodal
     objective in O(log |m|) passes (a few on well-scaled features, ~20 when they are scaled by
@@ -176,10 +239,10 @@ def calibrate_eta0(
 
     def objective_after_pass(eta: float) -> float:
         trial, mean = w.copy(), np.zeros_like(w)
-        pass_rng = np.random.default_rng(pass_seed)
+        pass_rng, steps = np.random.default_rng(pass_seed), make_steps(eta)
         for n_steps, begin in enumerate(range(0, len(index), batch_size), start=1):
             part = slice(begin, min(begin + batch_size, len(index)))
-            _step(oracle, part, trial, pass_rng, Schedule("constant", eta), 0, alpha, project)
+            _step(oracle, part, trial, pass_rng, steps, 0, alpha, project)
             if not np.all(np.isfinite(trial)):
                 return -np.inf
             mean += (trial - mean) / n_steps
@@ -323,6 +386,71 @@ class LazyWeights:
         return None if self.total is None else self.total / self.n_averaged
 
 
+class LazyAdaGrad:
+    """:class:`LazyWeights` for :class:`ProximalAdaGrad` steps.
+
+    A row no gradient reaches keeps its rate ``η_r``, so each step multiplies it by the same
+    ``ρ_r = 1 / (1 + η_r α)`` (the proximal step of the penalty alone): a row left alone for
+    ``k`` steps is ``w ρ^k``, and the iterates it missed add ``w Σ_{j=1..k} ρ^j = w (1 − ρ^k) /
+    (η_r α)`` (``w k`` where ``η_r α = 0``) to the average's sum. Once the average has started
+    every step joins it.
+    """
+
+    def __init__(self, w, average, n_averaged: int, width: int, steps: ProximalAdaGrad, alpha):
+        self.w = w
+        self.rows = w.reshape(-1, width)
+        self.total = None if average is None or n_averaged == 0 else average * n_averaged
+        self.n_averaged = n_averaged if self.total is not None else 0
+        self.touched = self.rows[:0]
+        self.now = 0  # steps taken
+        self.last = np.zeros(len(self.rows), dtype=np.intp)  # step each row is current at
+        # each row's η α and log ρ, as of the last step that reached it
+        self.decay_rate = alpha * steps.rates(steps.squares)
+        self.log_shrink = -np.log1p(self.decay_rate)
+
+    def catch_up(self, index: np.ndarray | slice) -> None:
+        """Bring the rows ``index`` to the current step."""
+        missed = self.now - self.last[index]
+        change = np.expm1(missed * self.log_shrink[index])  # ρ^k − 1
+        rows = self.rows[index]
+        if self.total is not None:
+            decay_rate = self.decay_rate[index]
+            geometric = missed.astype(float)
+            np.divide(change, -decay_rate, out=geometric, where=decay_rate > 0)
+            self.total.reshape(self.rows.shape)[index] += rows * geometric[:, None]
+        self.rows[index] = rows * (1.0 + change)[:, None]
+        self.last[index] = self.now
+
+    def step(self, gradient: SparseVector, rate, alpha, batch, project, averaged) -> None:
+        """``w ← (w + rate · gradient / batch) / (1 + rate α)`` on the gradient's rows (``rate``:
+        their new rates, ``(n_rows, 1)``; the other rows lazily), then ``project``;
+        ``averaged``: the new iterate joins the average. The gradient's rows must be current."""
+        index = gradient.index
+        decay_rate = rate * alpha
+        self.decay_rate[index] = decay_rate[:, 0]
+        self.log_shrink[index] = -np.log1p(decay_rate[:, 0])
+        self.rows[index] += rate / batch * gradient.values
+        self.rows[index] /= 1.0 + decay_rate
+        project(self.w)
+        self.now += 1
+        self.last[index] = self.now
+        self.touched = self.rows[index]
+        if not averaged:
+            return
+        if self.total is None:  # the average starts at this iterate
+            self.settle()
+            self.total, self.n_averaged = self.w.copy(), 1
+            return
+        self.total.reshape(self.rows.shape)[index] += self.rows[index]
+        self.n_averaged += 1
+
+    def settle(self) -> None:
+        """Bring every row (and the average's sum) to the current step."""
+        self.catch_up(slice(None))
+
+    average = LazyWeights.average
+
+
 class _Series:
     """A series ``s_0 = 0, s_1, …`` that grows by one value a step, in a numpy array doubled
     when full: reading it by step numbers costs the read, not the series' length."""
@@ -360,15 +488,16 @@ def lazy_when_sparse(oracle, structure, batch):
     return oracle
 
 
-def _lazy(oracle, steps, alpha, average_weights) -> bool:
-    """Whether the epoch can take lazy sparse steps (:class:`LazyWeights`)."""
-    return (
-        hasattr(oracle, "support")
-        and isinstance(steps, Schedule)
-        and steps.scale is None
-        and np.ndim(alpha) == 0
-        and average_weights == "uniform"
-    )
+def _lazy_weights(oracle, steps, alpha, average_weights, state: SGDState):
+    """The lazy sparse steps of an epoch (:class:`LazyWeights`, :class:`LazyAdaGrad`), or None
+    when it takes dense ones."""
+    if not (hasattr(oracle, "support") and np.ndim(alpha) == 0 and average_weights == "uniform"):
+        return None
+    if isinstance(steps, ProximalAdaGrad):
+        return LazyAdaGrad(state.coef, state.average, state.n_averaged, oracle.width, steps, alpha)
+    if isinstance(steps, Schedule) and steps.scale is None:
+        return LazyWeights(state.coef, state.average, state.n_averaged, oracle.width)
+    return None
 
 
 def learning_rate(schedule: str, t: int, alpha: float, eta0: float, power_t: float) -> float:
@@ -419,7 +548,8 @@ def run_sgd(
     alpha : float or ndarray
         L2 strength, one for all coordinates or one per coordinate.
     steps : StepRule
-        The step sizes (:class:`Schedule`, :class:`AdaGrad`, :class:`Normalised`).
+        The step sizes (:class:`Schedule`, :class:`AdaGrad`, :class:`ProximalAdaGrad`,
+        :class:`Normalised`).
     average : bool or int
         Polyak–Ruppert averaging of the iterates; an int starts it after that many samples.
     average_weights : {"uniform", "linear"}, default="uniform"
@@ -450,9 +580,7 @@ def run_sgd(
         if shuffle:
             oracle = make_oracle(rng.permutation(n_samples))
         objective = 0.0
-        lazy = None
-        if _lazy(oracle, steps, alpha, average_weights):
-            lazy = LazyWeights(w, state.average, state.n_averaged, oracle.width)
+        lazy = _lazy_weights(oracle, steps, alpha, average_weights, state)
         for begin in range(0, n_samples, batch_size):
             part = slice(begin, min(begin + batch_size, n_samples))
             averaged = (

@@ -59,8 +59,8 @@ class MarginalPerturbMAPCRF(BaseStructuredSGD):
         ``early_stopping=True`` to stop on a validation score instead).
     alpha : float, default=1e-4
         L2 regularisation strength (the paper's λ).
-    learning_rate : {"optimal", "constant", "invscaling"}, default="optimal"
-        Step-size schedule, as in :class:`~pmap_sklearn.PerturbMAPCRF`.
+    learning_rate : {"optimal", "constant", "invscaling", "adagrad"}, default="optimal"
+        Step-size schedule or AdaGrad, as in :class:`~pmap_sklearn.PerturbMAPCRF`.
     eta0 : float or "auto", default="auto"
         Initial step size; ``"auto"`` calibrates it on a subsample before the first epoch.
     power_t : float, default=0.5

@@ -37,9 +37,13 @@ class PerturbMAPCRF(BaseStructuredSGD):
         Samples per SGD step; ``"auto"``: ``min(16, max(2, n_samples // 5))``, about 5
         steps per epoch (with 10 training images a batch of 16 would make one step per
         epoch, and the weights get nowhere: see :ref:`perturb-and-map-grids`).
-    learning_rate : {"optimal", "constant", "invscaling"}, default="optimal"
+    learning_rate : {"optimal", "constant", "invscaling", "adagrad"}, default="optimal"
         ``"optimal"``: ``η_t = 1 / (α (t + t0))`` with ``t0 = 1/(α η0)`` (the paper's 1/(λh)
-        schedule, started at η0); ``"constant"``: η0; ``"invscaling"``: ``η0 / (t+1)^power_t``.
+        schedule, started at η0); ``"constant"``: η0; ``"invscaling"``: ``η0 / (t+1)^power_t``;
+        ``"adagrad"``: AdaGrad (Duchi et al. 2011), ``η0 / sqrt(Σ_s g_s²)`` for the K weights
+        of each node feature, the sum over the feature's past gradients, and the L2 penalty by
+        its proximal step — large steps for rare features, small for frequent ones: the choice
+        for sparse token features (see "Sequence labelling" in the user guide).
     eta0 : float or "auto", default="auto"
         Initial step size. ``"auto"`` calibrates it on a subsample of up to 256 samples before
         the first epoch (Bottou's trick: the step size whose one-epoch objective is best),

@@ -65,9 +65,10 @@ def test_separable_stochastic_gradient_equals_exact_crf_gradient(kind, rng):
         assert np.any(np.abs(mean - exact) > 5 * se)
 
 
-def test_learning_beats_chance_and_independent_classification(chains):
+@pytest.mark.parametrize("learning_rate", ["optimal", "adagrad"])
+def test_learning_beats_chance_and_independent_classification(chains, learning_rate):
     X, y, X_test, y_test = chains
-    crf = PerturbMAPCRF(random_state=0).fit(X, y)
+    crf = PerturbMAPCRF(learning_rate=learning_rate, random_state=0).fit(X, y)
     logistic = LogisticRegression(max_iter=1000).fit(np.vstack(X), np.concatenate(y))
     independent = 1 - mean_hamming_loss(y_test, [logistic.predict(x) for x in X_test])
     assert crf.score(X_test, y_test) > independent + 0.03
@@ -75,9 +76,11 @@ def test_learning_beats_chance_and_independent_classification(chains):
     assert crf.n_iter_ >= 1 and crf.coef_.shape == (crf.structure_.size_,)
 
 
-def test_grid_learning_denoises(rng):
+@pytest.mark.parametrize("learning_rate", ["optimal", "adagrad"])
+def test_grid_learning_denoises(learning_rate):
     data = make_grid_data(n_samples=12, shape=(20, 20), noise=1.0, random_state=0)
-    model = PerturbMAPCRF("grid", batch_size=4, random_state=0).fit(data.data[:8], data.target[:8])
+    model = PerturbMAPCRF("grid", batch_size=4, learning_rate=learning_rate, random_state=0)
+    model.fit(data.data[:8], data.target[:8])
     pixelwise = 1 - mean_hamming_loss(data.target[8:], [(x[..., 0] > 0.5) for x in data.data[8:]])
     assert model.score(data.data[8:], data.target[8:]) > pixelwise + 0.05
     assert np.all(model.structure_.unpack(model.coef_)[1] <= 0)
@@ -172,15 +175,18 @@ def test_pipeline_with_node_transformer(chains):
     assert pipe.score([100 + 10 * x for x in X_test], y_test) > reference - 0.03
 
 
-def test_warm_start_continues(chains):
+@pytest.mark.parametrize("learning_rate", ["optimal", "adagrad"])
+def test_warm_start_continues(chains, learning_rate):
     X, y, _, _ = chains
-    crf = PerturbMAPCRF(max_iter=2, tol=None, warm_start=True, random_state=0).fit(X, y)
+    params = dict(tol=None, learning_rate=learning_rate, random_state=0)
+    crf = PerturbMAPCRF(max_iter=2, warm_start=True, **params).fit(X, y)
     first_t, first_coef = crf.t_, crf.coef_.copy()
     crf.fit(X, y)
     assert crf.t_ == 2 * first_t
     assert not np.array_equal(first_coef, crf.coef_)
-    # two warm-started fits of 2 epochs are one fit of 4: schedule, average and stream go on
-    once = PerturbMAPCRF(max_iter=4, tol=None, random_state=0).fit(X, y)
+    # two warm-started fits of 2 epochs are one fit of 4: schedule (or AdaGrad's sums of
+    # squares), average and stream go on
+    once = PerturbMAPCRF(max_iter=4, **params).fit(X, y)
     np.testing.assert_array_equal(crf.coef_, once.coef_)
 
 

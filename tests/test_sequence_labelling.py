@@ -3,6 +3,7 @@ constrained decoding, weight inspection and the treebank loader."""
 
 from __future__ import annotations
 
+import functools
 import itertools
 
 import numpy as np
@@ -24,7 +25,7 @@ from pmap_sklearn import (
 )
 from pmap_sklearn._backend import Statistics
 from pmap_sklearn._base import bucket_by_length
-from pmap_sklearn._sgd import LazyWeights
+from pmap_sklearn._sgd import LazyAdaGrad, LazyWeights, ProximalAdaGrad, _step
 from pmap_sklearn._utils import SparseVector, append_ones_column, stack_rows
 from pmap_sklearn.datasets import load_ud_treebank, make_grid_data, token_features
 from pmap_sklearn.datasets._paths import candidate_roots
@@ -112,6 +113,13 @@ def _sparse_and_dense(n=40, seed=0):
         lambda: PerturbMAPCRF(random_state=0, max_iter=5, tol=None),
         lambda: PerturbMAPCRF(random_state=0, max_iter=4, tol=None, average=30, alpha=0.05),
         lambda: PerturbMAPCRF(random_state=0, max_iter=3, tol=None, learning_rate="constant"),
+        lambda: PerturbMAPCRF(random_state=0, max_iter=4, tol=None, learning_rate="adagrad"),
+        lambda: PerturbMAPCRF(
+            random_state=0, max_iter=4, tol=None, learning_rate="adagrad", average=50, alpha=0.05
+        ),
+        lambda: MarginalPerturbMAPCRF(
+            random_state=0, max_iter=3, tol=None, learning_rate="adagrad", eta0=0.5
+        ),
         lambda: MarginalPerturbMAPCRF(random_state=0, max_iter=3, tol=None),
         lambda: ChainCRF(max_iter=30),
         lambda: StructuredSVM(random_state=0, max_iter=5),
@@ -210,6 +218,43 @@ def test_lazy_weights_match_dense_steps():
     np.testing.assert_allclose(lazy.w, dense)
     np.testing.assert_allclose(lazy.average, total / n_averaged)
     assert lazy.n_averaged == n_averaged
+
+
+def test_lazy_adagrad_matches_dense_steps():
+    """LazyAdaGrad against the dense proximal AdaGrad update: rows read at random, rows no
+    gradient has reached yet (rate 0: they keep their values), a start from non-zero weights
+    and the average starting mid-way."""
+    rng = np.random.default_rng(2)
+    n_rows, width, alpha, batch = 30, 3, 0.3, 2
+    dense = rng.normal(size=n_rows * width)
+    steps = ProximalAdaGrad(0.7, np.zeros(n_rows), width)
+    dense_steps = ProximalAdaGrad(0.7, np.zeros(n_rows), width)
+    lazy = LazyAdaGrad(dense.copy(), None, 0, width, steps, alpha)
+    total, n_averaged = None, 0
+    for t in range(80):
+        rows = np.sort(rng.choice(n_rows - 5, size=5, replace=False))  # the last 5: never
+        lazy.catch_up(rows)
+        np.testing.assert_allclose(lazy.rows[rows], dense.reshape(-1, width)[rows])
+        values = rng.normal(size=(len(rows), width))
+        gradient = SparseVector(rows, values, len(dense))
+        averaged = t >= 15
+        lazy.step(gradient, steps.accumulate(gradient, batch), alpha, batch, lambda w: w, averaged)
+        oracle = functools.partial(
+            lambda dense_gradient, *_: (dense_gradient, 0.0), gradient.toarray()
+        )
+        _step(oracle, slice(0, batch), dense, None, dense_steps, t, alpha, lambda w: w)
+        if averaged:
+            total = dense.copy() if total is None else total + dense
+            n_averaged += 1
+    np.testing.assert_allclose(steps.squares, dense_steps.squares)
+    lazy.settle()
+    np.testing.assert_allclose(lazy.w, dense)
+    np.testing.assert_allclose(lazy.average, total / n_averaged)
+    assert lazy.n_averaged == n_averaged
+    # the rows no gradient reached kept their starting values, the others shrank
+    start = np.random.default_rng(2).normal(size=n_rows * width).reshape(-1, width)
+    np.testing.assert_array_equal(lazy.rows[-5:], start[-5:])
+    assert not np.allclose(lazy.rows[:-5], start[:-5])
 
 
 def test_bucketing_keeps_a_permutation_of_similar_lengths():
