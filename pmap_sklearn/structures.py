@@ -232,9 +232,15 @@ class BaseStructure(BaseEstimator):
         ndarray of shape (n_weights,)
             ``w`` itself.
         """
-        if self.solver_.needs_attractive:
-            self._make_attractive(w[self.n_unary_weights_ :])
+        self.project_pairwise(w[self.n_unary_weights_ :])
         return w
+
+    def project_pairwise(self, pairwise: np.ndarray) -> np.ndarray:
+        """:meth:`project` on the pairwise weights alone (the tail of ``w``, from
+        ``n_unary_weights_``), in place: the unary weights are never constrained."""
+        if self.solver_.needs_attractive:
+            self._make_attractive(pairwise)
+        return pairwise
 
     def _make_attractive(self, pairwise: np.ndarray) -> None:
         raise NotImplementedError

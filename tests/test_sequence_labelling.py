@@ -123,6 +123,7 @@ def _sparse_and_dense(n=40, seed=0):
         lambda: MarginalPerturbMAPCRF(random_state=0, max_iter=3, tol=None),
         lambda: ChainCRF(max_iter=30),
         lambda: StructuredSVM(random_state=0, max_iter=5),
+        lambda: StructuredSVM(random_state=0, max_iter=4, batch_size=4, average=False),
     ],
 )
 def test_sparse_features_fit_exactly_like_dense(make):
@@ -132,6 +133,13 @@ def test_sparse_features_fit_exactly_like_dense(make):
     on_sparse, on_dense = make().fit(chains, tags), make().fit(dense, tags)
     np.testing.assert_allclose(on_sparse.coef_, on_dense.coef_, rtol=1e-9, atol=1e-12)
     assert on_sparse.score(chains, tags) == on_dense.score(dense, tags)
+    if isinstance(on_sparse, StructuredSVM):  # its dual blocks live on their sample's rows
+        width = on_sparse.structure_.weight_row_width_
+        n_pairwise_rows = (
+            on_sparse.structure_.size_ - on_sparse.structure_.n_unary_weights_
+        ) // width
+        for chain, block in zip(chains, on_sparse._state.blocks, strict=True):
+            assert len(block.index) <= len(np.unique(chain.indices)) + 1 + n_pairwise_rows
 
 
 def test_sparse_chains_are_stacked_like_scipy_stacks_them():
@@ -408,7 +416,10 @@ def test_graphs_take_sparse_node_features_too():
     y = [t.ravel() for t in images.target]
     for make in (
         lambda: PerturbMAPCRF("graph", random_state=0, max_iter=4, tol=None),
+        lambda: PerturbMAPCRF("graph", learning_rate="adagrad", random_state=0, max_iter=4),
         lambda: MarginalPerturbMAPCRF("graph", random_state=0, max_iter=3, tol=None),
+        # graph cuts: the S-SVM's sparse blocks read the projected (attractive) iterate
+        lambda: StructuredSVM("graph", random_state=0, max_iter=4),
     ):
         on_sparse, on_dense = make().fit(sparse_graphs, y), make().fit(dense, y)
         np.testing.assert_allclose(on_sparse.coef_, on_dense.coef_, rtol=1e-9, atol=1e-12)

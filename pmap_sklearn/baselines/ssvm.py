@@ -17,7 +17,7 @@ from .._base import (
 )
 from .._progress import Progress
 from .._state import FitState
-from .._utils import onehot
+from .._utils import SparseVector, onehot
 from ..metrics import class_weight_by_code, loss_weights
 
 
@@ -28,7 +28,8 @@ class BCFWState(FitState):
     iterates."""
 
     project: object = None
-    blocks: np.ndarray | None = None  # (n, size): w_i
+    # (n, size): w_i; with sparse node features a list of SparseVector over each sample's rows
+    blocks: np.ndarray | list | None = None
     block_losses: np.ndarray | None = None  # (n,): ℓ_i
     average: np.ndarray | None = None  # weighted average of the primal iterates
     n_steps: int = 0
@@ -102,6 +103,12 @@ class StructuredSVM(BaseStructuredEstimator):
     the optimum when α is small, and the normalised Hamming losses (per-node weights ``1/D``,
     or balanced weights summing to 1 per sample) ask for small weights. Watch
     ``duality_gaps_`` and raise ``max_iter`` (or α) when the gap is still large.
+
+    With sparse node features (CSR samples, e.g. from
+    :class:`~pmap_sklearn.SequenceVectorizer`) each dual block is kept on the rows of its
+    sample's features and the pairwise weights — the only ones its corners ever touch — and
+    its weighted average row by row, so memory and steps scale with the samples' non-zeros,
+    not with N × n_weights; the iterates are those of dense blocks.
 
     See Also
     --------
@@ -192,9 +199,12 @@ class StructuredSVM(BaseStructuredEstimator):
     def _optimise(self, batch, targets, state, rng, validation_score):
         labels, theta = targets
         structure, n = self.structure_, batch.n_samples
+        compact = structure.has_sparse_features(batch)
         if state.blocks is None or len(state.blocks) != n:
             # A new set of samples (first fit, or the second semi-supervised stage): new dual.
-            state.blocks = np.zeros((n, structure.size_))
+            # With sparse features a block lives on its sample's rows only (made at its first
+            # step): dense blocks would take n × n_weights.
+            state.blocks = [None] * n if compact else np.zeros((n, structure.size_))
             state.block_losses = np.zeros(n)
             state.coef = np.zeros(structure.size_)
             state.average = np.zeros(structure.size_) if self.average else None
@@ -205,18 +215,36 @@ class StructuredSVM(BaseStructuredEstimator):
         for epoch in range(self.max_iter):
             gap = 0.0
             order = rng.permutation(n)
+            average = None
+            if compact and state.average is not None:
+                average = _RowWeightedAverage(state, structure.weight_row_width_)
             for begin in range(0, n, self.batch_size):
                 index = order[begin : begin + self.batch_size]
                 sub = batch.subset(index)
                 nodes = batch.node_index(index)
                 predicted = self._loss_augmented_map(
-                    sub, state.current, labels[nodes], theta[nodes]
+                    sub, self._primal(state), labels[nodes], theta[nodes]
                 )
                 wrong = theta[nodes] * (predicted != labels[nodes])
                 losses = np.bincount(sub.node_sample, wrong, minlength=len(index))
+                if compact:
+                    truth = labels[nodes]
+                    for j, i in enumerate(index):
+                        sample, local = sub.subset(slice(j, j + 1)), sub.node_index(slice(j, j + 1))
+                        corner = structure.joint_feature_difference(
+                            sample, truth[local], predicted[local], compact=True
+                        )
+                        gap += self._sparse_block_step(
+                            state, i, sample, corner, scale, losses[j] / n, average
+                        )
+                    continue
                 corners = scale * structure.joint_feature_per_sample(sub, labels[nodes], predicted)
                 for j, i in enumerate(index):
                     gap += self._block_step(state, i, corners[j], losses[j] / n)
+            if average is not None:
+                state.average = average.settle(
+                    self._current_rows(state, slice(None)), state.n_steps
+                )
             state.n_iter = epoch + 1
             state.gaps.append(gap)
             # The primal objective is the dual one plus the duality gap (estimated along the
@@ -248,6 +276,60 @@ class StructuredSVM(BaseStructuredEstimator):
             state.average += rate * state.current
         return gap
 
+    def _primal(self, state) -> np.ndarray:
+        """The primal iterate ``Π_C(ŵ)``, to read: ``ŵ`` itself when the projection leaves
+        its pairwise weights as they are (always on chains), else a projected copy — a copy
+        of 10⁶ weights per mini-batch costs more than its Viterbi."""
+        pairwise = state.coef[self.structure_.n_unary_weights_ :]
+        if np.array_equal(self.structure_.project_pairwise(pairwise.copy()), pairwise):
+            return state.coef
+        return state.current
+
+    def _current_rows(self, state, index) -> np.ndarray:
+        """Rows ``index`` (sorted, the pairwise rows last; or every row with a slice) of the
+        primal iterate ``Π_C(ŵ)``, a copy, without projecting all of ``ŵ``: the projection
+        only touches the pairwise rows, which every sample's rows include."""
+        structure = self.structure_
+        width = structure.weight_row_width_
+        rows = state.coef.reshape(-1, width)
+        values = rows.copy() if isinstance(index, slice) else rows[index]  # never a view
+        pairwise = state.coef[structure.n_unary_weights_ :].copy()
+        values[len(values) - len(pairwise) // width :] = structure.project_pairwise(
+            pairwise
+        ).reshape(-1, width)
+        return values
+
+    def _sparse_block_step(self, state, i, sample, corner, scale, corner_loss, average) -> float:
+        """:meth:`_block_step` for a block kept on sample i's rows (sparse node features):
+        ``corner`` is ``ψ_i(y*)`` as a :class:`SparseVector` (on rows within the sample's),
+        ``scale`` its factor ``1 / (α N)``; ``average`` keeps the weighted average by rows."""
+        block = state.blocks[i]
+        if block is None:
+            rows = self.structure_.weight_support(sample)
+            block = SparseVector(rows, np.zeros((len(rows), corner.values.shape[1])), corner.size)
+            state.blocks[i] = block
+        direction = block.values.copy()
+        direction[np.searchsorted(block.index, corner.index)] -= scale * corner.values
+        current = self._current_rows(state, block.index)
+        gap = (
+            self.alpha * np.einsum("ij,ij->", direction, current)
+            - state.block_losses[i]
+            + corner_loss
+        )
+        norm = np.einsum("ij,ij->", direction, direction)
+        if norm <= 0:
+            return max(gap, 0.0)
+        step = min(max(gap / (self.alpha * norm), 0.0), 1.0)
+        direction *= step
+        block.values[...] -= direction
+        state.coef.reshape(-1, direction.shape[1])[block.index] -= direction
+        state.block_losses[i] += step * (corner_loss - state.block_losses[i])
+        state.n_steps += 1
+        if average is not None:
+            after = self._current_rows(state, block.index)
+            average.step(block.index, current, after, state.n_steps)
+        return gap
+
     def dual_objective(self) -> float:
         """The BCFW dual objective of the current state.
 
@@ -258,3 +340,34 @@ class StructuredSVM(BaseStructuredEstimator):
         """
         w = self._state.current
         return float(self._state.block_losses.sum() - 0.5 * self.alpha * w @ w)
+
+
+class _RowWeightedAverage:
+    """BCFW's weighted average ``w̄_k = Σ_{j≤k} j w_j / T(k)``, ``T(k) = k (k + 1) / 2``
+    (Lacoste-Julien et al. 2013, §4; the recursion ``w̄_k = (k−1)/(k+1) w̄_{k−1} + 2/(k+1) w_k``),
+    kept a row at a time for sparse steps: a row whose value ``v`` did not change from step
+    ``a`` to step ``b`` adds ``v (T(b) − T(a))`` to the sum ``S = T(k) w̄_k``."""
+
+    def __init__(self, state: BCFWState, width: int):
+        self.sums = (state.average * _triangle(state.n_steps)).reshape(-1, width)
+        self.last = np.full(len(self.sums), state.n_steps)  # step each row's sum is at
+
+    def step(self, index, before, after, k: int) -> None:
+        """Rows ``index`` were ``before`` from their last step to step ``k − 1`` and are
+        ``after`` at step ``k``."""
+        spans = _triangle(k - 1) - _triangle(self.last[index])
+        self.sums[index] += before * spans[:, None] + k * after
+        self.last[index] = k
+
+    def settle(self, current: np.ndarray, k: int) -> np.ndarray:
+        """The average at step ``k``, every row ``current`` since its last step."""
+        if k == 0:
+            return np.zeros(self.sums.size)
+        self.sums += current * (_triangle(k) - _triangle(self.last))[:, None]
+        self.last[:] = k
+        return self.sums.ravel() / _triangle(k)
+
+
+def _triangle(k):
+    """``T(k) = 1 + 2 + … + k`` (float: exact far beyond any number of steps)."""
+    return np.asarray(k, dtype=float) * (np.asarray(k, dtype=float) + 1.0) / 2.0
