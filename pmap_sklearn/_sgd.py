@@ -288,7 +288,37 @@ def calibrate_eta0(
 _MAX_EXPONENT = 1100
 
 
-class LazyWeights:
+class _LazyRows:
+    """What the lazy sparse steps share: the weights by rows of ``width`` (the K weights of
+    one feature) and the running sum of the averaged iterates."""
+
+    def __init__(self, w: np.ndarray, average: np.ndarray | None, n_averaged: int, width: int):
+        self.w = w
+        self.rows = w.reshape(-1, width)
+        self.total = None if average is None or n_averaged == 0 else average * n_averaged
+        self.n_averaged = n_averaged if self.total is not None else 0
+        self.touched = self.rows[:0]  # the rows the last step changed
+
+    def settle(self) -> None:
+        raise NotImplementedError
+
+    def _add_iterate(self, index) -> None:
+        """The current iterate joins the average: the rows ``index`` now (the others are
+        current, or join through the catch-up)."""
+        if self.total is None:  # the average starts at this iterate
+            self.settle()
+            self.total, self.n_averaged = self.w.copy(), 1
+            return
+        self.total.reshape(self.rows.shape)[index] += self.rows[index]
+        self.n_averaged += 1
+
+    @property
+    def average(self) -> np.ndarray | None:
+        """The average of the iterates (call :meth:`settle` first)."""
+        return None if self.total is None else self.total / self.n_averaged
+
+
+class LazyWeights(_LazyRows):
     """Mini-batch SGD steps that cost the gradient's non-zeros, not the number of weights.
 
     With sparse features a step's gradient touches the weights of the features present in the
@@ -305,12 +335,7 @@ class LazyWeights:
     _LOWEST_LOG_DECAY = -30.0
 
     def __init__(self, w: np.ndarray, average: np.ndarray | None, n_averaged: int, width: int):
-        self.w = w
-        # Weights are handled by rows of ``width`` (the K weights of one feature).
-        self.rows = w.reshape(-1, width)
-        self.total = None if average is None or n_averaged == 0 else average * n_averaged
-        self.n_averaged = n_averaged if self.total is not None else 0
-        self.touched = self.rows[:0]  # the rows the last step changed
+        super().__init__(w, average, n_averaged, width)
         self._rebase()
 
     def _rebase(self) -> None:
@@ -365,28 +390,16 @@ class LazyWeights:
         if len(self.summed) < len(self.log_decay):
             grow = averaged and self.total is not None
             self.summed.append(self.summed.last + (np.exp(self.log_decay.last) if grow else 0.0))
-        if not averaged:
-            return
-        if self.total is None:  # the average starts at this iterate
-            self.settle()
-            self.total, self.n_averaged = self.w.copy(), 1
-            return
-        total = self.total.reshape(self.rows.shape)
-        total[index] += self.rows[index]
-        self.n_averaged += 1
+        if averaged:
+            self._add_iterate(index)
 
     def settle(self) -> None:
         """Bring every row (and the average's sum) to the current step."""
         self.catch_up(slice(None))
         self._rebase()
 
-    @property
-    def average(self) -> np.ndarray | None:
-        """The average of the iterates (call :meth:`settle` first)."""
-        return None if self.total is None else self.total / self.n_averaged
 
-
-class LazyAdaGrad:
+class LazyAdaGrad(_LazyRows):
     """:class:`LazyWeights` for :class:`ProximalAdaGrad` steps.
 
     A row no gradient reaches keeps its rate ``η_r``, so each step multiplies it by the same
@@ -397,11 +410,7 @@ class LazyAdaGrad:
     """
 
     def __init__(self, w, average, n_averaged: int, width: int, steps: ProximalAdaGrad, alpha):
-        self.w = w
-        self.rows = w.reshape(-1, width)
-        self.total = None if average is None or n_averaged == 0 else average * n_averaged
-        self.n_averaged = n_averaged if self.total is not None else 0
-        self.touched = self.rows[:0]
+        super().__init__(w, average, n_averaged, width)
         self.now = 0  # steps taken
         self.last = np.zeros(len(self.rows), dtype=np.intp)  # step each row is current at
         # each row's η α and log ρ, as of the last step that reached it
@@ -435,20 +444,12 @@ class LazyAdaGrad:
         self.now += 1
         self.last[index] = self.now
         self.touched = self.rows[index]
-        if not averaged:
-            return
-        if self.total is None:  # the average starts at this iterate
-            self.settle()
-            self.total, self.n_averaged = self.w.copy(), 1
-            return
-        self.total.reshape(self.rows.shape)[index] += self.rows[index]
-        self.n_averaged += 1
+        if averaged:
+            self._add_iterate(index)
 
     def settle(self) -> None:
         """Bring every row (and the average's sum) to the current step."""
         self.catch_up(slice(None))
-
-    average = LazyWeights.average
 
 
 class _Series:
