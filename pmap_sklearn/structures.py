@@ -236,8 +236,19 @@ class BaseStructure(BaseEstimator):
         return w
 
     def project_pairwise(self, pairwise: np.ndarray) -> np.ndarray:
-        """:meth:`project` on the pairwise weights alone (the tail of ``w``, from
-        ``n_unary_weights_``), in place: the unary weights are never constrained."""
+        """:meth:`project` on the pairwise weights alone, in place: the unary weights are never
+        constrained.
+
+        Parameters
+        ----------
+        pairwise : ndarray
+            The tail of ``w`` from ``n_unary_weights_``, modified in place.
+
+        Returns
+        -------
+        ndarray
+            ``pairwise`` itself.
+        """
         if self.solver_.needs_attractive:
             self._make_attractive(pairwise)
         return pairwise
