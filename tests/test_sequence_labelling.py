@@ -142,6 +142,31 @@ def test_sparse_features_fit_exactly_like_dense(make):
             assert len(block.index) <= len(np.unique(chain.indices)) + 1 + n_pairwise_rows
 
 
+def test_sparse_structured_svm_warm_starts_and_partial_labels_like_dense():
+    """The S-SVM's row blocks carry over a warm start (two fits of 2 passes are one of 4), and
+    with unknown labels (the second, refitted stage) give the dense blocks' iterates. (Not
+    always their weighted average: sparse and dense products round differently, so the
+    loss-augmented MAP may pick another of two tied maximisers, whose step is zero in one run
+    and skipped in the other — the average counts the steps.)"""
+    chains, dense, tags = _sparse_and_dense(30, seed=3)
+    params = dict(random_state=0, tol=0.0, alpha=0.01)
+    twice = StructuredSVM(max_iter=2, warm_start=True, **params).fit(chains, tags)
+    twice.fit(chains, tags)
+    once = StructuredSVM(max_iter=4, **params).fit(chains, tags)
+    np.testing.assert_allclose(twice.coef_, once.coef_, rtol=1e-9, atol=1e-12)
+    partial = [list(t) for t in tags]
+    for t in partial[::3]:
+        t[0] = "?"
+    params = dict(params, max_iter=3, unknown_label="?", average=False)
+    on_sparse = StructuredSVM(**params).fit(chains, partial)
+    on_dense = StructuredSVM(**params).fit(dense, partial)
+    assert "?" not in on_sparse.classes_
+    np.testing.assert_allclose(on_sparse.coef_, on_dense.coef_, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(
+        on_sparse.supervised_coef_, on_dense.supervised_coef_, rtol=1e-9, atol=1e-12
+    )
+
+
 def test_sparse_chains_are_stacked_like_scipy_stacks_them():
     """The one-pass CSR stacking and bias column give scipy's ``vstack`` / ``hstack``, and the
     chain edges join consecutive nodes of each chain (chains of 1 to 600 nodes)."""
