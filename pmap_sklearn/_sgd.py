@@ -11,8 +11,8 @@ copies samples. The engine owns what does not depend on the model: the schedule 
 calibration, mini-batches, projection, iterate averaging, early stopping and progress messages.
 The step sizes come from a step rule (:class:`Schedule` — scikit-learn's ``optimal``,
 ``constant`` and ``invscaling`` —, :class:`AdaGrad`, :class:`ProximalAdaGrad` or
-:class:`Normalised`); a full-batch
-learner runs with ``shuffle=False`` and ``batch_size = n_samples`` (one step per epoch).
+:class:`Normalised`); a full-batch learner runs with ``shuffle=False`` and
+``batch_size = n_samples`` (one step per epoch).
 """
 
 from __future__ import annotations
