@@ -22,18 +22,11 @@ from pmap_sklearn.datasets import load_ud_treebank, token_features
 from pmap_sklearn.inspection import explain_weights
 
 train, test = load_ud_treebank("train"), load_ud_treebank("test")
+# AdaGrad: one step size per feature, large for rare words, small for frequent suffixes
+adagrad = dict(learning_rate="adagrad", eta0=0.35, batch_size=32, alpha=1e-5)
 tagger = make_pipeline(
     SequenceVectorizer(token_features),
-    # AdaGrad: one step size per feature, large for rare words, small for frequent suffixes
-    PerturbMAPCRF(
-        learning_rate="adagrad",
-        eta0=0.35,
-        batch_size=32,
-        alpha=1e-5,
-        max_iter=3,
-        tol=None,
-        random_state=0,
-    ),
+    PerturbMAPCRF(**adagrad, max_iter=3, tol=None, random_state=0),
 )
 tagger.fit(train.sentences[:3000], train.tags[:3000])
 predicted = tagger.predict(test.sentences[:500])
