@@ -619,7 +619,7 @@ class BaseStructuredSGD(BaseStructuredEstimator):
                     batch_size=batch_size,
                     project=self.structure_.project,
                     average=bool(self.average),
-                    make_steps=self._calibration_steps(state),
+                    make_steps=self._calibration_steps(),
                 )
         _sgd.run_sgd(
             make_oracle,
@@ -643,19 +643,24 @@ class BaseStructuredSGD(BaseStructuredEstimator):
         """The steps of ``learning_rate`` from ``state.eta0`` (AdaGrad's sums of squares are
         kept in ``state`` for warm starts)."""
         if self.learning_rate == "adagrad":
-            width = self.structure_.weight_row_width_
-            if state.squares is None:
-                state.squares = np.zeros(len(state.coef) // width)
-            return _sgd.ProximalAdaGrad(state.eta0, state.squares, width)
+            steps = self._adagrad(state.eta0, state.squares)
+            state.squares = steps.squares
+            return steps
         return _sgd.Schedule(self.learning_rate, state.eta0, self.power_t, self.alpha)
 
-    def _calibration_steps(self, state):
+    def _calibration_steps(self):
         """``eta -> steps`` of the candidate passes of ``eta0="auto"``: AdaGrad's from fresh
         sums, constant steps for the schedules."""
         if self.learning_rate == "adagrad":
-            width = self.structure_.weight_row_width_
-            return lambda eta: _sgd.ProximalAdaGrad(eta, np.zeros(len(state.coef) // width), width)
+            return self._adagrad
         return lambda eta: _sgd.Schedule("constant", eta)
+
+    def _adagrad(self, eta0, squares=None) -> _sgd.ProximalAdaGrad:
+        """AdaGrad steps over the structure's weight rows, from ``squares`` (fresh: zeros)."""
+        width = self.structure_.weight_row_width_
+        if squares is None:
+            squares = np.zeros(self.structure_.size_ // width)
+        return _sgd.ProximalAdaGrad(eta0, squares, width)
 
     def _perturbed_marginals(self, batch, w, rng, clamp=None) -> np.ndarray:
         """Marginals (n_nodes, K) from ``n_perturbations`` perturbed MAPs per sample under

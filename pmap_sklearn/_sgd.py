@@ -413,17 +413,15 @@ class LazyAdaGrad(_LazyRows):
         super().__init__(w, average, n_averaged, width)
         self.now = 0  # steps taken
         self.last = np.zeros(len(self.rows), dtype=np.intp)  # step each row is current at
-        # each row's η α and log ρ, as of the last step that reached it
+        # each row's η α (log ρ = −log(1 + η α)), as of the last step that reached it
         self.decay_rate = alpha * steps.rates(steps.squares)
-        self.log_shrink = -np.log1p(self.decay_rate)
 
     def catch_up(self, index: np.ndarray | slice) -> None:
         """Bring the rows ``index`` to the current step."""
-        missed = self.now - self.last[index]
-        change = np.expm1(missed * self.log_shrink[index])  # ρ^k − 1
+        missed, decay_rate = self.now - self.last[index], self.decay_rate[index]
+        change = np.expm1(-missed * np.log1p(decay_rate))  # ρ^k − 1
         rows = self.rows[index]
         if self.total is not None:
-            decay_rate = self.decay_rate[index]
             geometric = missed.astype(float)
             np.divide(change, -decay_rate, out=geometric, where=decay_rate > 0)
             self.total.reshape(self.rows.shape)[index] += rows * geometric[:, None]
@@ -437,7 +435,6 @@ class LazyAdaGrad(_LazyRows):
         index = gradient.index
         decay_rate = rate * alpha
         self.decay_rate[index] = decay_rate[:, 0]
-        self.log_shrink[index] = -np.log1p(decay_rate[:, 0])
         self.rows[index] += rate / batch * gradient.values
         self.rows[index] /= 1.0 + decay_rate
         project(self.w)
