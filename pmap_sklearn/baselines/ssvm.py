@@ -222,13 +222,11 @@ class StructuredSVM(BaseStructuredEstimator):
                 index = order[begin : begin + self.batch_size]
                 sub = batch.subset(index)
                 nodes = batch.node_index(index)
-                predicted = self._loss_augmented_map(
-                    sub, self._primal(state), labels[nodes], theta[nodes]
-                )
-                wrong = theta[nodes] * (predicted != labels[nodes])
+                truth, weights = labels[nodes], theta[nodes]
+                predicted = self._loss_augmented_map(sub, self._primal(state), truth, weights)
+                wrong = weights * (predicted != truth)
                 losses = np.bincount(sub.node_sample, wrong, minlength=len(index))
                 if compact:
-                    truth = labels[nodes]
                     for j, i in enumerate(index):
                         sample, local = sub.subset(slice(j, j + 1)), sub.node_index(slice(j, j + 1))
                         corner = structure.joint_feature_difference(
@@ -238,7 +236,7 @@ class StructuredSVM(BaseStructuredEstimator):
                             state, i, sample, corner, scale, losses[j] / n, average
                         )
                     continue
-                corners = scale * structure.joint_feature_per_sample(sub, labels[nodes], predicted)
+                corners = scale * structure.joint_feature_per_sample(sub, truth, predicted)
                 for j, i in enumerate(index):
                     gap += self._block_step(state, i, corners[j], losses[j] / n)
             if average is not None:
