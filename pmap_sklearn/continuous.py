@@ -51,6 +51,8 @@ SURE_SCALES = 2.0 ** np.arange(-2.0, 2.5, 1.0)
 SURE_STRIDE = 4
 #: Most signals (rows of X) on which ``prior_scale="sure"`` estimates the risk.
 SURE_SIGNALS = 1 << 14
+#: Most patches (or signals) on which ``prior_scale="sure"`` estimates the risk of the MMSE.
+SURE_MMSE_SIGNALS = 1 << 11
 
 
 # ---- transforms --------------------------------------------------------------------------------
@@ -196,10 +198,14 @@ class ContinuousLogSupermodularDenoiser(BaseEstimator):
         Factor applied to the learned ``d_A`` when decoding. A prior learned on some photos
         shrinks too much or too little for others (a smooth photo wants more, a textured one
         or strong noise less). "sure": for every image (or every call's signals), the factor
-        among 1/4 … 4 that minimises Stein's unbiased estimate of the mean squared error of
-        the continuous MAP (Stein 1981), its divergence estimated with one random probe
-        (Ramani, Blu & Unser 2008), on the patches at stride 4 (at most 16384 signals drawn
-        at random without ``patch_size``); costs about 14 decodings at stride 4.
+        among 1/4 … 4 that minimises Stein's unbiased estimate of the mean squared error
+        (Stein 1981). For the continuous and level MAPs, the continuous MAP's risk, its
+        divergence estimated with one random probe (Ramani, Blu & Unser 2008), on the patches
+        at stride 4 (at most 16384 signals drawn at random without ``patch_size``); costs
+        about 14 decodings at stride 4. For the MMSE, its own risk, the divergence being the
+        posterior variance over σ² (Tweedie's formula) estimated from the perturbed MAPs, on
+        at most 2048 non-overlapping patches (or signals) drawn at random; costs about 7 MMSE
+        decodings of those.
     center : bool, default=False
         Model each signal minus its own mean (the mean of a noisy signal is kept as it is,
         its noise being ``σ / √n_features``). The thesis models raw pixels; on pixel patches
@@ -622,18 +628,20 @@ class ContinuousLogSupermodularDenoiser(BaseEstimator):
             images, kind = patches.check_images(X, self.patch_shape_)
             denoised = []
             for image in images:
-                weights = self._prior_weights(image, sigma2, rng)
+                weights = self._prior_weights(image, decoding, sigma2, rng)
                 denoised.append(self._denoise_image(image, decoding, sigma2, weights))
             return patches.pack(denoised, kind)
         shape = np.shape(X)
         signals = self._signals(X, fitting=False)
-        weights = self._prior_weights(signals, sigma2, rng)
+        weights = self._prior_weights(signals, decoding, sigma2, rng)
         return self._denoise_signals(signals, decoding, sigma2, weights).reshape(shape)
 
-    def _prior_weights(self, noisy, sigma2, rng):
+    def _prior_weights(self, noisy, decoding, sigma2, rng):
         """``prior_scale · d_A`` for decoding ``noisy`` (an image, or signals)."""
         if self.prior_scale != "sure":
             return float(self.prior_scale) * self.group_weights_
+        if decoding == "mmse":
+            return self._mmse_sure_scale(noisy, sigma2, rng) * self.group_weights_
         if self.patch_size is not None:
             stride = max(self.patch_stride, SURE_STRIDE)
 
@@ -660,6 +668,29 @@ class ContinuousLogSupermodularDenoiser(BaseEstimator):
         scale = sure_scale(denoise_both, noisy, sigma2, self.group_weights_, rng)
         return scale * self.group_weights_
 
+    def _mmse_sure_scale(self, noisy, sigma2, rng) -> float:
+        """The prior's factor minimising Stein's risk estimate of the MMSE, on at most
+        ``SURE_MMSE_SIGNALS`` patches (non-overlapping ones of an image) or signals.
+
+        The posterior mean's divergence is ``tr Cov[α | y] / σ²`` (Tweedie's formula; Efron
+        2011), the variance estimated from the perturbed MAPs themselves, so no probe is
+        needed (the perturbed MAPs are piecewise constant in y: a probe's small step misses what
+        moves them)."""
+        if self.patch_size is not None:
+            shape = self.patch_shape_
+            noisy = patches.image_patches(noisy, shape, min(shape)).reshape((-1,) + shape)
+        if len(noisy) > SURE_MMSE_SIGNALS:
+            noisy = noisy[np.sort(rng.choice(len(noisy), SURE_MMSE_SIGNALS, replace=False))]
+        # in the orthonormal basis, ‖f(y) − y‖ is the coefficients' (centring keeps the mean;
+        # the mean's own direction, the same for every factor, is left out of the divergence)
+        y = self._coefficients(noisy)
+
+        def risk(scale):
+            alpha, variance = self._decode(y, "mmse", sigma2, scale * self.group_weights_)
+            return float(((alpha - y) ** 2).sum() + 2.0 * variance.sum())
+
+        return best_scale(risk)
+
     def _decoding(self, decoding):
         """The decoding asked for, and σ² (checked)."""
         self._validate_params()  # set_params after fit (noise_std, prior_scale, …)
@@ -684,19 +715,7 @@ class ContinuousLogSupermodularDenoiser(BaseEstimator):
             beta = prox_group_max(np.abs(y), self.groups_, sigma2 * weights)
             alpha = np.sign(y) * np.clip(beta, 0.0, self.domain_)
         else:
-            chunks = self._chunks(y, decoding)
-            # one stream per chunk: the same draws whatever runs them
-            streams = check_generator(self.random_state).spawn(len(chunks))
-            # forest-shaped priors are decoded by numpy dynamic programming (threads run in
-            # parallel); cuts spread themselves over processes
-            forest = forest_shaped(y.shape[1], self.groups_, weights)
-            threads = effective_n_jobs(self.n_jobs) if forest and len(chunks) > 1 else 1
-            alpha = np.concatenate(
-                Parallel(threads, prefer="threads")(
-                    delayed(self._decode_levels)(part, decoding, sigma2, weights, rng)
-                    for part, rng in zip(chunks, streams, strict=True)
-                )
-            )
+            alpha, _ = self._decode(y, decoding, sigma2, weights)
         if not np.isfinite(alpha).all():
             raise ValueError(
                 f"decoding={decoding!r} is not finite with noise_std={self.noise_std!r} on "
@@ -739,6 +758,25 @@ class ContinuousLogSupermodularDenoiser(BaseEstimator):
         per_chunk = max(1, CHUNK_COSTS // (width * copies))
         return [y[i : i + per_chunk] for i in range(0, len(y), per_chunk)]
 
+    def _decode(self, y, decoding, sigma2, weights):
+        """The level decoding of coefficient rows ``y`` (n, k), chunk by chunk: the estimate,
+        and for "mmse" the posterior variance of every coefficient (None for "map")."""
+        chunks = self._chunks(y, decoding)
+        # one stream per chunk: the same draws whatever runs them
+        streams = check_generator(self.random_state).spawn(len(chunks))
+        # forest-shaped priors are decoded by numpy dynamic programming (threads run in
+        # parallel); cuts spread themselves over processes
+        forest = forest_shaped(y.shape[1], self.groups_, weights)
+        threads = effective_n_jobs(self.n_jobs) if forest and len(chunks) > 1 else 1
+        parts = Parallel(threads, prefer="threads")(
+            delayed(self._decode_levels)(part, decoding, sigma2, weights, rng)
+            for part, rng in zip(chunks, streams, strict=True)
+        )
+        alpha = np.concatenate([estimate for estimate, _ in parts])
+        if decoding == "map":
+            return alpha, None
+        return alpha, np.concatenate([variance for _, variance in parts])
+
     def _decode_levels(self, y, decoding, sigma2, weights, rng):
         levels = self._levels(self.noise_std)
         values = levels.values
@@ -747,7 +785,7 @@ class ContinuousLogSupermodularDenoiser(BaseEstimator):
         u, y_own = values[level], y[:, owner]
         if decoding == "map":  # joint MAP of signs and magnitudes: signs follow y
             scores = -((u - np.abs(y_own)) ** 2) / (2.0 * sigma2)
-            return np.sign(y) * values[self._level_map(scores, weights, levels)]
+            return np.sign(y) * values[self._level_map(scores, weights, levels)], None
         # posterior of the magnitudes with the signs summed out, perturbed M times
         coupling = u * y_own / sigma2
         log_posterior = -(u**2) / (2.0 * sigma2) + np.logaddexp(coupling, -coupling)
@@ -757,8 +795,10 @@ class ContinuousLogSupermodularDenoiser(BaseEstimator):
         scores += gumbel(rng, scores.shape)
         z = self._level_map(scores, weights, levels).reshape(len(y), m, -1)
         beta = values[z]
-        # E[α | β, y] = β tanh(β y / σ²), averaged over the perturbed MAPs of β
-        return (beta * np.tanh(beta * y[:, None, :] / sigma2)).mean(axis=1)
+        # E[α | β, y] = β tanh(β y / σ²), averaged over the perturbed MAPs of β; and
+        # Var[α | y] = E[β² | y] − E[α | y]² (E[α² | β] = β²)
+        alpha = (beta * np.tanh(beta * y[:, None, :] / sigma2)).mean(axis=1)
+        return alpha, np.maximum((beta**2).mean(axis=1) - alpha**2, 0.0)
 
     def score(self, X, y):
         """Signal-to-noise ratio of the denoised signals, in dB.
@@ -800,8 +840,8 @@ def sure_scale(denoise, noisy, sigma2, weights, rng) -> float:
     ``SURE(s) = ‖f(y) − y‖² − N σ² + 2 σ² div f(y)`` is an unbiased estimate of ``‖f(y) − x‖²``
     for ``y = x + N(0, σ² I)`` and a weakly differentiable ``f`` (Stein 1981); the divergence
     is estimated by one finite difference along a Gaussian probe ``b``, ``bᵀ (f(y + εb) −
-    f(y)) / ε`` (Ramani, Blu & Unser 2008, Monte-Carlo SURE). The factors tried are
-    ``SURE_SCALES``, then the two neighbours of the best one at half the spacing.
+    f(y)) / ε`` (Ramani, Blu & Unser 2008, Monte-Carlo SURE). The factors tried are those of
+    :func:`best_scale`.
 
     Parameters
     ----------
@@ -829,6 +869,12 @@ def sure_scale(denoise, noisy, sigma2, weights, rng) -> float:
         divergence = float((probe * (moved - estimate)).sum()) / epsilon
         return float(((estimate - noisy) ** 2).sum()) + 2.0 * sigma2 * divergence
 
+    return best_scale(risk)
+
+
+def best_scale(risk) -> float:
+    """The factor minimising ``risk(factor)`` among ``SURE_SCALES``, then the two neighbours of
+    the best one at half the spacing (on a log scale)."""
     risks = {float(scale): risk(scale) for scale in SURE_SCALES}
     best = min(risks, key=risks.get)
     for scale in (best / np.sqrt(2.0), best * np.sqrt(2.0)):

@@ -529,6 +529,23 @@ def test_sure_picks_the_soft_threshold_of_least_error(rng):
         assert np.mean((soft(noisy, [chosen * sigma]) - clean) ** 2) <= 1.02 * min(errors.values())
 
 
+def _assert_sure_adapts_to_sparsity(model, rng, cases, n_signals, tolerance):
+    """Test signals sparser (denser) than the training ones — Laplace of a smaller (larger)
+    ``scale`` — need a stronger (weaker) prior: ``prior_scale="sure"`` errs within
+    ``tolerance`` of the best factor tried, less than the learned prior, and that best factor
+    lies on the side of 1 given by ``direction``."""
+    for scale, direction in cases:
+        clean = rng.laplace(scale=scale, size=(n_signals, 2))
+        noisy = clean + rng.normal(size=clean.shape)
+        errors = {
+            s: np.mean((model.set_params(prior_scale=s).predict(noisy) - clean) ** 2)
+            for s in _all_sure_scales()
+        }
+        error = np.mean((model.set_params(prior_scale="sure").predict(noisy) - clean) ** 2)
+        assert error <= tolerance * min(errors.values())
+        assert error < errors[1.0] and np.sign(min(errors, key=errors.get) - 1.0) == direction
+
+
 def test_prior_scale_multiplies_the_prior_and_sure_adapts_it_to_the_test_data(rng):
     model = ContinuousLogSupermodularDenoiser(
         grid_step=0.05, noise_std=1.0, max_iter=50, random_state=0
@@ -541,18 +558,8 @@ def test_prior_scale_multiplies_the_prior_and_sure_adapts_it_to_the_test_data(rn
         expected = doubled.predict(noisy, decoding=decoding)
         model.set_params(prior_scale=2.0)
         np.testing.assert_allclose(model.predict(noisy, decoding=decoding), expected)
-    # test signals sparser (denser) than the training ones need a stronger (weaker) prior
-    model.set_params(prior_scale="sure", decoding="continuous_map")
-    for scale, direction in ((1.0, 1), (4.0, -1)):
-        clean = rng.laplace(scale=scale, size=(20000, 2))
-        noisy = clean + rng.normal(size=clean.shape)
-        errors = {
-            s: np.mean((model.set_params(prior_scale=s).predict(noisy) - clean) ** 2)
-            for s in _all_sure_scales()
-        }
-        error = np.mean((model.set_params(prior_scale="sure").predict(noisy) - clean) ** 2)
-        assert error <= 1.02 * min(errors.values())
-        assert error < errors[1.0] and np.sign(min(errors, key=errors.get) - 1.0) == direction
+    model.set_params(decoding="continuous_map")
+    _assert_sure_adapts_to_sparsity(model, rng, ((1.0, 1), (4.0, -1)), 20000, 1.02)
     # the chosen factor serves the level decodings too
     model.set_params(prior_scale="sure")
     assert np.isfinite(model.predict(noisy[:10], decoding="map")).all()
@@ -570,6 +577,49 @@ def test_sure_prior_scale_on_whole_images(rng):
     assert model.predict([noisy, noisy[:20]])[1].shape == (20, 30)
     with pytest.raises(ValueError, match="prior_scale"):
         model.set_params(prior_scale=0.0).predict(noisy)
+
+
+def test_mmse_posterior_variance_is_exact_on_independent_coefficients(rng):
+    """One group per coefficient: the perturbed MAPs are exact posterior samples, so their
+    mean and variance match the discretised posterior's, enumerated level by level."""
+    model = ContinuousLogSupermodularDenoiser(
+        grid_step=0.25, noise_std=1.0, n_perturbations=4000, max_iter=20, random_state=0
+    ).fit(rng.laplace(scale=2.0, size=(2000, 3)))
+    y = np.array([[0.3, -2.5, 6.0], [-1.0, 0.0, 3.0]])
+    weights = model.group_weights_
+    alpha, variance = model._decode(y, "mmse", 1.0, weights)
+    levels = model._levels(1.0)
+    for i in range(3):
+        u = levels.values[: levels.n_levels[i]]
+        signed = np.concatenate([-u[::-1], u])  # both signs of every magnitude
+        log_weights = levels.log_weights[i, : len(u)]
+        log_prior = np.concatenate([log_weights[::-1], log_weights]) - weights[i] * np.abs(signed)
+        for n in range(2):
+            log_p = log_prior - (signed - y[n, i]) ** 2 / 2.0
+            p = np.exp(log_p - logsumexp(log_p))
+            mean = p @ signed
+            exact_variance = p @ signed**2 - mean**2
+            assert alpha[n, i] == pytest.approx(mean, abs=4 * np.sqrt(exact_variance / 4000))
+            assert variance[n, i] == pytest.approx(exact_variance, rel=0.1)
+
+
+def test_sure_scale_of_the_mmse_follows_its_own_risk(rng):
+    """``prior_scale="sure"`` with the MMSE: Stein's estimate with the posterior variance as
+    divergence (Tweedie's formula) ranks the factors as the MMSE's true error does."""
+    model = ContinuousLogSupermodularDenoiser(
+        grid_step=0.2, noise_std=1.0, n_perturbations=20, max_iter=50, random_state=0
+    ).fit(rng.laplace(scale=2.0, size=(3000, 2)))
+    model.set_params(decoding="mmse")
+    _assert_sure_adapts_to_sparsity(model, rng, ((0.7, 1), (5.0, -1)), 1000, 1.03)
+    # whole images: the factor is chosen on non-overlapping patches
+    train = _images(rng, [(40, 36), (33, 48)])
+    clean = _images(rng, [(32, 30)])[0]
+    noisy = clean + 12.0 * rng.normal(size=clean.shape)
+    model = _tree_model_of_images(train).set_params(decoding="mmse", n_perturbations=10)
+    scores = {s: model.set_params(prior_scale=s).score(noisy, clean) for s in _all_sure_scales()}
+    chosen = model.set_params(prior_scale="sure").score(noisy, clean)
+    assert np.isclose(list(scores.values()), chosen).any()
+    assert chosen >= max(scores.values()) - 0.5
 
 
 def test_auto_grid_step_follows_the_scale_and_bad_scales_get_clear_errors(rng):
