@@ -51,6 +51,12 @@ def encode(y, unknown_label=-1, classes=None, n_states=None):
         Sorted.
     """
     arrays, flat = _flat(y)
+    if flat.dtype.kind == "O" and any(value is None for value in flat.tolist()):
+        raise ValueError(
+            "y holds None: None is not a label. Mark unknown labels with the estimator's "
+            f"unknown_label (now {unknown_label!r}; e.g. unknown_label='?' with string labels, "
+            "and '?' in y)"
+        )
     unknown = unknown_mask(flat, unknown_label)
     known = flat[~unknown]
     if classes is None:

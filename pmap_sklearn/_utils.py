@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import cached_property
 from typing import NamedTuple
 
@@ -105,10 +106,25 @@ def as_finite_array(value, what: str) -> np.ndarray:
     try:
         array = np.asarray(value, dtype=float)
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"{what} must be numeric ({exc})") from None
+        raise ValueError(f"{what} must be numeric ({exc}){_feature_hint(value)}") from None
     if not np.all(np.isfinite(array)):
         raise ValueError(f"{what} contain non-finite values (NaN or inf)")
     return array
+
+
+def _feature_hint(value) -> str:
+    """What to do when the features are per-token dicts or words (crfsuite's input)."""
+    first = value
+    while isinstance(first, list | tuple) and first:
+        first = first[0]
+    if isinstance(first, Mapping | str):
+        kind = "feature dicts" if isinstance(first, Mapping) else "strings"
+        return (
+            f"; these are {kind}: turn token feature dicts (or words, with token_features) "
+            "into sparse chains with SequenceVectorizer, e.g. "
+            "make_pipeline(SequenceVectorizer(), PerturbMAPCRF())"
+        )
+    return ""
 
 
 def as_finite_features(value, what: str):

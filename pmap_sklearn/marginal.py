@@ -46,30 +46,32 @@ class MarginalPerturbMAPCRF(BaseStructuredSGD):
         Solve the clamped problems from the A solve: one max-product forward/backward pass on
         chains, dynamic graph cuts (residual graph re-use) on loopy graphs. False solves each one
         from scratch. For a fixed perturbation the gradient does not depend on either switch.
-    max_iter : int, default=100
+    max_iter : int or "auto", default="auto"
         Epochs. The marginal objective supervises one node per term, so it needs more passes
-        than :class:`~pmap_sklearn.PerturbMAPCRF` (about 100 epochs on OCR).
+        than :class:`~pmap_sklearn.PerturbMAPCRF` (about 100 epochs on OCR). ``"auto"``: 8
+        with sparse node features (AdaGrad converges in few passes over a corpus), 100
+        otherwise.
     batch_size : int or "auto", default="auto"
         Samples per SGD step; ``"auto"``: ``min(32, max(2, n_samples // 5))``, about 5
         steps per epoch (with 10 training images a batch of 32 would make one step per
         epoch, and the weights get nowhere: see :ref:`perturb-and-map-grids`).
-    tol : float or None, default=None
+    tol : float, None or "auto", default="auto"
         As in :class:`~pmap_sklearn.PerturbMAPCRF`, but off by default: the stochastic estimate
         of this objective is too noisy for a stopping rule on the training objective (use
-        ``early_stopping=True`` to stop on a validation score instead).
+        ``early_stopping=True`` to stop on a validation score instead). ``"auto"``: None.
     alpha : float, default=1e-4
         L2 regularisation strength (the paper's λ).
-    learning_rate : {"optimal", "constant", "invscaling", "adagrad"}, default="optimal"
-        Step-size schedule or AdaGrad, as in :class:`~pmap_sklearn.PerturbMAPCRF`.
+    learning_rate : {"auto", "optimal", "constant", "invscaling", "adagrad"}, default="auto"
+        Step-size schedule or AdaGrad, as in :class:`~pmap_sklearn.PerturbMAPCRF`
+        (``"auto"``: AdaGrad with sparse node features, ``"optimal"`` otherwise).
     eta0 : float or "auto", default="auto"
         Initial step size; ``"auto"`` calibrates it on a subsample before the first epoch.
     power_t : float, default=0.5
         Exponent of the ``"invscaling"`` schedule.
-    average : bool or int, default=True
-        Average the SGD iterates (from the start, or after that many samples).
-        ``n_samples * (max_iter // 2)`` with ``tol=None`` averages the second half of the
-        epochs, which drops the poor early iterates (see "Sequence labelling" in the user
-        guide).
+    average : bool, int or "auto", default="auto"
+        Average the SGD iterates (from the start, or after that many samples); ``"auto"``: the
+        second half of the epochs with sparse node features and no stopping rule (tail
+        averaging, see "Sequence labelling" in the user guide), from the start otherwise.
     n_iter_no_change : int, default=5
         Epochs without improvement by ``tol`` before stopping.
     early_stopping : bool, default=False
@@ -136,6 +138,7 @@ class MarginalPerturbMAPCRF(BaseStructuredSGD):
     """
 
     _auto_batch_size = 32
+    _dense_max_iter, _dense_tol = 100, None
     _parameter_constraints: dict = {
         **BaseStructuredSGD._parameter_constraints,
         "class_weight": [None, StrOptions({"balanced"}), dict],
@@ -153,13 +156,13 @@ class MarginalPerturbMAPCRF(BaseStructuredSGD):
         gumbel_reduction=True,
         dynamic=True,
         alpha=1e-4,
-        max_iter=100,
+        max_iter="auto",
         batch_size="auto",
-        learning_rate="optimal",
+        learning_rate="auto",
         eta0="auto",
         power_t=0.5,
-        average=True,
-        tol=None,
+        average="auto",
+        tol="auto",
         n_iter_no_change=5,
         early_stopping=False,
         validation_fraction=0.1,

@@ -4,9 +4,11 @@ Alg. 1; Hazan & Jaakkola 2012)."""
 from __future__ import annotations
 
 import numpy as np
+from sklearn.utils._param_validation import StrOptions
 
 from ._base import BaseStructuredSGD
 from ._sgd import dot, lazy_when_sparse
+from .metrics import class_weight_by_code
 from .perturbation import draw
 
 
@@ -29,35 +31,45 @@ class PerturbMAPCRF(BaseStructuredSGD):
     ----------
     structure : {"chain", "grid", "graph"} or structure instance, default="chain"
         Graph structure of the samples (see :mod:`pmap_sklearn.structures`).
+    class_weight : None, "balanced" or dict, default=None
+        Weights of the labels, for rare classes: each sample's likelihood is weighted by the
+        mean weight of its nodes' labels (the likelihood of a whole labelling does not split
+        over nodes), and the logistic start weights each node by its label's. ``"balanced"``:
+        ``n_nodes / (K · n_nodes_k)`` over the known training labels, as scikit-learn
+        balances classes; a dict ``{label: weight}`` (1 for labels it leaves out).
     alpha : float, default=1e-4
         L2 regularisation strength (the papers' λ).
-    max_iter : int, default=50
-        Maximum number of epochs.
+    max_iter : int or "auto", default="auto"
+        Maximum number of epochs. ``"auto"``: 8 with sparse node features (a fixed budget,
+        see ``average``), 50 otherwise.
     batch_size : int or "auto", default="auto"
         Samples per SGD step; ``"auto"``: ``min(16, max(2, n_samples // 5))``, about 5
         steps per epoch (with 10 training images a batch of 16 would make one step per
-        epoch, and the weights get nowhere: see :ref:`perturb-and-map-grids`).
-    learning_rate : {"optimal", "constant", "invscaling", "adagrad"}, default="optimal"
+        epoch, and the weights get nowhere: see :ref:`perturb-and-map-grids`); 32 instead of
+        16 with sparse node features.
+    learning_rate : {"auto", "optimal", "constant", "invscaling", "adagrad"}, default="auto"
         ``"optimal"``: ``η_t = 1 / (α (t + t0))`` with ``t0 = 1/(α η0)`` (the paper's 1/(λh)
         schedule, started at η0); ``"constant"``: η0; ``"invscaling"``: ``η0 / (t+1)^power_t``;
         ``"adagrad"``: AdaGrad (Duchi et al. 2011), ``η0 / sqrt(Σ_s g_s²)`` for the K weights
         of each node feature, the sum over the feature's past gradients, and the L2 penalty by
-        its proximal step — large steps for rare features, small for frequent ones: the choice
-        for sparse token features (see "Sequence labelling" in the user guide).
+        its proximal step — large steps for rare features, small for frequent ones.
+        ``"auto"``: ``"adagrad"`` with sparse node features (token features of words, see
+        "Sequence labelling" in the user guide), ``"optimal"`` otherwise.
     eta0 : float or "auto", default="auto"
         Initial step size. ``"auto"`` calibrates it on a subsample of up to 256 samples before
         the first epoch (Bottou's trick: the step size whose one-epoch objective is best),
         so the default adapts to the scale of the features.
     power_t : float, default=0.5
         Exponent of the ``"invscaling"`` schedule.
-    average : bool or int, default=True
-        Average the SGD iterates (from the start, or after that many samples).
-        ``n_samples * (max_iter // 2)`` with ``tol=None`` averages the second half of the
-        epochs, which drops the poor early iterates (see "Sequence labelling" in the user
-        guide).
-    tol : float or None, default=1e-3
+    average : bool, int or "auto", default="auto"
+        Average the SGD iterates (from the start, or after that many samples). ``"auto"``:
+        with sparse node features and no stopping rule, the iterates of the second half of the
+        ``max_iter`` epochs (tail averaging: it drops the poor early iterates, see "Sequence
+        labelling" in the user guide); from the start otherwise.
+    tol : float, None or "auto", default="auto"
         Stop when the epoch objective (or validation score) has not improved by ``tol`` for
-        ``n_iter_no_change`` epochs; None runs ``max_iter`` epochs.
+        ``n_iter_no_change`` epochs; None runs ``max_iter`` epochs. ``"auto"``: None with
+        sparse node features (the fixed budget of tail averaging), 1e-3 otherwise.
     n_iter_no_change : int, default=5
     early_stopping : bool, default=False
         Hold out ``validation_fraction`` of the samples and stop on their score (1 − Hamming).
@@ -65,7 +77,8 @@ class PerturbMAPCRF(BaseStructuredSGD):
     warm_start : bool, default=False
         Continue from the previous fit (weights, schedule position and average).
     n_perturbations : int, default=100
-        Perturbations M used by :meth:`predict_marginals`.
+        Perturbations M used by :meth:`predict_marginals` with ``method="perturb"`` (the
+        default where the solver has no exact marginals: grids and graphs).
     random_state : int, Generator, RandomState or None, default=None
         Seeds the perturbations and the sample order; results do not depend on ``n_jobs``.
     n_jobs : int or None, default=None
@@ -99,6 +112,9 @@ class PerturbMAPCRF(BaseStructuredSGD):
         SGD updates done (across warm starts).
     eta0_ : float
         Initial step size used (the calibrated one when ``eta0="auto"``).
+    sgd_settings_ : dict
+        The ``learning_rate``, ``batch_size``, ``max_iter``, ``tol`` and ``average`` (samples
+        before averaging starts, or a bool) of the last fit, every ``"auto"`` resolved.
     loss_curve_ : list of float
         Negated regularised objective estimate per epoch.
     validation_scores_ : list of float
@@ -128,18 +144,24 @@ class PerturbMAPCRF(BaseStructuredSGD):
     True
     """
 
+    _parameter_constraints: dict = {
+        **BaseStructuredSGD._parameter_constraints,
+        "class_weight": [None, StrOptions({"balanced"}), dict],
+    }
+
     def __init__(
         self,
         structure="chain",
         *,
+        class_weight=None,
         alpha=1e-4,
-        max_iter=50,
+        max_iter="auto",
         batch_size="auto",
-        learning_rate="optimal",
+        learning_rate="auto",
         eta0="auto",
         power_t=0.5,
-        average=True,
-        tol=1e-3,
+        average="auto",
+        tol="auto",
         n_iter_no_change=5,
         early_stopping=False,
         validation_fraction=0.1,
@@ -172,6 +194,13 @@ class PerturbMAPCRF(BaseStructuredSGD):
             unknown_label=unknown_label,
             init=init,
         )
+        self.class_weight = class_weight
+
+    #: The perturb-and-MAP likelihood ``f(y) − A_G`` is a lower bound of the Gibbs
+    #: likelihood ``f(y) − log Z`` of the same weights (``A_G ≥ log Z``, Hazan & Jaakkola 2012,
+    #: Thm. 1): the weights are fitted for the Gibbs model, whose exact marginals
+    #: forward–backward computes on chains.
+    _exact_marginals_are_the_model = True
 
     def _targets(self, batch, labels, w_supervised, rng):
         """Known labels; unknown ones (-1) become the MAP of ``w_1`` given the known ones
@@ -180,8 +209,46 @@ class PerturbMAPCRF(BaseStructuredSGD):
             return labels
         return self._map(batch, w_supervised, clamp=labels)
 
+    def _optimise(self, batch, targets, state, rng, validation_score):
+        self._label_weights = label_weights(self.class_weight, self.classes_, targets)
+        super()._optimise(batch, targets, state, rng, validation_score)
+
+    def _node_targets(self, targets):
+        """The logistic start's per-node problem, each node weighted by its class weight."""
+        nodes, labels, _ = super()._node_targets(targets)
+        label_weight = getattr(self, "_label_weights", None)
+        weights = None if label_weight is None else label_weight[labels]
+        return nodes, labels, weights
+
     def _make_oracle(self, batch, labels):
-        return perturb_and_map_oracle(self.structure_, batch, labels, n_jobs=self.n_jobs)
+        weight = None
+        if (
+            getattr(self, "_label_weights", None) is not None
+        ):  # a sample weighs the mean of its nodes' weights
+            known = labels >= 0
+            node_sample = batch.node_sample[known]
+            total = np.bincount(
+                node_sample, self._label_weights[labels[known]], minlength=batch.n_samples
+            )
+            weight = total / np.maximum(np.bincount(node_sample, minlength=batch.n_samples), 1)
+        return perturb_and_map_oracle(
+            self.structure_, batch, labels, sample_weight=weight, n_jobs=self.n_jobs
+        )
+
+
+def label_weights(class_weight, classes, labels) -> np.ndarray | None:
+    """Per-label weights (K,) of ``class_weight`` over the label codes ``labels`` (``-1``:
+    unknown, not counted): None; ``"balanced"``: ``n / (K · n_k)`` as scikit-learn balances
+    classes (labels absent from ``labels`` weigh 1); a dict: its weights, 1 elsewhere."""
+    if class_weight is None:
+        return None
+    if isinstance(class_weight, str):
+        counts = np.bincount(labels[labels >= 0], minlength=len(classes)).astype(float)
+        present = counts > 0
+        weights = np.ones(len(classes))
+        weights[present] = counts.sum() / (present.sum() * counts[present])
+        return weights
+    return class_weight_by_code(class_weight, classes)
 
 
 def perturb_and_map_oracle(

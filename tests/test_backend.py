@@ -308,7 +308,9 @@ def test_a_new_solver_is_one_class(estimator):
     np.testing.assert_allclose(fits[0].coef_, fits[1].coef_, atol=1e-12)
     assert fits[0].structure_.solver_.name == "loop"
     assert fits[0].score(data.data, data.target) > 0.5
-    probabilities = [f.predict_marginals(data.data[:2], n_perturbations=20) for f in fits]
+    probabilities = [
+        f.predict_marginals(data.data[:2], method="perturb", n_perturbations=20) for f in fits
+    ]
     np.testing.assert_allclose(probabilities[0][1], probabilities[1][1])
 
 

@@ -110,17 +110,27 @@ def _sparse_and_dense(n=40, seed=0):
 @pytest.mark.parametrize(
     "make",
     [
-        lambda: PerturbMAPCRF(random_state=0, max_iter=5, tol=None),
-        lambda: PerturbMAPCRF(random_state=0, max_iter=4, tol=None, average=30, alpha=0.05),
-        lambda: PerturbMAPCRF(random_state=0, max_iter=3, tol=None, learning_rate="constant"),
-        lambda: PerturbMAPCRF(random_state=0, max_iter=4, tol=None, learning_rate="adagrad"),
+        lambda: PerturbMAPCRF(
+            random_state=0, max_iter=5, tol=None, learning_rate="optimal", average=True
+        ),
+        lambda: PerturbMAPCRF(
+            random_state=0, max_iter=4, tol=None, average=30, alpha=0.05, learning_rate="optimal"
+        ),
+        lambda: PerturbMAPCRF(
+            random_state=0, max_iter=3, tol=None, learning_rate="constant", average=True
+        ),
+        lambda: PerturbMAPCRF(
+            random_state=0, max_iter=4, tol=None, learning_rate="adagrad", average=True
+        ),
         lambda: PerturbMAPCRF(
             random_state=0, max_iter=4, tol=None, learning_rate="adagrad", average=50, alpha=0.05
         ),
         lambda: MarginalPerturbMAPCRF(
-            random_state=0, max_iter=3, tol=None, learning_rate="adagrad", eta0=0.5
+            random_state=0, max_iter=3, tol=None, learning_rate="adagrad", eta0=0.5, average=True
         ),
-        lambda: MarginalPerturbMAPCRF(random_state=0, max_iter=3, tol=None),
+        lambda: MarginalPerturbMAPCRF(
+            random_state=0, max_iter=3, tol=None, learning_rate="optimal", average=True
+        ),
         lambda: ChainCRF(max_iter=30),
         lambda: StructuredSVM(random_state=0, max_iter=5),
         lambda: StructuredSVM(random_state=0, max_iter=4, batch_size=4, average=False),
@@ -440,9 +450,15 @@ def test_graphs_take_sparse_node_features_too():
     sparse_graphs = [GraphSample(sparse.csr_matrix(g.node_features), g.edges) for g in dense]
     y = [t.ravel() for t in images.target]
     for make in (
-        lambda: PerturbMAPCRF("graph", random_state=0, max_iter=4, tol=None),
-        lambda: PerturbMAPCRF("graph", learning_rate="adagrad", random_state=0, max_iter=4),
-        lambda: MarginalPerturbMAPCRF("graph", random_state=0, max_iter=3, tol=None),
+        lambda: PerturbMAPCRF(
+            "graph", random_state=0, max_iter=4, tol=None, average=True, learning_rate="optimal"
+        ),
+        lambda: PerturbMAPCRF(
+            "graph", learning_rate="adagrad", random_state=0, max_iter=4, average=True
+        ),
+        lambda: MarginalPerturbMAPCRF(
+            "graph", random_state=0, max_iter=3, tol=None, learning_rate="optimal", average=True
+        ),
         # graph cuts: the S-SVM's sparse blocks read the projected (attractive) iterate
         lambda: StructuredSVM("graph", random_state=0, max_iter=4),
     ):

@@ -1,5 +1,6 @@
 """Data sets: loaders for the shared experiment data and generators for demos and tests."""
 
+from ._conll2002 import load_conll2002
 from ._horses import (
     horse_split,
     load_weizmann_horse_masks,
@@ -14,6 +15,7 @@ from ._treebank import load_ud_treebank, token_features
 __all__ = [
     "load_ocr",
     "load_ud_treebank",
+    "load_conll2002",
     "token_features",
     "load_weizmann_horses",
     "load_weizmann_horse_masks",

@@ -98,14 +98,17 @@ def token_features(sentence, i: int) -> dict:
 
     The word lower-cased, its 2- and 3-letter suffixes, whether it is upper-case, title-case or
     a number, the same (lower-case, title, upper) for the previous and next words, and ``BOS``
-    / ``EOS`` at the sentence ends. The tutorial's constant ``bias`` feature is left out: the
-    chain structures add their own (``bias=True``). Turn a corpus into model input with
+    / ``EOS`` at the sentence ends. When the tokens are ``(word, pos)`` pairs (as
+    :func:`~pmap_sklearn.datasets.load_conll2002` gives them) the tutorial's part-of-speech
+    features join them: the tag and its first two letters, for the word and its neighbours.
+    The tutorial's constant ``bias`` feature is left out: the chain structures add their own
+    (``bias=True``). Turn a corpus into model input with
     :class:`~pmap_sklearn.preprocessing.SequenceVectorizer`.
 
     Parameters
     ----------
-    sentence : sequence of str
-        The tokens.
+    sentence : sequence of str or of (str, str) pairs
+        The tokens: words, or ``(word, pos)`` pairs.
     i : int
         The position.
 
@@ -120,8 +123,10 @@ def token_features(sentence, i: int) -> dict:
     >>> features = token_features(["The", "dog", "barks"], 1)
     >>> features["word.lower()"], features["word[-2:]"], features["-1:word.istitle()"]
     ('dog', 'og', True)
+    >>> token_features([("El", "DA"), ("Rey", "NC")], 1)["-1:postag"]
+    'DA'
     """
-    word = sentence[i]
+    word, pos = _word_and_pos(sentence[i])
     features = {
         "word.lower()": word.lower(),
         "word[-3:]": word[-3:],
@@ -130,13 +135,34 @@ def token_features(sentence, i: int) -> dict:
         "word.istitle()": word.istitle(),
         "word.isdigit()": word.isdigit(),
     }
+    if pos is not None:
+        features["postag"], features["postag[:2]"] = pos, pos[:2]
     for offset, edge in ((-1, "BOS"), (1, "EOS")):
         j = i + offset
         if 0 <= j < len(sentence):
-            other = sentence[j]
+            other, other_pos = _word_and_pos(sentence[j])
             features[f"{offset:+d}:word.lower()"] = other.lower()
             features[f"{offset:+d}:word.istitle()"] = other.istitle()
             features[f"{offset:+d}:word.isupper()"] = other.isupper()
+            if other_pos is not None:
+                features[f"{offset:+d}:postag"] = other_pos
+                features[f"{offset:+d}:postag[:2]"] = other_pos[:2]
         else:
             features[edge] = True
     return features
+
+
+def _word_and_pos(token) -> tuple[str, str | None]:
+    """A token's word and part-of-speech tag (None for a bare word)."""
+    if isinstance(token, str):
+        return token, None
+    if (
+        isinstance(token, tuple | list)
+        and len(token) == 2
+        and all(isinstance(t, str) for t in token)
+    ):
+        return token[0], token[1]
+    raise ValueError(
+        f"a token must be a word (str) or a (word, pos) pair of strings, got "
+        f"{type(token).__name__} {token!r:.40}"
+    )
