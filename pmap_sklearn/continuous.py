@@ -42,6 +42,8 @@ from .samples import grid_edges
 CHUNK_COSTS = 1 << 22
 #: Most levels a coefficient may have (``grid_step`` too small for the data otherwise).
 MAX_LEVELS = 4096
+#: Training patches of ``max_patches="auto"`` (drawn at random when the images have more).
+AUTO_MAX_PATCHES = 40_000
 #: Patches of an image decoded together (bounds the memory of whole-photo decoding).
 PATCHES_PER_BLOCK = 1 << 14
 #: Factors of the prior tried by ``prior_scale="sure"``: a coarse grid, then its best point's
@@ -160,12 +162,15 @@ class ContinuousLogSupermodularDenoiser(BaseEstimator):
 
     Parameters
     ----------
-    groups : {"unary", "grid", "tree"} or list of int sequences, default="unary"
+    groups : {"auto", "unary", "grid", "tree"} or list of int sequences, default="auto"
         The groups ``A``: one per coefficient ("unary"), those and the 4-neighbour pairs of the
         patch ("grid"), those and the parent–child pairs of the Haar quad-tree ("tree",
-        ``basis="haar"`` only), or any list of coefficient indices.
-    basis : {"identity", "haar"}, default="identity"
+        ``basis="haar"`` only), or any list of coefficient indices. "auto": "tree" on Haar
+        image patches, "grid" on other image patches, "unary" on signals.
+    basis : {"auto", "identity", "haar"}, default="auto"
         ``D``: pixels themselves, or orthonormal Haar wavelets (square patches of side 2^L).
+        "auto": "haar" with ``patch_size`` a power of 2 and ``groups`` "auto" or "tree" (the
+        setting of the user guide's whole photos), "identity" otherwise.
         (Not called ``transform``: scikit-learn takes an estimator with a ``transform``
         attribute for a transformer.)
     patch_size : int, (int, int) or None, default=None
@@ -177,19 +182,21 @@ class ContinuousLogSupermodularDenoiser(BaseEstimator):
     patch_stride : int, default=1
         Step between the patches of an image (the last row and column of patches are always
         included). 1 is best; 2 is about four times faster and loses about 0.5 dB.
-    max_patches : int or None, default=None
+    max_patches : int, None or "auto", default="auto"
         With ``patch_size``: fit on at most this many patches drawn at random (over all the
-        training images' patches on the stride grid).
+        training images' patches on the stride grid); "auto": 40,000 (None: all).
     grid_step : float or "auto", default="auto"
         Δ, the step of the levels (used by ``fit`` and by the discrete decodings; may be
         changed after fitting). "auto": the largest coefficient's domain over 128, and at most
         ``noise_std / 2`` when decoding, but never more than 1024 levels.
     noise_std : float or None, default=None
         σ of the noise to remove; needed by :meth:`predict` and :meth:`score`.
-    decoding : {"map", "mmse", "continuous_map"}, default="map"
+    decoding : {"auto", "map", "mmse", "continuous_map"}, default="auto"
         Default of :meth:`predict`: the MAP on the levels (one level MAP per signal), the
         perturb-and-MAP posterior mean (``n_perturbations`` level MAPs per signal), or the
-        exact MAP of the continuous posterior. A level MAP is one Ishikawa cut, or for
+        exact MAP of the continuous posterior. "auto": "continuous_map" with ``patch_size``
+        (the most accurate and among the fastest on photos), "map" on signals (the thesis's
+        tables). A level MAP is one Ishikawa cut, or for
         forest-shaped groups (``"unary"``, ``"tree"``) exact dynamic programming, about ten
         times faster.
     n_perturbations : int, default=100
@@ -228,6 +235,10 @@ class ContinuousLogSupermodularDenoiser(BaseEstimator):
     ----------
     group_weights_ : ndarray of shape (n_groups,)
         The learned ``d_A >= 0``.
+    basis_ : {"identity", "haar"}
+        The basis used (``basis`` with "auto" resolved).
+    group_kind_ : str or list
+        ``groups`` with "auto" resolved.
     groups_ : list of ndarray
         The groups, as coefficient indices.
     domain_ : ndarray of shape (n_coefficients,)
@@ -269,14 +280,14 @@ class ContinuousLogSupermodularDenoiser(BaseEstimator):
     """
 
     _parameter_constraints: dict = {
-        "groups": [StrOptions({"unary", "grid", "tree"}), list],
-        "basis": [StrOptions({"identity", "haar"})],
+        "groups": [StrOptions({"auto", "unary", "grid", "tree"}), list],
+        "basis": [StrOptions({"auto", "identity", "haar"})],
         "patch_size": [None, Interval(Integral, 1, None, closed="left"), tuple],
         "patch_stride": [Interval(Integral, 1, None, closed="left")],
-        "max_patches": [None, Interval(Integral, 1, None, closed="left")],
+        "max_patches": [None, Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
         "grid_step": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
         "noise_std": [None, Interval(Real, 0, None, closed="neither")],
-        "decoding": [StrOptions({"map", "mmse", "continuous_map"})],
+        "decoding": [StrOptions({"auto", "map", "mmse", "continuous_map"})],
         "n_perturbations": [Interval(Integral, 1, None, closed="left")],
         "prior_scale": [StrOptions({"sure"}), Interval(Real, 0, None, closed="neither")],
         "center": ["boolean"],
@@ -292,14 +303,14 @@ class ContinuousLogSupermodularDenoiser(BaseEstimator):
     def __init__(
         self,
         *,
-        groups="unary",
-        basis="identity",
+        groups="auto",
+        basis="auto",
         patch_size=None,
         patch_stride=1,
-        max_patches=None,
+        max_patches="auto",
         grid_step="auto",
         noise_std=None,
-        decoding="map",
+        decoding="auto",
         n_perturbations=100,
         prior_scale=1.0,
         center=False,
@@ -372,10 +383,11 @@ class ContinuousLogSupermodularDenoiser(BaseEstimator):
         ]
         counts = np.array([len(top) * len(left) for top, left in grids])
         total = int(counts.sum())
-        if self.max_patches is None or self.max_patches >= total:
+        max_patches = AUTO_MAX_PATCHES if self.max_patches == "auto" else self.max_patches
+        if max_patches is None or max_patches >= total:
             chosen = np.arange(total)
         else:
-            chosen = np.sort(rng.choice(total, self.max_patches, replace=False))
+            chosen = np.sort(rng.choice(total, max_patches, replace=False))
         image_of = np.searchsorted(np.cumsum(counts), chosen, side="right")
         offsets = np.concatenate([[0], np.cumsum(counts)[:-1]])
         signals = []
@@ -386,8 +398,27 @@ class ContinuousLogSupermodularDenoiser(BaseEstimator):
             signals.append(windows[top[r], left[c]])
         return np.concatenate(signals)
 
+    def _resolve_auto(self, X) -> None:
+        """``basis_`` and ``group_kind_``: ``"auto"`` resolved from the signals ``X`` (after
+        the patches are cut). Image patches (``patch_size``) take the setting of the user
+        guide's whole photos: Haar wavelets with the quad-tree prior on square patches of side
+        2^L, pixels with the 4-neighbour prior otherwise; signals (no ``patch_size``) take
+        pixels with one group per coefficient."""
+        patches_given = self.patch_size is not None
+        basis = self.basis
+        if basis == "auto":
+            side = X.shape[1] if X.ndim == 3 else 0
+            square = X.ndim == 3 and X.shape[1] == X.shape[2] and not side & (side - 1)
+            wants_haar = isinstance(self.groups, str) and self.groups in ("auto", "tree")
+            basis = "haar" if patches_given and square and wants_haar else "identity"
+        groups = self.groups
+        if isinstance(groups, str) and groups == "auto":
+            groups = ("tree" if basis == "haar" else "grid") if patches_given else "unary"
+        self.basis_, self.group_kind_ = basis, groups
+
     def _patch_shape(self, X) -> tuple:
-        needs_square = self.basis == "haar" or self.groups in ("grid", "tree")
+        kind = self.group_kind_
+        needs_square = self.basis_ == "haar" or (isinstance(kind, str) and kind in ("grid", "tree"))
         if X.ndim == 3:
             shape = X.shape[1:]
         else:
@@ -395,10 +426,10 @@ class ContinuousLogSupermodularDenoiser(BaseEstimator):
             shape = (side, side) if needs_square and side * side == X.shape[1] else X.shape[1:]
         if needs_square and len(shape) != 2:
             raise ValueError(
-                f"groups={self.groups!r} / basis={self.basis!r} need image patches: "
+                f"groups={kind!r} / basis={self.basis_!r} need image patches: "
                 f"X of shape (n, height, width) or (n, side**2), got {X.shape}"
             )
-        if self.basis == "haar":
+        if self.basis_ == "haar":
             side = shape[0]
             if shape[0] != shape[1] or side & (side - 1):
                 raise ValueError(
@@ -407,16 +438,17 @@ class ContinuousLogSupermodularDenoiser(BaseEstimator):
         return tuple(int(s) for s in shape)
 
     def _make_groups(self, n: int) -> list:
-        if self.groups == "unary":
-            return [np.array([i]) for i in range(n)]
-        if self.groups == "grid":
-            return grid_groups(self.patch_shape_)
-        if self.groups == "tree":
-            if self.basis != "haar":
+        kind = self.group_kind_
+        if isinstance(kind, str):
+            if kind == "unary":
+                return [np.array([i]) for i in range(n)]
+            if kind == "grid":
+                return grid_groups(self.patch_shape_)
+            if self.basis_ != "haar":
                 raise ValueError("groups='tree' is the Haar quad-tree: set basis='haar'")
             return tree_groups(self.patch_shape_[0])
         groups = []
-        for g, members in enumerate(self.groups):
+        for g, members in enumerate(kind):
             members = np.asarray(members)
             if members.ndim != 1 or members.size == 0 or members.dtype.kind not in "iu":
                 raise ValueError(f"group {g} must be a non-empty sequence of int indices")
@@ -439,12 +471,12 @@ class ContinuousLogSupermodularDenoiser(BaseEstimator):
     def _coefficients(self, X: np.ndarray) -> np.ndarray:
         """``α = Dᵀ (x − mean)`` as (n, k)."""
         X = (X - self._means(X)).reshape(len(X), -1)
-        if self.basis == "haar":
+        if self.basis_ == "haar":
             return X @ _haar_matrix(self.patch_shape_[0])
         return X
 
     def _signals_from(self, alpha: np.ndarray) -> np.ndarray:
-        if self.basis == "haar":
+        if self.basis_ == "haar":
             alpha = alpha @ _haar_matrix(self.patch_shape_[0]).T
         return alpha.reshape((len(alpha),) + self.patch_shape_)
 
@@ -524,6 +556,7 @@ class ContinuousLogSupermodularDenoiser(BaseEstimator):
     def _fit(self, X):
         rng = check_generator(self.random_state)
         X = self._training_signals(X, rng)
+        self._resolve_auto(X)
         self.patch_shape_ = self._patch_shape(X)
         self.n_features_in_ = int(np.prod(self.patch_shape_))
         with np.errstate(over="ignore", invalid="ignore"):  # reported just below
@@ -697,6 +730,8 @@ class ContinuousLogSupermodularDenoiser(BaseEstimator):
         if self.noise_std is None:
             raise ValueError("set noise_std (the noise's standard deviation) to denoise")
         decoding = self.decoding if decoding is None else decoding
+        if decoding == "auto":  # the user guide's setting for photos, the thesis's for signals
+            decoding = "continuous_map" if self.patch_size is not None else "map"
         if decoding not in ("map", "mmse", "continuous_map"):
             raise ValueError(f"unknown decoding {decoding!r}")
         sigma2 = float(self.noise_std) ** 2

@@ -685,3 +685,42 @@ def test_scikit_learn_estimator_checks():
         )
     failed = {r["check_name"] for r in results if r["status"] == "failed"}
     assert failed == SCORE_TAKES_CLEAN_SIGNALS
+
+
+def test_auto_settings_follow_what_the_input_is(rng):
+    """With a patch size the defaults are the user guide's whole-photo setting (Haar quad-tree
+    prior, continuous MAP, at most 40,000 training patches); on signals the thesis's (one
+    group per pixel, level MAP)."""
+    image = rng.normal(size=(24, 24)).cumsum(axis=0).cumsum(axis=1)
+    photo = ContinuousLogSupermodularDenoiser(
+        patch_size=8, noise_std=1.0, max_iter=5, random_state=0
+    )
+    photo.fit(image)
+    assert (photo.basis_, photo.group_kind_) == ("haar", "tree")
+    assert len(photo.groups_) == len(tree_groups(8))
+    noisy = image + rng.normal(size=image.shape)
+    np.testing.assert_array_equal(
+        photo.predict(noisy), photo.predict(noisy, decoding="continuous_map")
+    )
+    odd = ContinuousLogSupermodularDenoiser(patch_size=6, noise_std=1.0, max_iter=5).fit(image)
+    assert (odd.basis_, odd.group_kind_) == ("identity", "grid")
+    signals = ContinuousLogSupermodularDenoiser(noise_std=1.0, max_iter=5)
+    signals.fit(rng.laplace(size=(50, 4)))
+    assert (signals.basis_, signals.group_kind_) == ("identity", "unary")
+    X = rng.laplace(size=(5, 4))
+    np.testing.assert_array_equal(signals.predict(X), signals.predict(X, decoding="map"))
+    documented = ContinuousLogSupermodularDenoiser(
+        groups="tree",
+        basis="haar",
+        patch_size=8,
+        max_patches=40_000,
+        noise_std=1.0,
+        decoding="continuous_map",
+        max_iter=5,
+        random_state=0,
+    ).fit(image)  # the whole-photo benchmark's setting: the same prior and the same output
+    np.testing.assert_array_equal(documented.group_weights_, photo.group_weights_)
+    np.testing.assert_array_equal(documented.predict(noisy), photo.predict(noisy))
+    many = rng.normal(size=(240, 240))  # 54,289 patches: 40,000 drawn
+    sampled = ContinuousLogSupermodularDenoiser(patch_size=8, max_iter=1, random_state=0)
+    assert len(sampled._training_signals(many, np.random.default_rng(0))) == 40_000
