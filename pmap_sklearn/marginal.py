@@ -58,9 +58,12 @@ class MarginalPerturbMAPCRF(BaseStructuredSGD):
     tol : float, None or "auto", default="auto"
         As in :class:`~pmap_sklearn.PerturbMAPCRF`, but off by default: the stochastic estimate
         of this objective is too noisy for a stopping rule on the training objective (use
-        ``early_stopping=True`` to stop on a validation score instead). ``"auto"``: None.
-    alpha : float, default=1e-4
-        L2 regularisation strength (the paper's λ).
+        ``early_stopping=True`` to stop on a validation score instead). ``"auto"``: 1e-3 on the
+        validation score with ``early_stopping``, None otherwise.
+    alpha : float or "auto", default="auto"
+        L2 regularisation strength (the paper's λ). "auto": ``0.2 / n_nodes`` with sparse
+        node features (each sample's terms average its nodes', so the evidence is counted in
+        nodes), 1e-4 otherwise.
     learning_rate : {"auto", "optimal", "constant", "invscaling", "adagrad"}, default="auto"
         Step-size schedule or AdaGrad, as in :class:`~pmap_sklearn.PerturbMAPCRF`
         (``"auto"``: AdaGrad with sparse node features, ``"optimal"`` otherwise).
@@ -155,7 +158,7 @@ class MarginalPerturbMAPCRF(BaseStructuredSGD):
         unlabeled_weight=1.0,
         gumbel_reduction=True,
         dynamic=True,
-        alpha=1e-4,
+        alpha="auto",
         max_iter="auto",
         batch_size="auto",
         learning_rate="auto",
@@ -199,6 +202,11 @@ class MarginalPerturbMAPCRF(BaseStructuredSGD):
         self.unlabeled_weight = unlabeled_weight
         self.gumbel_reduction = gumbel_reduction
         self.dynamic = dynamic
+
+    def _alpha_scale(self, batch):
+        """Units of evidence of ``alpha="auto"``: nodes (each sample's terms average its
+        nodes' log-marginals)."""
+        return float(batch.n_nodes)
 
     def _solver_needs(self, has_unknown):
         """Every step solves single-node clamped maximisers."""

@@ -327,7 +327,19 @@ def flat_f1_score(
 
     With ``exclude=["O"]`` and the default ``average="weighted"`` this is the token-level score
     of sklearn-crfsuite's named-entity tutorial (``flat_f1_score(..., labels=tags other than
-    O)``). See :func:`flat_precision_recall_fscore_support` for the parameters.
+    O)``).
+
+    Parameters
+    ----------
+    y_true, y_pred : sequence of label arrays
+    labels : list, optional
+        The labels to score (by default every label seen).
+    exclude : label or list of labels, optional
+        Labels left out (e.g. ``"O"``).
+    average : {"micro", "macro", "weighted"}, default="weighted"
+        How the per-label F1 are averaged (as scikit-learn does).
+    unknown_label : scalar or None, default=-1
+        Nodes with this label in ``y_true`` are not counted.
 
     Returns
     -------
@@ -496,6 +508,16 @@ def entity_f1_score(y_true, y_pred, *, average="micro", outside="O", unknown_lab
     """Entity-level F1 (``conlleval``'s overall score with ``average="micro"``).
 
     See :func:`entity_precision_recall_fscore_support`.
+
+    Parameters
+    ----------
+    y_true, y_pred : sequence of tag arrays
+    average : {"micro", "macro"}, default="micro"
+        Entities of every type pooled, or the mean of the per-type F1.
+    outside : str, default="O"
+        The tag outside every entity.
+    unknown_label : scalar or None, default=-1
+        Samples of ``y_true`` holding it are refused.
 
     Returns
     -------

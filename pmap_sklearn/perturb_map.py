@@ -37,8 +37,10 @@ class PerturbMAPCRF(BaseStructuredSGD):
         over nodes), and the logistic start weights each node by its label's. ``"balanced"``:
         ``n_nodes / (K · n_nodes_k)`` over the known training labels, as scikit-learn
         balances classes; a dict ``{label: weight}`` (1 for labels it leaves out).
-    alpha : float, default=1e-4
-        L2 regularisation strength (the papers' λ).
+    alpha : float or "auto", default="auto"
+        L2 regularisation strength (the papers' λ). "auto": ``0.2 / n_samples`` with sparse
+        node features (crfsuite's ``c2 = 0.1`` on the summed likelihood: the prior on a rare
+        word's weights does not grow with the corpus), 1e-4 otherwise.
     max_iter : int or "auto", default="auto"
         Maximum number of epochs. ``"auto"``: 8 with sparse node features (a fixed budget,
         see ``average``), 50 otherwise.
@@ -68,8 +70,9 @@ class PerturbMAPCRF(BaseStructuredSGD):
         labelling" in the user guide); from the start otherwise.
     tol : float, None or "auto", default="auto"
         Stop when the epoch objective (or validation score) has not improved by ``tol`` for
-        ``n_iter_no_change`` epochs; None runs ``max_iter`` epochs. ``"auto"``: None with
-        sparse node features (the fixed budget of tail averaging), 1e-3 otherwise.
+        ``n_iter_no_change`` epochs; None runs ``max_iter`` epochs. ``"auto"``: 1e-3 with
+        ``early_stopping``; otherwise None with sparse node features (the fixed budget of
+        tail averaging), 1e-3 on dense ones.
     n_iter_no_change : int, default=5
     early_stopping : bool, default=False
         Hold out ``validation_fraction`` of the samples and stop on their score (1 − Hamming).
@@ -154,7 +157,7 @@ class PerturbMAPCRF(BaseStructuredSGD):
         structure="chain",
         *,
         class_weight=None,
-        alpha=1e-4,
+        alpha="auto",
         max_iter="auto",
         batch_size="auto",
         learning_rate="auto",

@@ -502,7 +502,7 @@ class BaseStructure(BaseEstimator):
         """
         if not self.has_sparse_features(batch):
             return None
-        return self._support_rows(np.unique(batch.features.indices))
+        return self._support_rows(_present_columns(batch.features))
 
     def _unary_joint_feature(self, batch, values, rows, per_sample):
         """``Σ_d φ(x_d) ⊗ values_d`` over the nodes ``rows`` (all when None), flattened like W."""
@@ -1041,3 +1041,14 @@ def check_structure(structure) -> BaseStructure:
         f"structure must be one of {sorted(_STRUCTURES)} or a structure instance, "
         f"got {type(structure).__name__}"
     )
+
+
+def _present_columns(matrix) -> np.ndarray:
+    """The sorted columns of a CSR matrix that hold an entry: a mask over the columns when they
+    are few enough for one (faster than sorting the entries), ``np.unique`` otherwise."""
+    indices = matrix.indices[matrix.indptr[0] : matrix.indptr[-1]]
+    if matrix.shape[1] > 64 * max(len(indices), 1):
+        return np.unique(indices)
+    present = np.zeros(matrix.shape[1], dtype=bool)
+    present[indices] = True
+    return np.flatnonzero(present)

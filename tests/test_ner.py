@@ -180,9 +180,13 @@ def test_defaults_resolve_from_sparse_features():
         None,
     )
     assert settings.average == 120 * 4  # the second half of the epochs
+    assert settings.alpha == pytest.approx(0.2 / 120)  # crfsuite's c2 = 0.1, per sample
     assert model.n_iter_ == 8
     test_sentences, test_tags = _ner_corpus(60, seed=1)
     assert entity_f1_score(test_tags, list(pipe.predict(test_sentences))) > 0.95
+    stopping = PerturbMAPCRF(early_stopping=True).set_params(structure=model.structure)
+    stopping.structure_ = model.structure_
+    assert stopping._settings(batch).tol == 1e-3  # a stopping rule on the validation score
     dense = PerturbMAPCRF(random_state=0)
     X = [np.eye(3)[np.arange(4) % 3] for _ in range(10)]
     dense.fit(X, [np.arange(4) % 3] * 10)

@@ -67,6 +67,49 @@ def test_vectorizer_follows_dictvectorizer_rules():
     assert vectorizer.transform([[{"w": "zebra"}]])[0].nnz == 0
 
 
+def test_vectorizer_matches_dictvectorizer_on_a_corpus(monkeypatch):
+    """The comprehension path gives DictVectorizer's vocabulary and matrices, in chunks of any
+    size, and hands values of other kinds (lists, None) to DictVectorizer itself."""
+    from sklearn.feature_extraction import DictVectorizer
+
+    from pmap_sklearn import preprocessing
+
+    monkeypatch.setattr(preprocessing, "CHUNK_TOKENS", 7)  # many chunks, new keys in each
+    rng = np.random.default_rng(0)
+    words = ["a", "b", "c", "d", "e"]
+
+    def token():
+        features = {
+            "w": str(rng.choice(words)),
+            "x": float(rng.normal()),
+            "up": bool(rng.random() < 0.5),
+        }
+        if rng.random() < 0.3:
+            features["n"] = int(rng.integers(0, 3))  # ints, and explicit zeros
+        return features
+
+    train = [[token() for _ in range(rng.integers(1, 6))] for _ in range(30)]
+    test = [[token() | {"w": "unseen"} for _ in range(3)]]
+    vectorizer = SequenceVectorizer().fit(train)
+    reference = DictVectorizer().fit([t for s in train for t in s])
+    assert vectorizer.get_feature_names_out().tolist() == reference.feature_names_
+    for X in (train, test):
+        ours = sparse.vstack(vectorizer.transform(X)).toarray()
+        theirs = reference.transform([t for s in X for t in s]).toarray()
+        np.testing.assert_array_equal(ours, theirs)
+    listed = [[{"w": ["a", "b"]}], [{"w": ["c"]}]]  # iterables of strings: DictVectorizer's rule
+    assert SequenceVectorizer().fit(listed).get_feature_names_out().tolist() == [
+        "w=a",
+        "w=b",
+        "w=c",
+    ]
+    with_none = [[{"w": None, "v": "a"}]]  # None: as DictVectorizer reads it
+    assert (
+        SequenceVectorizer().fit(with_none).get_feature_names_out().tolist()
+        == DictVectorizer().fit(with_none[0]).feature_names_
+    )
+
+
 def test_vectorizer_builds_dicts_hashes_and_prunes():
     sentences, _ = _corpus(20)
     from_words = SequenceVectorizer(token_features).fit_transform(sentences)
@@ -111,25 +154,31 @@ def _sparse_and_dense(n=40, seed=0):
     "make",
     [
         lambda: PerturbMAPCRF(
-            random_state=0, max_iter=5, tol=None, learning_rate="optimal", average=True
+            random_state=0, max_iter=5, tol=None, learning_rate="optimal", average=True, alpha=1e-4
         ),
         lambda: PerturbMAPCRF(
             random_state=0, max_iter=4, tol=None, average=30, alpha=0.05, learning_rate="optimal"
         ),
         lambda: PerturbMAPCRF(
-            random_state=0, max_iter=3, tol=None, learning_rate="constant", average=True
+            random_state=0, max_iter=3, tol=None, learning_rate="constant", average=True, alpha=1e-4
         ),
         lambda: PerturbMAPCRF(
-            random_state=0, max_iter=4, tol=None, learning_rate="adagrad", average=True
+            random_state=0, max_iter=4, tol=None, learning_rate="adagrad", average=True, alpha=1e-4
         ),
         lambda: PerturbMAPCRF(
             random_state=0, max_iter=4, tol=None, learning_rate="adagrad", average=50, alpha=0.05
         ),
         lambda: MarginalPerturbMAPCRF(
-            random_state=0, max_iter=3, tol=None, learning_rate="adagrad", eta0=0.5, average=True
+            random_state=0,
+            max_iter=3,
+            tol=None,
+            learning_rate="adagrad",
+            eta0=0.5,
+            average=True,
+            alpha=1e-4,
         ),
         lambda: MarginalPerturbMAPCRF(
-            random_state=0, max_iter=3, tol=None, learning_rate="optimal", average=True
+            random_state=0, max_iter=3, tol=None, learning_rate="optimal", average=True, alpha=1e-4
         ),
         lambda: ChainCRF(max_iter=30),
         lambda: StructuredSVM(random_state=0, max_iter=5),
@@ -451,13 +500,25 @@ def test_graphs_take_sparse_node_features_too():
     y = [t.ravel() for t in images.target]
     for make in (
         lambda: PerturbMAPCRF(
-            "graph", random_state=0, max_iter=4, tol=None, average=True, learning_rate="optimal"
+            "graph",
+            random_state=0,
+            max_iter=4,
+            tol=None,
+            average=True,
+            learning_rate="optimal",
+            alpha=1e-4,
         ),
         lambda: PerturbMAPCRF(
-            "graph", learning_rate="adagrad", random_state=0, max_iter=4, average=True
+            "graph", learning_rate="adagrad", random_state=0, max_iter=4, average=True, alpha=1e-4
         ),
         lambda: MarginalPerturbMAPCRF(
-            "graph", random_state=0, max_iter=3, tol=None, learning_rate="optimal", average=True
+            "graph",
+            random_state=0,
+            max_iter=3,
+            tol=None,
+            learning_rate="optimal",
+            average=True,
+            alpha=1e-4,
         ),
         # graph cuts: the S-SVM's sparse blocks read the projected (attractive) iterate
         lambda: StructuredSVM("graph", random_state=0, max_iter=4),
