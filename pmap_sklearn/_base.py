@@ -140,6 +140,7 @@ class BaseStructuredEstimator(BaseEstimator):
 
     def _fit(self, X, y):
         self._check_fit_parameters()
+        vars(self).pop("marginal_temperature_", None)  # fitted for the weights being replaced
         warm = self.warm_start and hasattr(self, "_state")
         if warm:
             state = copy.deepcopy(self._state)  # the fit continues it; a failure must not
@@ -398,9 +399,15 @@ class BaseStructuredEstimator(BaseEstimator):
                 f"method must be one of {list(self._marginal_methods)}, got {method!r}"
             )
         batch = self._prepare_fitted(X)
-        structure = self.structure_
         clamp = self._known_codes(batch, known_labels)
-        potentials = structure.potentials(batch, self.coef_)
+        temperature = getattr(self, "marginal_temperature_", 1.0)
+        node = self._node_marginals(batch, self.coef_ / temperature, method, n_perturbations, clamp)
+        return as_samples(batch.split(node))
+
+    def _node_marginals(self, batch, w, method, n_perturbations, clamp=None) -> np.ndarray:
+        """Marginals (n_nodes, K) of the batch under weights ``w`` by ``method``."""
+        structure = self.structure_
+        potentials = structure.potentials(batch, w)
         if method == "exact":
             if not structure.solver_.has_marginals:
                 raise ValueError(
@@ -408,8 +415,7 @@ class BaseStructuredEstimator(BaseEstimator):
                     f"solver='brute_force' on tiny models); {type(structure).__name__} uses "
                     f"{structure.solver_.name!r}: use method='perturb'"
                 )
-            node = structure.solver_.marginals(potentials, clamp).node
-            return as_samples(batch.split(node))
+            return structure.solver_.marginals(potentials, clamp).node
         average = perturb_and_map(
             structure.solver_,
             potentials,
@@ -420,7 +426,49 @@ class BaseStructuredEstimator(BaseEstimator):
             n_jobs=getattr(self, "n_jobs", None),
             maxima=False,
         )
-        return as_samples(batch.split(average.marginals))
+        return average.marginals
+
+    @available_if(lambda self: bool({"exact", "perturb"} & set(self._marginal_methods)))
+    def calibrate_marginals(self, X, y):
+        """Fit a temperature for the marginals on held-out samples (temperature scaling).
+
+        The marginals of the weights ``w / T`` — the Gibbs model at temperature T, or the
+        perturbed MAPs of its scores — with the ``T`` in [1/8, 8] that minimises the held-out
+        per-node log-loss of the default marginals (Guo et al. 2017). T > 1 softens
+        over-confident marginals; the MAP labelling does not change. A new ``fit`` resets it.
+
+        Parameters
+        ----------
+        X : sequence of samples
+            Samples not used to fit the model (a development split).
+        y : sequence of label arrays
+            Their labels (``unknown_label`` nodes are not counted).
+
+        Returns
+        -------
+        self : object
+            With ``marginal_temperature_`` set; :meth:`predict_marginals` and
+            :meth:`predict_proba` use it.
+        """
+        from scipy.optimize import minimize_scalar
+
+        batch = self._prepare_fitted(X)
+        codes, _ = encode(y, self.unknown_label, self.classes_)
+        labels = self.structure_.prepare_labels(batch, codes, allow_unknown=True)
+        known = np.flatnonzero(labels >= 0)
+        if len(known) == 0:
+            raise ValueError("y has no known label: the temperature needs labelled nodes")
+        method = self._default_marginal_method()
+        n_perturbations = getattr(self, "n_perturbations", 1)
+
+        def log_loss(log_temperature: float) -> float:
+            w = self.coef_ * np.exp(-log_temperature)
+            node = self._node_marginals(batch, w, method, n_perturbations)
+            return -float(np.mean(np.log(np.clip(node[known, labels[known]], 1e-12, None))))
+
+        best = minimize_scalar(log_loss, bounds=(-np.log(8), np.log(8)), method="bounded")
+        self.marginal_temperature_ = float(np.exp(best.x))
+        return self
 
     def _default_marginal_method(self) -> str:
         """The marginals of the estimator's model: the first of ``_marginal_methods``, or the

@@ -100,10 +100,14 @@ def _vectorise(tokens, dtype, vocabulary: dict | None = None):
         vocabulary = {name: i for i, name in enumerate(names)}
     counts = np.fromiter(map(len, tokens), dtype=np.intp, count=len(tokens))
     known = columns >= 0
-    row = np.repeat(np.arange(len(counts)), counts)[known]
-    indptr = np.concatenate([[0], np.cumsum(np.bincount(row, minlength=len(counts)))])
+    if not known.all():  # features the vocabulary lacks: left out of their rows
+        counts = np.bincount(
+            np.repeat(np.arange(len(counts)), counts)[known], minlength=len(counts)
+        )
+        columns, values = columns[known], values[known]
+    indptr = np.concatenate([[0], np.cumsum(counts)])
     matrix = sparse.csr_matrix(
-        (values[known].astype(dtype), columns[known], indptr),
+        (values.astype(dtype, copy=False), columns, indptr),
         shape=(len(counts), len(vocabulary)),
     )
     matrix.sum_duplicates()

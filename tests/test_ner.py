@@ -287,3 +287,33 @@ def test_every_auto_parameter_is_validated():
     for name, bad in itertools.product(["learning_rate", "average", "tol", "max_iter"], ["fast"]):
         with pytest.raises(ValueError, match=name):
             PerturbMAPCRF(**{name: bad}).fit(X, y)
+
+
+def test_a_temperature_fitted_on_held_out_samples_lowers_their_log_loss():
+    from pmap_sklearn.datasets import make_chain_data
+
+    data = make_chain_data(n_samples=120, n_states=3, noise=2.0, random_state=0)
+    X, y = data.data[:40], data.target[:40]  # few samples, no penalty: over-confident
+    held_out, held_out_y = data.data[40:80], data.target[40:80]
+    model = PerturbMAPCRF(alpha=1e-8, random_state=0, max_iter=30).fit(X, y)
+
+    def log_loss(samples, labels):
+        marginals = np.concatenate(list(model.predict_proba(samples)))
+        truth = np.concatenate(labels)
+        return -np.mean(np.log(marginals[np.arange(len(truth)), truth]))
+
+    before, labels_before = log_loss(data.data[80:], data.target[80:]), model.predict(X)
+    model.calibrate_marginals(held_out, held_out_y)
+    assert model.marginal_temperature_ > 1.0  # softened
+    assert log_loss(data.data[80:], data.target[80:]) < before  # on other samples too
+    for a, b in zip(model.predict(X), labels_before, strict=True):  # the MAP is unchanged
+        np.testing.assert_array_equal(a, b)
+    # the marginals are the exact ones of the weights divided by the temperature
+    batch = model.structure_.prepare(X[:2])
+    scaled = model._node_marginals(batch, model.coef_ / model.marginal_temperature_, "exact", 1)
+    np.testing.assert_allclose(np.concatenate(list(model.predict_proba(X[:2]))), scaled)
+    model.fit(X, y)
+    assert not hasattr(model, "marginal_temperature_")  # a new fit, a new temperature
+    with pytest.raises(ValueError, match="no known label"):
+        model.calibrate_marginals(held_out[:1], [np.full(len(held_out_y[0]), -1)])
+    assert not hasattr(StructuredSVM(), "calibrate_marginals")
