@@ -1,0 +1,60 @@
+"""What the tagging benchmarks (``ud_tagging.py``, ``ner.py``) share: crfsuite's tutorial
+model, timing, peak memory, the calibration of per-token marginals and the fit-times line."""
+
+import time
+from pathlib import Path
+
+import numpy as np
+
+
+def crfsuite_tutorial_model():
+    """sklearn-crfsuite with its tutorial's setting: L-BFGS, c1 = c2 = 0.1, 100 iterations."""
+    import sklearn_crfsuite
+
+    return sklearn_crfsuite.CRF(
+        algorithm="lbfgs", c1=0.1, c2=0.1, max_iterations=100, all_possible_transitions=True
+    )
+
+
+def timed(function, *args):
+    """``(function(*args), seconds)``."""
+    start = time.perf_counter()
+    result = function(*args)
+    return result, time.perf_counter() - start
+
+
+def peak_mb() -> float:
+    """The peak resident memory of this process."""
+    status = Path("/proc/self/status").read_text()
+    return int(status.split("VmHWM:")[1].split()[0]) / 1024
+
+
+def crfsuite_marginals(dicts, classes) -> np.ndarray:
+    """crfsuite's list of lists of ``{tag: probability}`` as a (n_tokens, K) array."""
+    return np.array([[token[c] for c in classes] for sentence in dicts for token in sentence])
+
+
+def calibration(marginals, truth, classes, bins: int = 15) -> tuple[float, float]:
+    """Expected calibration error of the top probability and log-loss of the true tags, per
+    token (``marginals``: (n_tokens, K) over the sorted ``classes``)."""
+    index = np.searchsorted(classes, truth)
+    top, correct = marginals.max(axis=1), marginals.argmax(axis=1) == index
+    which = np.minimum((top * bins).astype(int), bins - 1)
+    gap = sum(
+        abs(correct[which == b].mean() - top[which == b].mean()) * np.mean(which == b)
+        for b in range(bins)
+        if np.any(which == b)
+    )
+    at_truth = marginals[np.arange(len(index)), index]
+    return float(gap), float(-np.mean(np.log(np.clip(at_truth, 1e-12, None))))
+
+
+def fit_times_line(rows: dict, names) -> str:
+    """The footnote naming both fit times of the learners timed twice."""
+    return (
+        "Fit times of the two runs (the faster one is in the table): "
+        + "; ".join(
+            f"{name}: {' and '.join(f'{t:.1f}' for t in rows[name]['runs'])} s" for name in names
+        )
+        + "."
+    )
