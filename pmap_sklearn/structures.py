@@ -279,11 +279,7 @@ class BaseStructure(BaseEstimator):
             raise ValueError("X is empty: at least one sample is needed")
         parsed = [self._parse_sample(X[i], i) for i in range(len(X))]
         for i, p in enumerate(parsed):
-            if p.features.shape[1] != self.n_features_in_:
-                raise ValueError(
-                    f"sample {i} has {p.features.shape[1]} node features, "
-                    f"expected {self.n_features_in_} (as in the training samples)"
-                )
+            self._check_width(p.features, i)
             if p.edge_features.shape[1] != self.n_edge_features_:
                 raise ValueError(
                     f"sample {i} has {p.edge_features.shape[1]} edge features, "
@@ -292,14 +288,7 @@ class BaseStructure(BaseEstimator):
         n_edges = [len(p.edges) for p in parsed]
         node_offsets = np.concatenate([[0], np.cumsum([p.features.shape[0] for p in parsed])])
         edge_offsets = np.concatenate([[0], np.cumsum(n_edges)])
-        features = stack_rows([p.features for p in parsed])
-        if sparse.issparse(features):  # sparse features stay sparse (memory ∝ non-zeros)
-            if self.bias:
-                features = append_ones_column(features)
-        else:
-            if self.bias:
-                features = np.hstack([features, np.ones((len(features), 1))])
-            features = np.ascontiguousarray(features)
+        features = self._stack_features([p.features for p in parsed])
         shift = np.repeat(node_offsets[:-1], n_edges)
         edges = np.concatenate([p.edges for p in parsed]).reshape(-1, 2) + shift[:, None]
         directions = None
@@ -315,6 +304,23 @@ class BaseStructure(BaseEstimator):
             label_shapes=[p.shape for p in parsed],
             edge_directions=directions,
         )
+
+    def _check_width(self, features, index: int) -> None:
+        """A sample's node features must be as many as the training samples'."""
+        if features.shape[1] != self.n_features_in_:
+            raise ValueError(
+                f"sample {index} has {features.shape[1]} node features, "
+                f"expected {self.n_features_in_} (as in the training samples)"
+            )
+
+    def _stack_features(self, features: list):
+        """The samples' node features stacked, with the bias column (sparse stays sparse)."""
+        stacked = stack_rows(features)
+        if sparse.issparse(stacked):  # sparse features stay sparse (memory ∝ non-zeros)
+            return append_ones_column(stacked) if self.bias else stacked
+        if self.bias:
+            stacked = np.hstack([stacked, np.ones((len(stacked), 1))])
+        return np.ascontiguousarray(stacked)
 
     def prepare_labels(self, batch: SampleBatch, y, allow_unknown: bool = False) -> np.ndarray:
         """Validate integer labels ``0..K-1`` against the batch.
@@ -651,7 +657,37 @@ class ChainStructure(BaseStructure):
         self.bias = bias
         self.solver = solver
 
+    def prepare(self, X) -> SampleBatch:
+        """Validate chains and stack them into one batch (the edges of all chains at once: a
+        treebank's test set is thousands of short samples)."""
+        if len(X) == 0:
+            raise ValueError("X is empty: at least one sample is needed")
+        features = [self._chain_features(X[i], i) for i in range(len(X))]
+        for i, chain in enumerate(features):
+            self._check_width(chain, i)
+        lengths = np.fromiter((chain.shape[0] for chain in features), np.intp, len(features))
+        node_offsets = np.concatenate([[0], np.cumsum(lengths)])
+        not_last = np.ones(node_offsets[-1], dtype=bool)
+        not_last[node_offsets[1:] - 1] = False
+        heads = np.flatnonzero(not_last)  # every node but each chain's last: edges (d, d + 1)
+        return SampleBatch(
+            features=self._stack_features(features),
+            node_offsets=node_offsets,
+            node_sizes=np.ones(node_offsets[-1]),
+            edges=np.stack([heads, heads + 1], axis=1),
+            edge_offsets=np.concatenate([[0], np.cumsum(lengths - 1)]),
+            edge_features=np.ones((len(heads), 0)),
+            label_shapes=[(n,) for n in lengths.tolist()],
+        )
+
     def _parse_sample(self, x, index):
+        features = self._chain_features(x, index)
+        n = features.shape[0]
+        edges = np.arange(n - 1)[:, None] + np.arange(2)  # (d, d + 1)
+        return ParsedSample(features, edges, np.ones((n - 1, 0)), np.ones(n), (n,))
+
+    def _chain_features(self, x, index):
+        """One chain's node features (D, F), checked."""
         if isinstance(x, GraphSample):
             raise ValueError(f"sample {index}: ChainStructure takes (D, F) arrays, not GraphSample")
         features = as_finite_features(x, f"sample {index}: node features")
@@ -665,9 +701,7 @@ class ChainStructure(BaseStructure):
                 f"sample {index}: expected a 2-D array (n_nodes, n_features) with at least one "
                 f"node, got shape {features.shape}{hint}"
             )
-        n = features.shape[0]
-        edges = np.arange(n - 1)[:, None] + np.arange(2)  # (d, d + 1)
-        return ParsedSample(features, edges, np.ones((n - 1, 0)), np.ones(n), (n,))
+        return features
 
     def _n_pairwise_weights(self) -> int:
         return self.n_states_**2
