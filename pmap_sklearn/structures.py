@@ -659,7 +659,23 @@ class ChainStructure(BaseStructure):
 
     def prepare(self, X) -> SampleBatch:
         """Validate chains and stack them into one batch (the edges of all chains at once: a
-        treebank's test set is thousands of short samples)."""
+        treebank's test set is thousands of short samples).
+
+        Parameters
+        ----------
+        X : sequence of (D, F) arrays or sparse matrices
+            The chains' node features.
+
+        Returns
+        -------
+        SampleBatch
+            The chains stacked, with edges ``(d, d + 1)`` within each chain.
+
+        Raises
+        ------
+        ValueError
+            Naming the index of the first bad sample and its problem.
+        """
         if len(X) == 0:
             raise ValueError("X is empty: at least one sample is needed")
         features = [self._chain_features(X[i], i) for i in range(len(X))]
