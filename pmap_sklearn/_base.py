@@ -703,10 +703,8 @@ class BaseStructuredSGD(BaseStructuredEstimator):
             max_iter = auto.get("max_iter", self._dense_max_iter)
         tol = self.tol
         if isinstance(tol, str):
-            if self.early_stopping:  # stop on the validation score
-                tol = EARLY_STOPPING_TOL
-            else:
-                tol = auto["tol"] if "tol" in auto else self._dense_tol
+            # with early stopping, on the validation score
+            tol = EARLY_STOPPING_TOL if self.early_stopping else auto.get("tol", self._dense_tol)
         if self.batch_size == "auto":
             cap = auto.get("batch_size", self._auto_batch_size)
             batch_size = int(min(cap, max(2, n_samples // 5), n_samples))
@@ -727,9 +725,9 @@ class BaseStructuredSGD(BaseStructuredEstimator):
             return self.init
         return "zeros" if self.structure_.graph_kind is GraphKind.CHAIN else "logistic"
 
-    def _start_from_logistic(self, batch, targets, coef, rng) -> None:
+    def _start_from_logistic(self, batch, targets, coef, rng, alpha: float) -> None:
         """Set the unary weights of ``coef`` (in place) to per-node multinomial logistic
-        regression on the known labels, with the same L2 penalty.
+        regression on the known labels, with the same L2 penalty ``alpha``.
 
         Without pairwise terms a Gumbel-perturbed MAP is a sample of the softmax of the unary
         scores (the Gumbel-max trick), so this is the perturb-and-MAP maximum likelihood of the
@@ -748,7 +746,7 @@ class BaseStructuredSGD(BaseStructuredEstimator):
             return
         unary, _ = self.structure_.unpack(coef)
         # the penalty of (1/N) Σ_n ℓ_n − (α/2)‖w‖², scaled to the share of the rows kept
-        penalty = self._alpha * max(batch.n_samples, 1) * len(nodes) / total
+        penalty = alpha * max(batch.n_samples, 1) * len(nodes) / total
         model = LogisticRegression(
             C=1.0 / max(penalty, 1e-12), fit_intercept=False, max_iter=LOGISTIC_ITERATIONS
         )
@@ -785,7 +783,6 @@ class BaseStructuredSGD(BaseStructuredEstimator):
     def _optimise(self, batch, targets, state, rng, validation_score):
         settings = self._settings(batch)
         self.sgd_settings_ = asdict(settings)
-        self._alpha = settings.alpha
         batch_size = settings.batch_size
         chains = self.structure_.graph_kind is GraphKind.CHAIN
 
@@ -797,7 +794,7 @@ class BaseStructuredSGD(BaseStructuredEstimator):
 
         if state.eta0 is None:  # a fresh run
             if self._init() == "logistic":
-                self._start_from_logistic(batch, targets, state.coef, rng)
+                self._start_from_logistic(batch, targets, state.coef, rng, settings.alpha)
             state.eta0 = self.eta0
             if self.eta0 == "auto":
                 state.eta0 = _sgd.calibrate_eta0(
@@ -812,7 +809,7 @@ class BaseStructuredSGD(BaseStructuredEstimator):
                     make_steps=self._calibration_steps(settings.learning_rate),
                 )
         average = settings.average
-        if average is not True and average is not False:  # samples from this run's start
+        if not isinstance(average, bool):  # samples from this run's start
             average = state.n_seen + average
         _sgd.run_sgd(
             make_oracle,
@@ -821,7 +818,7 @@ class BaseStructuredSGD(BaseStructuredEstimator):
             rng=rng,
             alpha=settings.alpha,
             batch_size=batch_size,
-            steps=self._step_rule(state, settings.learning_rate),
+            steps=self._step_rule(state, settings),
             average=average,
             max_iter=settings.max_iter,
             tol=settings.tol,
@@ -832,14 +829,14 @@ class BaseStructuredSGD(BaseStructuredEstimator):
             name=type(self).__name__,
         )
 
-    def _step_rule(self, state, learning_rate: str) -> _sgd.StepRule:
-        """The steps of ``learning_rate`` (resolved) from ``state.eta0`` (AdaGrad's sums of
+    def _step_rule(self, state, settings: SGDSettings) -> _sgd.StepRule:
+        """The steps of the resolved ``learning_rate`` from ``state.eta0`` (AdaGrad's sums of
         squares are kept in ``state`` for warm starts)."""
-        if learning_rate == "adagrad":
+        if settings.learning_rate == "adagrad":
             steps = self._adagrad(state.eta0, state.squares)
             state.squares = steps.squares
             return steps
-        return _sgd.Schedule(learning_rate, state.eta0, self.power_t, self._alpha)
+        return _sgd.Schedule(settings.learning_rate, state.eta0, self.power_t, settings.alpha)
 
     def _calibration_steps(self, learning_rate: str):
         """``eta -> steps`` of the candidate passes of ``eta0="auto"``: AdaGrad's from fresh

@@ -58,6 +58,11 @@ SURE_MMSE_SIGNALS = 1 << 11
 
 
 # ---- transforms --------------------------------------------------------------------------------
+def _haar_side(shape) -> bool:
+    """Whether patches of ``shape`` take the 2-D Haar transform: square, of side 2^L."""
+    return len(shape) == 2 and shape[0] == shape[1] and not shape[0] & (shape[0] - 1)
+
+
 def haar2d(images: np.ndarray) -> np.ndarray:
     """Orthonormal 2-D Haar transform of square images of side 2^L, all levels.
 
@@ -407,10 +412,9 @@ class ContinuousLogSupermodularDenoiser(BaseEstimator):
         patches_given = self.patch_size is not None
         basis = self.basis
         if basis == "auto":
-            side = X.shape[1] if X.ndim == 3 else 0
-            square = X.ndim == 3 and X.shape[1] == X.shape[2] and not side & (side - 1)
             wants_haar = isinstance(self.groups, str) and self.groups in ("auto", "tree")
-            basis = "haar" if patches_given and square and wants_haar else "identity"
+            fits_haar = X.ndim == 3 and _haar_side(X.shape[1:])
+            basis = "haar" if patches_given and fits_haar and wants_haar else "identity"
         groups = self.groups
         if isinstance(groups, str) and groups == "auto":
             groups = ("tree" if basis == "haar" else "grid") if patches_given else "unary"
@@ -430,8 +434,7 @@ class ContinuousLogSupermodularDenoiser(BaseEstimator):
                 f"X of shape (n, height, width) or (n, side**2), got {X.shape}"
             )
         if self.basis_ == "haar":
-            side = shape[0]
-            if shape[0] != shape[1] or side & (side - 1):
+            if not _haar_side(shape):
                 raise ValueError(
                     f"the Haar transform needs square patches of side 2^L, got {shape}"
                 )

@@ -225,14 +225,11 @@ class PerturbMAPCRF(BaseStructuredSGD):
 
     def _make_oracle(self, batch, labels):
         weight = None
-        if (
-            getattr(self, "_label_weights", None) is not None
-        ):  # a sample weighs the mean of its nodes' weights
+        label_weight = getattr(self, "_label_weights", None)
+        if label_weight is not None:  # a sample weighs the mean of its nodes' weights
             known = labels >= 0
             node_sample = batch.node_sample[known]
-            total = np.bincount(
-                node_sample, self._label_weights[labels[known]], minlength=batch.n_samples
-            )
+            total = np.bincount(node_sample, label_weight[labels[known]], minlength=batch.n_samples)
             weight = total / np.maximum(np.bincount(node_sample, minlength=batch.n_samples), 1)
         return perturb_and_map_oracle(
             self.structure_, batch, labels, sample_weight=weight, n_jobs=self.n_jobs
