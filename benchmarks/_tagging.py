@@ -1,6 +1,7 @@
 """What the tagging benchmarks (``ud_tagging.py``, ``ner.py``) share: crfsuite's tutorial
 model, timing, peak memory, the calibration of per-token marginals and the fit-times line."""
 
+import gc
 import time
 from pathlib import Path
 
@@ -23,10 +24,24 @@ def timed(function, *args):
     return result, time.perf_counter() - start
 
 
+def _status_mb(field: str) -> float:
+    status = Path("/proc/self/status").read_text()
+    return int(status.split(f"{field}:")[1].split()[0]) / 1024
+
+
 def peak_mb() -> float:
     """The peak resident memory of this process."""
-    status = Path("/proc/self/status").read_text()
-    return int(status.split("VmHWM:")[1].split()[0]) / 1024
+    return _status_mb("VmHWM")
+
+
+def fit_and_measure(model, X, y) -> tuple[float, float]:
+    """Fit ``model``; return the fit's seconds and how much the process's resident memory
+    grew (MB): what the fitted model keeps, plus freed memory the allocator did not return."""
+    gc.collect()
+    before = _status_mb("VmRSS")
+    _, seconds = timed(model.fit, X, y)
+    gc.collect()
+    return seconds, _status_mb("VmRSS") - before
 
 
 def crfsuite_marginals(dicts, classes) -> np.ndarray:

@@ -37,7 +37,7 @@ from . import _sgd
 from ._backend import GraphKind, Potentials, check_capabilities
 from ._labels import as_samples, encode
 from ._parallel import N_JOBS_CONSTRAINT, single_blas_thread, uses_workers
-from ._utils import check_generator
+from ._utils import check_generator, release_freed_memory
 from .metrics import mean_hamming_loss
 from .perturbation import perturb_and_map
 from .samples import SampleBatch
@@ -137,6 +137,8 @@ class BaseStructuredEstimator(BaseEstimator):
             self.__dict__.clear()
             self.__dict__.update(previous)
             raise
+        finally:
+            release_freed_memory()
 
     def _fit(self, X, y):
         self._check_fit_parameters()

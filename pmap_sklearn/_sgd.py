@@ -418,14 +418,18 @@ class LazyAdaGrad(_LazyRows):
 
     def catch_up(self, index: np.ndarray | slice) -> None:
         """Bring the rows ``index`` to the current step."""
-        missed, decay_rate = self.now - self.last[index], self.decay_rate[index]
+        # ndarray.take gathers rows about twice as fast as fancy indexing
+        take = (lambda a: a[index]) if isinstance(index, slice) else (lambda a: a.take(index, 0))
+        missed, decay_rate = self.now - take(self.last), take(self.decay_rate)
         change = np.expm1(-missed * np.log1p(decay_rate))  # ρ^k − 1
-        rows = self.rows[index]
+        rows = take(self.rows)
         if self.total is not None:
             geometric = missed.astype(float)
             np.divide(change, -decay_rate, out=geometric, where=decay_rate > 0)
-            self.total.reshape(self.rows.shape)[index] += rows * geometric[:, None]
-        self.rows[index] = rows * (1.0 + change)[:, None]
+            total = self.total.reshape(self.rows.shape)
+            total[index] = take(total) + rows * geometric[:, None]
+        rows *= (1.0 + change)[:, None]
+        self.rows[index] = rows
         self.last[index] = self.now
 
     def step(self, gradient: SparseVector, rate, alpha, batch, project, averaged) -> None:

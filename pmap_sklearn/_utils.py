@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import ctypes
 from collections.abc import Mapping
-from functools import cached_property
+from functools import cache, cached_property
 from typing import NamedTuple
 
 import numpy as np
@@ -74,6 +75,28 @@ class StackedSamples:
             sparse.csr_matrix((np.ones(n_edges), (self.edges[:, end], columns)), shape=shape)
             for end in (0, 1)
         )
+
+
+@cache
+def _malloc_trim():
+    """glibc's ``malloc_trim``, or None where the C library has none (macOS, Windows, musl)."""
+    try:
+        return ctypes.CDLL("libc.so.6").malloc_trim
+    except (OSError, AttributeError):
+        return None
+
+
+def release_freed_memory() -> None:
+    """Hand the heap memory a fit has freed back to the operating system.
+
+    glibc keeps freed blocks below its mmap threshold in the process's heap, and the threshold
+    rises (up to 32 MB) each time a larger array is freed, so a fit's temporaries stay resident
+    after it returns: 115 of the 168 MB a treebank fit leaves behind. ``malloc_trim(0)`` returns
+    them (it takes microseconds); elsewhere this does nothing.
+    """
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
 
 
 def check_generator(random_state) -> np.random.Generator:

@@ -118,7 +118,7 @@ def viterbi(unary: np.ndarray, lengths: np.ndarray, transition: np.ndarray) -> n
         inner, n = (reaching[pos + 1] if pos + 1 < n_pos else 0), reaching[pos]
         labels[pos, inner:n] = alpha[pos, :, inner:n].argmax(axis=0)
         if inner:
-            scores = alpha[pos, :, :inner] + transition[:, labels[pos + 1, :inner]]
+            scores = alpha[pos, :, :inner] + transition.take(labels[pos + 1, :inner], 1)
             labels[pos, :inner] = scores.argmax(axis=0)
     return labels[position, chain]
 
