@@ -22,14 +22,15 @@ from __future__ import annotations
 
 import copy
 import warnings
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
-from numbers import Integral, Real
+from numbers import Integral, Number, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, _fit_context
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
@@ -37,7 +38,7 @@ from . import _sgd
 from ._backend import GraphKind, Potentials, check_capabilities
 from ._labels import as_samples, encode
 from ._parallel import N_JOBS_CONSTRAINT, single_blas_thread, uses_workers
-from ._utils import check_generator, release_freed_memory
+from ._utils import NumberInterval, check_generator, release_freed_memory
 from .metrics import mean_hamming_loss
 from .perturbation import perturb_and_map
 from .samples import SampleBatch
@@ -47,8 +48,8 @@ from .structures import BaseStructure, check_structure
 #: (``{**SHARED, **RANDOMISED, ..., "own": [...]}``): what every structured learner takes,
 SHARED_CONSTRAINTS: dict = {
     "structure": [StrOptions({"chain", "grid", "graph"}), BaseStructure],
-    "alpha": [Interval(Real, 0, None, closed="left")],
-    "max_iter": [Interval(Integral, 1, None, closed="left")],
+    "alpha": [NumberInterval(Real, 0, None, closed="left")],
+    "max_iter": [NumberInterval(Integral, 1, None, closed="left")],
     "warm_start": ["boolean"],
     "verbose": ["verbose"],
     "unknown_label": [None, Real, str],
@@ -58,29 +59,41 @@ RANDOMISED_CONSTRAINTS: dict = {"random_state": ["random_state", np.random.Gener
 #: learners that spread solver calls over processes,
 PARALLEL_CONSTRAINTS: dict = {"n_jobs": N_JOBS_CONSTRAINT}
 #: full-batch optimisers with a stopping tolerance,
-TOL_CONSTRAINTS: dict = {"tol": [Interval(Real, 0, None, closed="left")]}
+TOL_CONSTRAINTS: dict = {"tol": [NumberInterval(Real, 0, None, closed="left")]}
 #: learners that step on mini-batches,
-BATCH_CONSTRAINTS: dict = {"batch_size": [Interval(Integral, 1, None, closed="left")]}
+BATCH_CONSTRAINTS: dict = {"batch_size": [NumberInterval(Integral, 1, None, closed="left")]}
 #: and the SGD learners (schedules, averaging, early stopping).
 SGD_CONSTRAINTS: dict = {
     **SHARED_CONSTRAINTS,
     **RANDOMISED_CONSTRAINTS,
     **PARALLEL_CONSTRAINTS,
     **BATCH_CONSTRAINTS,
-    "alpha": [Interval(Real, 0, None, closed="left"), StrOptions({"auto"})],
-    "max_iter": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
+    "alpha": [NumberInterval(Real, 0, None, closed="left"), StrOptions({"auto"})],
+    "max_iter": [NumberInterval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
     "learning_rate": [StrOptions({"auto", "optimal", "constant", "invscaling", "adagrad"})],
-    "eta0": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
-    "power_t": [Interval(Real, None, None, closed="neither")],
-    "average": ["boolean", Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
-    "tol": [Interval(Real, None, None, closed="neither"), None, StrOptions({"auto"})],
-    "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
+    "eta0": [StrOptions({"auto"}), NumberInterval(Real, 0, None, closed="neither")],
+    "power_t": [NumberInterval(Real, None, None, closed="neither")],
+    "average": ["boolean", NumberInterval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
+    "tol": [NumberInterval(Real, None, None, closed="neither"), None, StrOptions({"auto"})],
+    "n_iter_no_change": [NumberInterval(Integral, 1, None, closed="left")],
     "early_stopping": ["boolean"],
-    "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
-    "n_perturbations": [Interval(Integral, 1, None, closed="left")],
+    "validation_fraction": [NumberInterval(Real, 0, 1, closed="neither")],
+    "n_perturbations": [NumberInterval(Integral, 1, None, closed="left")],
     "init": [StrOptions({"auto", "logistic", "zeros"})],
-    "batch_size": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
+    "batch_size": [NumberInterval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
 }
+
+
+def _is_unknown(value, marker) -> bool:
+    """Whether a known-label entry marks a free node: None, or the unknown-label marker as a
+    value of its kind (``np.int64(-1)`` and ``-1.0`` match ``-1``; ``"-1"`` does not)."""
+    if value is None:
+        return True
+    if marker is None:
+        return False
+    if isinstance(marker, str):
+        return isinstance(value, str) and value == marker
+    return isinstance(value, Number) and not isinstance(value, bool) and value == marker
 
 
 class BaseStructuredEstimator(BaseEstimator):
@@ -293,6 +306,15 @@ class BaseStructuredEstimator(BaseEstimator):
             structure.requirements(clamps=True),
             f"{type(self).__name__}.predict with known_labels",
         )
+        if isinstance(known_labels, str | bytes | Mapping) or not isinstance(
+            known_labels, Iterable
+        ):
+            raise ValueError(
+                f"known_labels must be a sequence of label arrays, one per sample of X (None or "
+                f"unknown_label where a label is free), got {type(known_labels).__name__} "
+                f"{known_labels!r:.40}"
+            )
+        known_labels = list(known_labels)  # a generator is read once
         if len(known_labels) != batch.n_samples:
             raise ValueError(
                 f"X has {batch.n_samples} samples but known_labels has {len(known_labels)}"
@@ -302,13 +324,9 @@ class BaseStructuredEstimator(BaseEstimator):
         for i, labels in enumerate(known_labels):
             values = np.asarray(labels, dtype=object)
             flat = values.ravel()
-            unknown = np.array(
-                [
-                    v is None or (marker is not None and type(v) is type(marker) and v == marker)
-                    for v in flat.tolist()
-                ],
-                dtype=bool,
-            ).reshape(values.shape)
+            unknown = np.array([_is_unknown(v, marker) for v in flat.tolist()], dtype=bool).reshape(
+                values.shape
+            )
             code = np.full(values.shape, -1, dtype=np.intp)
             if (~unknown).any():
                 try:
@@ -810,6 +828,8 @@ class BaseStructuredSGD(BaseStructuredEstimator):
                     average=bool(settings.average),
                     make_steps=self._calibration_steps(settings.learning_rate),
                 )
+        elif self.eta0 != "auto":  # a warm start: an eta0 set since the last fit applies
+            state.eta0 = self.eta0
         average = settings.average
         if not isinstance(average, bool):  # samples from this run's start
             average = state.n_seen + average

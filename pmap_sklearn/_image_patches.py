@@ -28,6 +28,13 @@ def check_images(X, patch_shape, name: str = "X") -> tuple[list, str]:
     3-D array, ``"list"`` otherwise) so results can be returned in the same form.
     """
     if isinstance(X, np.ndarray) and X.ndim in (2, 3):
+        if X.ndim == 3 and X.shape[-1] in (3, 4) and min(X.shape[:2]) > 4:
+            raise ValueError(
+                f"{name} has shape {X.shape}: a colour image? The denoiser works on grey "
+                f"images: convert it (e.g. skimage.color.rgb2gray) or denoise each channel as "
+                f"an image of its own (np.moveaxis({name}, -1, 0)); a 3-D array is a stack "
+                f"(n_images, height, width) (pass narrow images as a list)"
+            )
         kind, images = ("image", [X]) if X.ndim == 2 else ("stack", list(X))
     elif isinstance(X, list | tuple):
         kind, images = "list", list(X)

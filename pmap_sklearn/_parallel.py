@@ -22,7 +22,8 @@ from numbers import Integral
 
 import numpy as np
 from joblib import Parallel, delayed, effective_n_jobs
-from sklearn.utils._param_validation import Interval
+
+from ._utils import NumberInterval
 
 try:  # joblib's default backend, whose pool of workers run_on_workers submits to directly
     from joblib._parallel_backends import LokyBackend
@@ -33,8 +34,8 @@ except ImportError:  # (a private module: if a joblib moves it, every call uses 
 #: processors, all but one, …); 0 is refused.
 N_JOBS_CONSTRAINT = [
     None,
-    Interval(Integral, 1, None, closed="left"),
-    Interval(Integral, None, -1, closed="right"),
+    NumberInterval(Integral, 1, None, closed="left"),
+    NumberInterval(Integral, None, -1, closed="right"),
 ]
 
 #: Expected serial seconds below which a call runs in the calling process. A warm dispatch to

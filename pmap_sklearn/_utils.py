@@ -9,6 +9,15 @@ from typing import NamedTuple
 
 import numpy as np
 from scipy import sparse
+from sklearn.utils._param_validation import Interval
+
+
+class NumberInterval(Interval):
+    """scikit-learn's ``Interval`` constraint without bools: ``True`` is an ``Integral`` to
+    Python, but not a count, a size or a step size."""
+
+    def is_satisfied_by(self, val):
+        return not isinstance(val, bool | np.bool_) and super().is_satisfied_by(val)
 
 
 class NonFiniteError(ValueError):

@@ -21,7 +21,7 @@ import numpy as np
 from joblib import Parallel, delayed, effective_n_jobs
 from sklearn.base import BaseEstimator, _fit_context
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_array, check_is_fitted
 
 from . import _image_patches as patches
@@ -34,7 +34,7 @@ from ._backend import (
     prox_group_max,
 )
 from ._parallel import N_JOBS_CONSTRAINT, single_blas_thread
-from ._utils import check_generator
+from ._utils import NumberInterval, check_generator
 from .perturbation import gumbel
 from .samples import grid_edges
 
@@ -186,7 +186,8 @@ class ContinuousLogSupermodularDenoiser(BaseEstimator):
         signals (rows of ``X``).
     patch_stride : int, default=1
         Step between the patches of an image (the last row and column of patches are always
-        included). 1 is best; 2 is about four times faster and loses about 0.5 dB.
+        included), at most the patch's side so that every pixel is covered. 1 is best; 2 is
+        about four times faster and loses about 0.5 dB.
     max_patches : int, None or "auto", default="auto"
         With ``patch_size``: fit on at most this many patches drawn at random (over all the
         training images' patches on the stride grid); "auto": 40,000 (None: all).
@@ -287,19 +288,23 @@ class ContinuousLogSupermodularDenoiser(BaseEstimator):
     _parameter_constraints: dict = {
         "groups": [StrOptions({"auto", "unary", "grid", "tree"}), list],
         "basis": [StrOptions({"auto", "identity", "haar"})],
-        "patch_size": [None, Interval(Integral, 1, None, closed="left"), tuple],
-        "patch_stride": [Interval(Integral, 1, None, closed="left")],
-        "max_patches": [None, Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
-        "grid_step": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
-        "noise_std": [None, Interval(Real, 0, None, closed="neither")],
+        "patch_size": [None, NumberInterval(Integral, 1, None, closed="left"), tuple],
+        "patch_stride": [NumberInterval(Integral, 1, None, closed="left")],
+        "max_patches": [
+            None,
+            NumberInterval(Integral, 1, None, closed="left"),
+            StrOptions({"auto"}),
+        ],
+        "grid_step": [StrOptions({"auto"}), NumberInterval(Real, 0, None, closed="neither")],
+        "noise_std": [None, NumberInterval(Real, 0, None, closed="neither")],
         "decoding": [StrOptions({"auto", "map", "mmse", "continuous_map"})],
-        "n_perturbations": [Interval(Integral, 1, None, closed="left")],
-        "prior_scale": [StrOptions({"sure"}), Interval(Real, 0, None, closed="neither")],
+        "n_perturbations": [NumberInterval(Integral, 1, None, closed="left")],
+        "prior_scale": [StrOptions({"sure"}), NumberInterval(Real, 0, None, closed="neither")],
         "center": ["boolean"],
-        "domain_margin": [Interval(Real, 0, None, closed="left")],
-        "max_iter": [Interval(Integral, 1, None, closed="left")],
-        "batch_perturbations": [Interval(Integral, 1, None, closed="left")],
-        "step_size": [Interval(Real, 0, None, closed="neither")],
+        "domain_margin": [NumberInterval(Real, 0, None, closed="left")],
+        "max_iter": [NumberInterval(Integral, 1, None, closed="left")],
+        "batch_perturbations": [NumberInterval(Integral, 1, None, closed="left")],
+        "step_size": [NumberInterval(Real, 0, None, closed="neither")],
         "random_state": ["random_state", np.random.Generator],
         "n_jobs": N_JOBS_CONSTRAINT,
         "verbose": ["verbose"],
@@ -377,7 +382,8 @@ class ContinuousLogSupermodularDenoiser(BaseEstimator):
         """The training signals: the rows of X, or the patches of the images X."""
         if self.patch_size is None:
             return self._signals(X, fitting=True)
-        shape, stride = self._size_of_patches(), self.patch_stride
+        shape = self._size_of_patches()
+        stride = self._covering_stride(shape)
         images, _ = patches.check_images(X, shape)
         grids = [
             (
@@ -402,6 +408,16 @@ class ContinuousLogSupermodularDenoiser(BaseEstimator):
             windows = np.lib.stride_tricks.sliding_window_view(image, shape)
             signals.append(windows[top[r], left[c]])
         return np.concatenate(signals)
+
+    def _covering_stride(self, shape) -> int:
+        """``patch_stride``, checked to leave no pixel between two patches uncovered."""
+        if self.patch_stride > min(shape):
+            raise ValueError(
+                f"patch_stride={self.patch_stride} is larger than the {shape[0]}×{shape[1]} "
+                f"patches: the pixels between two patches would be denoised by none; use a "
+                f"patch_stride of at most {min(shape)}"
+            )
+        return self.patch_stride
 
     def _resolve_auto(self, X) -> None:
         """``basis_`` and ``group_kind_``: ``"auto"`` resolved from the signals ``X`` (after
@@ -452,7 +468,10 @@ class ContinuousLogSupermodularDenoiser(BaseEstimator):
             return tree_groups(self.patch_shape_[0])
         groups = []
         for g, members in enumerate(kind):
-            members = np.asarray(members)
+            try:
+                members = np.asarray(members)
+            except ValueError:  # ragged nesting
+                members = np.empty((0, 0))
             if members.ndim != 1 or members.size == 0 or members.dtype.kind not in "iu":
                 raise ValueError(f"group {g} must be a non-empty sequence of int indices")
             if members.min() < 0 or members.max() >= n:
@@ -494,9 +513,21 @@ class ContinuousLogSupermodularDenoiser(BaseEstimator):
         step = top / 128 if noise_std is None else min(top / 128, noise_std / 2)
         return max(step, top / 1024)
 
+    def _check_step(self, step: float, top: float) -> None:
+        """Refuse a level step coarser than the largest coefficient's domain ``top``: its only
+        levels would be 0 and the step, and every coefficient would decode to 0."""
+        if step > top:
+            raise ValueError(
+                f"grid_step={self.grid_step!r} is larger than the largest coefficient's domain "
+                f"({top:.3g}): the levels would be 0 and {step:.3g} only, and every coefficient "
+                f"would be decoded as 0; use a grid_step below {top:.3g} (about 1/128 of it) "
+                f"or grid_step='auto'"
+            )
+
     def _levels(self, noise_std=None) -> _Levels:
         """The discretisation of every coefficient's magnitude."""
         step = self._step(float(self.domain_.max()), noise_std)
+        self._check_step(step, float(self.domain_.max()))
         top = float(self.domain_.max()) / step
         if not top + 1 <= MAX_LEVELS:
             raise ValueError(
@@ -571,6 +602,7 @@ class ContinuousLogSupermodularDenoiser(BaseEstimator):
         self.groups_ = self._make_groups(magnitudes.shape[1])
         reach = (1.0 + self.domain_margin) * magnitudes.max(axis=0)
         step = self.grid_step_ = self._step(float(reach.max()), self.noise_std)
+        self._check_step(step, float(reach.max()))
         self.domain_ = step * np.maximum(np.ceil(reach / step - 1e-9), 1.0)
         levels = self._levels(self.noise_std)
         observed = self._group_max(magnitudes).mean(axis=0)  # ∂/∂d of the mean f(|α_n|)
@@ -581,7 +613,10 @@ class ContinuousLogSupermodularDenoiser(BaseEstimator):
                 """Ascent on minus the bound: thesis §4.4.1, N E[max u_{z*}] − Σ max|α|."""
                 z, maxima = self._perturbed_prior(rng, self.batch_perturbations, weights, levels)
                 expected = self._group_max(levels.values[z]).mean(axis=0)
-                return expected - observed, -float(observed @ weights + maxima.mean() + constant)
+                # in units of Δ (AdaGrad's steps do not depend on the gradient's scale, its sum
+                # of squares would overflow on data around 1e200)
+                gradient = (expected - observed) / step
+                return gradient, -float(observed @ weights + maxima.mean() + constant)
 
             return oracle
 
@@ -661,6 +696,7 @@ class ContinuousLogSupermodularDenoiser(BaseEstimator):
         decoding, sigma2 = self._decoding(decoding)
         rng = check_generator(self.random_state)
         if self.patch_size is not None:
+            self._covering_stride(self.patch_shape_)
             images, kind = patches.check_images(X, self.patch_shape_)
             denoised = []
             for image in images:
@@ -679,7 +715,8 @@ class ContinuousLogSupermodularDenoiser(BaseEstimator):
         if decoding == "mmse":
             return self._mmse_sure_scale(noisy, sigma2, rng) * self.group_weights_
         if self.patch_size is not None:
-            stride = max(self.patch_stride, SURE_STRIDE)
+            # sparser patches make the risk cheaper, as long as they still cover the image
+            stride = max(self.patch_stride, min(SURE_STRIDE, *self.patch_shape_))
 
             def denoise(y, weights):
                 return self._denoise_image(y, "continuous_map", sigma2, weights, stride)
@@ -737,7 +774,8 @@ class ContinuousLogSupermodularDenoiser(BaseEstimator):
             decoding = "continuous_map" if self.patch_size is not None else "map"
         if decoding not in ("map", "mmse", "continuous_map"):
             raise ValueError(f"unknown decoding {decoding!r}")
-        sigma2 = float(self.noise_std) ** 2
+        with np.errstate(over="ignore"):  # an overflow is refused just below
+            sigma2 = float(np.float64(self.noise_std) ** 2)
         if not (np.isfinite(sigma2) and sigma2 > np.finfo(float).tiny):
             raise ValueError(
                 f"noise_std={self.noise_std!r} is out of float64's range (its square is "
@@ -822,7 +860,12 @@ class ContinuousLogSupermodularDenoiser(BaseEstimator):
         owner, level = levels.packed()
         u, y_own = values[level], y[:, owner]
         if decoding == "map":  # joint MAP of signs and magnitudes: signs follow y
-            scores = -((u - np.abs(y_own)) ** 2) / (2.0 * sigma2)
+            # −(u − |y|)² without its constant d² beyond the domain (|y| = v + d, v ≤ U):
+            # −(u − v)(u − v − 2d) keeps the levels apart where |y| ≫ U (at 1e20 the squares'
+            # differences are below float64's resolution and every level would tie at 0)
+            inside = np.minimum(np.abs(y_own), self.domain_[owner])
+            beyond = np.abs(y_own) - inside
+            scores = -(u - inside) * (u - inside - 2.0 * beyond) / (2.0 * sigma2)
             return np.sign(y) * values[self._level_map(scores, weights, levels)], None
         # posterior of the magnitudes with the signs summed out, perturbed M times
         coupling = u * y_own / sigma2

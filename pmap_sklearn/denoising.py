@@ -21,13 +21,13 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, _fit_context
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from . import _sgd
 from ._backend import Potentials
 from ._parallel import N_JOBS_CONSTRAINT, uses_workers
-from ._utils import check_binary_images, check_generator, like_input
+from ._utils import NumberInterval, check_binary_images, check_generator, like_input
 from .perturb_map import perturb_and_map_oracle
 from .perturbation import draw, perturb_and_map
 from .structures import GridStructure
@@ -181,14 +181,14 @@ class LogSupermodularDenoiser(BaseEstimator):
 
     _parameter_constraints: dict = {
         "field": [StrOptions({"auto", "pixel", "shared"})],
-        "noise_level": [Interval(Real, 0, 0.5, closed="neither"), StrOptions({"learn"})],
-        "noise_init": [Interval(Real, 0, 0.5, closed="neither")],
-        "reg_field": [Interval(Real, 0, None, closed="left")],
-        "reg_cut": [Interval(Real, 0, None, closed="left")],
-        "step_size": [Interval(Real, 0, None, closed="neither")],
-        "max_iter": [Interval(Integral, 1, None, closed="left")],
-        "batch_size": [Interval(Integral, 1, None, closed="left")],
-        "n_perturbations": [Interval(Integral, 1, None, closed="left")],
+        "noise_level": [NumberInterval(Real, 0, 0.5, closed="neither"), StrOptions({"learn"})],
+        "noise_init": [NumberInterval(Real, 0, 0.5, closed="neither")],
+        "reg_field": [NumberInterval(Real, 0, None, closed="left")],
+        "reg_cut": [NumberInterval(Real, 0, None, closed="left")],
+        "step_size": [NumberInterval(Real, 0, None, closed="neither")],
+        "max_iter": [NumberInterval(Integral, 1, None, closed="left")],
+        "batch_size": [NumberInterval(Integral, 1, None, closed="left")],
+        "n_perturbations": [NumberInterval(Integral, 1, None, closed="left")],
         "decoding": [StrOptions({"map", "marginal"})],
         "random_state": ["random_state", np.random.Generator],
         "n_jobs": N_JOBS_CONSTRAINT,

@@ -9,7 +9,7 @@ from typing import NamedTuple
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import StrOptions
 
 from . import _lbfgs, _sgd
 from ._backend import (
@@ -30,8 +30,12 @@ from ._labels import as_samples
 from ._parallel import uses_workers
 from ._progress import Progress
 from ._state import FitState
-from ._utils import NonFiniteError
+from ._utils import NonFiniteError, NumberInterval
 from .structures import ChainStructure, GraphStructure, GridStructure, check_structure
+
+#: The largest ``epsilon × |counting number|``: up to it the fitted weights scale with it (the
+#: model is ``w / epsilon``); at 1e10 they already collapse toward 0 on a 24² grid.
+MAX_TEMPERATURE = 1e8
 
 
 class _Scores(NamedTuple):
@@ -154,10 +158,10 @@ class EpsilonCRF(BaseStructuredEstimator):
         **SHARED_CONSTRAINTS,
         **PARALLEL_CONSTRAINTS,
         **TOL_CONSTRAINTS,
-        "epsilon": [Interval(Real, 0, None, closed="left")],
+        "epsilon": [NumberInterval(Real, 0, None, closed="left")],
         "loss": [StrOptions({"hamming"}), None],
         "counting_numbers": [StrOptions(set(COUNTING_NUMBERS)), tuple],
-        "n_message_sweeps": [Interval(Integral, 1, None, closed="left")],
+        "n_message_sweeps": [NumberInterval(Integral, 1, None, closed="left")],
     }
     _marginal_methods = ("beliefs",)
 
@@ -216,8 +220,17 @@ class EpsilonCRF(BaseStructuredEstimator):
     def _check_fit_parameters(self) -> None:
         if self.epsilon == 0 and self.alpha == 0:
             raise ValueError("epsilon=0 needs alpha > 0 (the subgradient steps are 1/(alpha t))")
+        largest = 1.0
         if isinstance(self.counting_numbers, tuple):
             counting_numbers(self.counting_numbers, np.zeros(0))
+            largest = max(largest, *(abs(float(c)) for c in self.counting_numbers))
+        if float(self.epsilon) * largest > MAX_TEMPERATURE:
+            raise ValueError(
+                f"epsilon={self.epsilon!r} with counting numbers up to {largest:g} smooths the "
+                f"messages at a temperature above {MAX_TEMPERATURE:g}: float64 messages no longer "
+                f"resolve the scores, the model flattens to uniform and the weights stay at 0. "
+                f"epsilon=1 is the CRF likelihood, epsilon=0 the structured SVM"
+            )
 
     def _new_state(self, rng):
         return FitState(coef=np.zeros(self.structure_.size_), rng=rng)

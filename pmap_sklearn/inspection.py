@@ -55,7 +55,10 @@ def explain_weights(estimator, feature_names=None, top: int = 10) -> Bunch:
     if isinstance(estimator, Pipeline):
         model = estimator[-1]
         if feature_names is None and len(estimator) > 1:
-            feature_names = estimator[:-1].get_feature_names_out()
+            try:
+                feature_names = estimator[:-1].get_feature_names_out()
+            except AttributeError:  # a transformer without names: the default x0, x1, ...
+                feature_names = None
     check_is_fitted(model, "coef_")
     structure = getattr(model, "structure_", None)
     if structure is None or structure.n_node_weight_sets_ != 1:

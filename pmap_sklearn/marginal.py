@@ -6,11 +6,11 @@ from __future__ import annotations
 from numbers import Real
 
 import numpy as np
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import StrOptions
 
 from ._base import BaseStructuredSGD
 from ._sgd import dot, lazy_when_sparse
-from ._utils import onehot
+from ._utils import NumberInterval, onehot
 from .metrics import class_weight_by_code, loss_weights
 from .perturbation import gumbel
 
@@ -145,7 +145,7 @@ class MarginalPerturbMAPCRF(BaseStructuredSGD):
     _parameter_constraints: dict = {
         **BaseStructuredSGD._parameter_constraints,
         "class_weight": [None, StrOptions({"balanced"}), dict],
-        "unlabeled_weight": [Interval(Real, 0, None, closed="left")],
+        "unlabeled_weight": [NumberInterval(Real, 0, None, closed="left")],
         "gumbel_reduction": ["boolean"],
         "dynamic": ["boolean"],
     }

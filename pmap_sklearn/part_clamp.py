@@ -9,7 +9,7 @@ from typing import NamedTuple
 
 import numpy as np
 from scipy.special import logsumexp, softmax
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import StrOptions
 
 from . import _sgd
 from ._backend import (
@@ -31,7 +31,7 @@ from ._base import (
 )
 from ._lbfgs import minimise
 from ._state import FitState
-from ._utils import onehot
+from ._utils import NumberInterval, onehot
 from .structures import BaseStructure, GraphStructure, GridStructure, check_structure
 
 
@@ -56,7 +56,7 @@ _FULL_BATCH_CONSTRAINTS: dict = {
     **RANDOMISED_CONSTRAINTS,
     **PARALLEL_CONSTRAINTS,
     "structure": [StrOptions({"grid", "graph"}), BaseStructure],
-    "n_perturbations": [Interval(Integral, 1, None, closed="left")],
+    "n_perturbations": [NumberInterval(Integral, 1, None, closed="left")],
 }
 
 
@@ -264,8 +264,8 @@ class ContrastiveDivergenceCRF(_FullBatchCRF):
 
     _parameter_constraints: dict = {
         **_FULL_BATCH_CONSTRAINTS,
-        "n_gibbs": [Interval(Integral, 1, None, closed="left")],
-        "eta0": [Interval(Real, 0, None, closed="neither")],
+        "n_gibbs": [NumberInterval(Integral, 1, None, closed="left")],
+        "eta0": [NumberInterval(Real, 0, None, closed="neither")],
     }
 
     def __init__(
@@ -422,13 +422,13 @@ class PartClampCRF(_FullBatchCRF):
 
     _parameter_constraints: dict = {
         **PseudoLikelihoodCRF._parameter_constraints,
-        "n_decompositions": [Interval(Integral, 1, None, closed="left")],
+        "n_decompositions": [NumberInterval(Integral, 1, None, closed="left")],
         "combine": [StrOptions({"arithmetic", "geometric", "max"})],
         "tighten": [StrOptions({"max_tighten", "map"})],
         "schedule": [StrOptions({"batch", "online"})],
         "solver": [StrOptions({"batch", "online", "deprecated"})],
-        "budget": [Interval(Integral, 1, None, closed="left")],
-        "n_rounds": [Interval(Integral, 1, None, closed="left")],
+        "budget": [NumberInterval(Integral, 1, None, closed="left")],
+        "n_rounds": [NumberInterval(Integral, 1, None, closed="left")],
         "fvs_order": [StrOptions({"bfs", "dfs"})],
     }
 

@@ -4,17 +4,17 @@ vectorizer of token feature dicts (crfsuite's input) into sparse chains."""
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Mapping
-from numbers import Integral
+from collections.abc import Callable, Iterable, Mapping
+from numbers import Integral, Real
 
 import numpy as np
 from scipy import sparse
 from sklearn.base import BaseEstimator, TransformerMixin, _fit_context, clone
 from sklearn.feature_extraction import DictVectorizer, FeatureHasher
-from sklearn.utils._param_validation import HasMethods, Interval
+from sklearn.utils._param_validation import HasMethods
 from sklearn.utils.validation import check_is_fitted
 
-from ._utils import stack_rows
+from ._utils import NumberInterval, stack_rows
 from .samples import GraphSample
 
 __all__ = ["NodeTransformer", "SequenceVectorizer"]
@@ -46,6 +46,37 @@ def _with_node_features(sample, features):
 CHUNK_TOKENS = 8192
 
 
+def _plain_values(chunk) -> np.ndarray:
+    """The values of a chunk of token dicts as floats, 1 for a string (at C speed); NaN
+    for bytes and None, TypeError / ValueError for other kinds."""
+    values = np.array(
+        [
+            1.0 if value.__class__ is str else (None if value.__class__ is bytes else value)
+            for token in chunk
+            for value in token.values()
+        ],
+        dtype=float,
+    )
+    if values.ndim != 1:  # sequences of the same length, e.g. [] or [1]
+        raise ValueError("values that are sequences")
+    return values
+
+
+def _plain_tokens(tokens) -> bool:
+    """Whether every feature name is a string and every value a string or a finite number
+    (the fast path's test, without the vocabulary)."""
+    try:
+        for start in range(0, len(tokens), CHUNK_TOKENS):
+            chunk = tokens[start : start + CHUNK_TOKENS]
+            for _ in (name + "" for token in chunk for name in token):
+                pass
+            if not np.isfinite(_plain_values(chunk)).all():
+                return False
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
 def _vectorise(tokens, dtype, vocabulary: dict | None = None):
     """The CSR matrix (one row per token) of token feature dicts, by DictVectorizer's rules — a
     string value is the feature ``name=value`` with value 1, a number (or bool) is the feature
@@ -68,17 +99,10 @@ def _vectorise(tokens, dtype, vocabulary: dict | None = None):
                 for token in chunk
                 for name, value in token.items()
             ]
-            chunk_values = np.array(
-                [
-                    1.0 if value.__class__ is str else value
-                    for token in chunk
-                    for value in token.values()
-                ],
-                dtype=float,
-            )
+            chunk_values = _plain_values(chunk)
         except (TypeError, ValueError):
             return None
-        if np.isnan(chunk_values).any():  # None among the values: DictVectorizer names it
+        if not np.isfinite(chunk_values).all():  # None, NaN, bytes: named by the slow check
             return None
         if learning:  # new keys take the next numbers (renumbered in sorted order below)
             new = set(keys).difference(index)
@@ -112,6 +136,49 @@ def _vectorise(tokens, dtype, vocabulary: dict | None = None):
     )
     matrix.sum_duplicates()
     return matrix, vocabulary
+
+
+def _with_named_errors(vectorise, tokens, lengths):
+    """``vectorise(tokens)`` (DictVectorizer's or FeatureHasher's) once the tokens are checked:
+    a feature whose name is not a string or whose value is not a string, a finite number, a
+    bool or a sequence of strings is refused with an error naming its sequence and token."""
+    if not _plain_tokens(tokens):
+        _check_token_dicts(tokens, lengths)
+    try:
+        return vectorise(tokens)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"the token dicts could not be vectorised: {error}") from error
+
+
+def _check_token_dicts(tokens, lengths) -> None:
+    """Raise a ValueError naming the first feature whose name is not a string or whose value
+    is not a string, a finite number, a bool or a sequence of strings."""
+    ends = np.cumsum(lengths)
+    for t, token in enumerate(tokens):
+        for name, value in token.items():
+            problem = None
+            if not isinstance(name, str):
+                problem = f"has the name {name!r} ({type(name).__name__}): names must be strings"
+            elif value is None:
+                problem = f"{name!r} is None: leave the feature out of the dict instead"
+            elif isinstance(value, bytes | bytearray):
+                problem = f"{name!r} is bytes {value!r:.30}: decode it to a string"
+            elif isinstance(value, Real):
+                if not np.isfinite(value):
+                    problem = f"{name!r} is {value!r}: values must be finite"
+            elif isinstance(value, str):
+                pass
+            elif isinstance(value, Mapping) or not (
+                isinstance(value, Iterable) and all(isinstance(v, str) for v in value)
+            ):
+                problem = (
+                    f"{name!r} is {type(value).__name__} {value!r:.30}: values must be strings, "
+                    f"numbers, bools or sequences of strings"
+                )
+            if problem:
+                n = int(np.searchsorted(ends, t, side="right"))
+                i = t - (int(ends[n - 1]) if n else 0)
+                raise ValueError(f"sequence {n}, token {i}: the feature {problem}")
 
 
 def _split_rows(stacked, lengths) -> list:
@@ -304,8 +371,9 @@ class SequenceVectorizer(
 
     _parameter_constraints: dict = {
         "token_features": [callable, None],
-        "n_features": [Interval(Integral, 1, None, closed="left"), None],
-        "min_count": [Interval(Integral, 1, None, closed="left")],
+        # FeatureHasher's limit: its column indices are int32
+        "n_features": [NumberInterval(Integral, 1, 2**31 - 1, closed="both"), None],
+        "min_count": [NumberInterval(Integral, 1, None, closed="left")],
         "dtype": "no_validation",
     }
 
@@ -348,7 +416,14 @@ class SequenceVectorizer(
                         )
                 tokens.extend(sequence)
             else:
-                tokens.extend(make(sequence, i) for i in range(len(sequence)))
+                made = [make(sequence, i) for i in range(len(sequence))]
+                for i, token in enumerate(made):
+                    if not isinstance(token, Mapping):
+                        raise ValueError(
+                            f"token_features(sequence {n}, {i}) returned {type(token).__name__} "
+                            f"{token!r:.40}: it must return a dict of features"
+                        )
+                tokens.extend(made)
             lengths.append(len(sequence))
         if not lengths:
             raise ValueError("X is empty: at least one sequence is needed")
@@ -390,17 +465,25 @@ class SequenceVectorizer(
 
     def _fit(self, X):
         """Fit the token vectorizer; return the training tokens' matrix and the lengths."""
+        try:
+            dtype = np.dtype(self.dtype)
+        except TypeError:
+            dtype = None
+        if dtype is None or dtype.kind not in "iuf":
+            raise ValueError(
+                f"dtype={self.dtype!r} is not a numeric numpy dtype (e.g. np.float64, np.float32)"
+            )
         tokens, lengths = self._tokens(X)
         if self.n_features is not None:
             self.vectorizer_ = FeatureHasher(
                 self.n_features, input_type="dict", alternate_sign=False, dtype=self.dtype
             )
-            stacked = self.vectorizer_.transform(tokens)
+            stacked = _with_named_errors(self.vectorizer_.transform, tokens, lengths)
         else:
             vectorizer = DictVectorizer(dtype=self.dtype)
             learned = _vectorise(tokens, self.dtype)
             if learned is None:  # values of other kinds: DictVectorizer's own rules
-                stacked = vectorizer.fit_transform(tokens)
+                stacked = _with_named_errors(vectorizer.fit_transform, tokens, lengths)
             else:
                 stacked, vectorizer.vocabulary_ = learned
                 vectorizer.feature_names_ = list(vectorizer.vocabulary_)
@@ -434,7 +517,8 @@ class SequenceVectorizer(
         if isinstance(self.vectorizer_, DictVectorizer):
             vectorised = _vectorise(tokens, self.dtype, self.vectorizer_.vocabulary_)
         if vectorised is None:
-            stacked = sparse.csr_matrix(self.vectorizer_.transform(tokens), dtype=self.dtype)
+            stacked = _with_named_errors(self.vectorizer_.transform, tokens, lengths)
+            stacked = sparse.csr_matrix(stacked, dtype=self.dtype)
         else:
             stacked = vectorised[0]
         return _split_rows(stacked, lengths)

@@ -49,6 +49,10 @@ def _finite(value, what: str, index: int) -> np.ndarray:
     return as_finite_array(value, f"sample {index}: {what}")
 
 
+#: The most weights a model may have: 2 GiB a copy (the learners keep a few copies).
+MAX_WEIGHTS = 2**28
+
+
 class BaseStructure(BaseEstimator):
     """Shared machinery of the structures.
 
@@ -106,7 +110,21 @@ class BaseStructure(BaseEstimator):
         self.n_features_in_ = first.features.shape[1]
         self.n_edge_features_ = first.edge_features.shape[1]
         check_capabilities(self.solver_, self.requirements(), type(self).__name__)
+        self._check_size()
         return self
+
+    def _check_size(self) -> None:
+        """Refuse a weight vector too large to allocate, before anything allocates it."""
+        if self.size_ > MAX_WEIGHTS:
+            sets = self.n_node_weight_sets_
+            raise ValueError(
+                f"{type(self).__name__}: the model would have {self.size_:,} weights "
+                f"({self.n_node_features_:,} node features × {self.n_states_} labels"
+                f"{f' × {sets} weight sets' if sets > 1 else ''}), "
+                f"{self.size_ * 8 / 2**30:,.0f} GiB for each copy of them, more than "
+                f"{MAX_WEIGHTS:,}: use fewer feature columns (SequenceVectorizer(n_features="
+                f"2**20) hashes token features into 2**20 columns; min_count drops rare ones)"
+            )
 
     def _auto_solver(self) -> str:
         """The solver ``solver="auto"`` picks once K is known."""
@@ -400,7 +418,9 @@ class BaseStructure(BaseEstimator):
         sets = self._node_weight_sets(batch)
         if sets is None:
             return batch.features @ unary_weights
-        return np.einsum("df,dfk->dk", batch.features, unary_weights[sets])
+        # (sets, F, K) — also with a single set (untied weights of 1×1 images)
+        per_set = unary_weights.reshape((-1,) + unary_weights.shape[-2:])
+        return np.einsum("df,dfk->dk", batch.features, per_set[sets])
 
     def _layout(self, batch):
         return None
@@ -812,7 +832,9 @@ class _EdgeFeatureStructure(BaseStructure):
     def _pairwise_potentials(self, batch, pairwise_weights):
         sets = self._edge_weight_sets(batch)
         if sets is not None:  # each edge its own weights
-            per_set = pairwise_weights.reshape(self.n_edge_weight_sets_, self.n_edge_features_, -1)
+            width = 1 if self.pairwise_kind is PairwiseKind.POTTS else self.n_states_**2
+            shape = (self.n_edge_weight_sets_, self.n_edge_features_, width)  # 0 sets: 1×1 images
+            per_set = pairwise_weights.reshape(shape)
             scores = np.einsum("eg,egs->es", batch.edge_features, per_set[sets])
             if self.pairwise_kind is PairwiseKind.POTTS:
                 return scores[:, 0]

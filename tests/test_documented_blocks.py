@@ -4,6 +4,8 @@ what they computed (the docstring examples run as doctests, the gallery in the d
 import contextlib
 import io
 import re
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -63,8 +65,17 @@ def test_the_readme_and_the_guide_have_their_examples():
 
 
 @pytest.mark.parametrize("name, code", BLOCKS, ids=[name for name, _ in BLOCKS])
-def test_documented_block_runs_and_prints(name, code):
+def test_documented_block_runs_and_prints(name, code, tmp_path):
     _needs(code)
+    if 'if __name__ == "__main__":' in code:  # a script (dask's workers import it): run it so
+        script = tmp_path / "block.py"
+        script.write_text(code)
+        done = subprocess.run(
+            [sys.executable, str(script)], capture_output=True, text=True, timeout=600
+        )
+        assert done.returncode == 0, f"{name} failed as a script:\n{done.stderr[-3000:]}"
+        assert done.stdout.strip(), f"{name} printed nothing"
+        return
     output = io.StringIO()
     with contextlib.redirect_stdout(output):
         exec(compile(code, name, "exec"), {"__name__": "__doc_block__"})

@@ -380,6 +380,8 @@ def check_queries(potentials: Potentials, nodes, labels, weights):
     weights = np.asarray(weights, dtype=float)
     if not (nodes.shape == labels.shape == weights.shape) or nodes.ndim != 1:
         raise ValueError("nodes, labels and weights of the clamp queries must be 1-D, same length")
+    if not np.isfinite(weights).all():
+        raise ValueError("the weights of the clamp queries must be finite (NaN or inf given)")
     if len(nodes):
         if np.any(np.diff(nodes) < 0):
             raise ValueError("clamped_maps needs the query nodes in increasing order")

@@ -107,6 +107,21 @@ def _difference_edges(thresholds: _Thresholds, edges, costs, second, k: int):
     return tails, heads, capacities, unary_i, unary_k
 
 
+def _whole_numbers(values, what: str) -> np.ndarray:
+    """``values`` as an intp array, refusing values that are not whole numbers (a cast would
+    truncate 0.5 to 0)."""
+    try:
+        array = np.asarray(values)
+        numeric = array.dtype.kind in "iuf" or array.size == 0
+    except ValueError:  # ragged nesting
+        raise ValueError(
+            f"{what} must be a flat sequence of whole numbers, got {values!r}"
+        ) from None
+    if not numeric or (array.dtype.kind == "f" and not np.all(np.mod(array, 1) == 0)):
+        raise ValueError(f"{what} must hold whole numbers, got {np.asarray(values).tolist()}")
+    return array.astype(np.intp)
+
+
 @dataclass(frozen=True)
 class GroupMaxPotentials:
     """Level models with group-maximum terms, the models of the continuous log-supermodular
@@ -139,9 +154,13 @@ class GroupMaxPotentials:
 
     def __post_init__(self):
         unary = np.asarray(self.unary, dtype=float)
-        n_levels = np.asarray(self.n_levels, dtype=np.intp)
+        n_levels = _whole_numbers(self.n_levels, "n_levels")
         levels = np.asarray(self.levels, dtype=float)
         weights = np.asarray(self.weights, dtype=float)
+        if np.isnan(unary).any() or np.isposinf(unary).any():
+            raise ValueError("unary holds NaN or +inf scores (-inf forbids a level)")
+        if not np.isfinite(levels).all():
+            raise ValueError("levels must be finite")
         if len(n_levels) and (n_levels.min() < 1 or n_levels.max() > len(levels)):
             raise ValueError(f"n_levels must lie in [1, {len(levels)}] (the levels given)")
         padded = unary.ndim == 3 and unary.shape[1:] == (len(n_levels), len(levels))
@@ -152,9 +171,11 @@ class GroupMaxPotentials:
             )
         if len(levels) and (levels[0] != 0 or np.any(np.diff(levels) <= 0)):
             raise ValueError("levels must increase from levels[0] = 0")
-        if weights.shape != (len(self.groups),) or not np.all(weights >= 0):
-            raise ValueError(f"weights must be {len(self.groups)} values >= 0 (one per group)")
-        groups = tuple(np.asarray(g, dtype=np.intp).ravel() for g in self.groups)
+        if weights.shape != (len(self.groups),) or not np.all((weights >= 0) & (weights < np.inf)):
+            raise ValueError(
+                f"weights must be {len(self.groups)} finite values >= 0 (one per group)"
+            )
+        groups = tuple(_whole_numbers(g, f"group {i}").ravel() for i, g in enumerate(self.groups))
         for g, members in enumerate(groups):
             if members.size == 0 or members.min() < 0 or members.max() >= len(n_levels):
                 raise ValueError(

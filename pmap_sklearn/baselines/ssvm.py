@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from numbers import Real
 
 import numpy as np
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import StrOptions
 
 from .._base import (
     BATCH_CONSTRAINTS,
@@ -17,7 +17,7 @@ from .._base import (
 )
 from .._progress import Progress
 from .._state import FitState
-from .._utils import SparseVector, onehot
+from .._utils import NumberInterval, SparseVector, onehot
 from ..metrics import class_weight_by_code, loss_weights
 
 
@@ -136,9 +136,9 @@ class StructuredSVM(BaseStructuredEstimator):
         **RANDOMISED_CONSTRAINTS,
         **PARALLEL_CONSTRAINTS,
         **BATCH_CONSTRAINTS,
-        "alpha": [Interval(Real, 0, None, closed="neither")],
+        "alpha": [NumberInterval(Real, 0, None, closed="neither")],
         "class_weight": [None, StrOptions({"balanced"}), dict],
-        "tol": [Interval(Real, 0, None, closed="left")],
+        "tol": [NumberInterval(Real, 0, None, closed="left")],
         "average": ["boolean"],
     }
 

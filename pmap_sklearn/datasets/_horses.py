@@ -216,7 +216,11 @@ def superpixel_graph(image, mask, n_segments=150, compactness=10.0):
     colour_distance = ((lab_mean[edges[:, 0]] - lab_mean[edges[:, 1]]) ** 2).sum(axis=1)
     beta = 1.0 / (2.0 * colour_distance.mean()) if len(edges) and colour_distance.mean() else 0
     edge_features = np.column_stack(
-        [np.ones(len(edges)), np.exp(-beta * colour_distance), boundary / boundary.mean()]
+        [
+            np.ones(len(edges)),
+            np.exp(-beta * colour_distance),
+            boundary / boundary.mean() if len(edges) else boundary.astype(float),  # one segment
+        ]
     )
 
     labels = (_per_node(segments, mask.astype(float), n_nodes)[:, 0] >= 0.5).astype(np.intp)

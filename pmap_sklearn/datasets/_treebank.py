@@ -3,6 +3,8 @@ the sklearn-crfsuite tutorial."""
 
 from __future__ import annotations
 
+from numbers import Integral
+
 from sklearn.utils import Bunch
 
 from ._paths import find_data_file, read_data_file
@@ -126,6 +128,12 @@ def token_features(sentence, i: int) -> dict:
     >>> token_features([("El", "DA"), ("Rey", "NC")], 1)["-1:postag"]
     'DA'
     """
+    if isinstance(i, bool) or not isinstance(i, Integral) or not 0 <= i < len(sentence):
+        raise ValueError(
+            f"i={i!r} is not a token position of this {len(sentence)}-token sentence: positions "
+            f"are ints from 0 to {len(sentence) - 1} (no negative ones: the neighbours and "
+            f"BOS / EOS would be those of the wrong end)"
+        )
     word, pos = _word_and_pos(sentence[i])
     features = {
         "word.lower()": word.lower(),
