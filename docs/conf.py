@@ -149,7 +149,12 @@ myst_heading_anchors = 3
 
 html_theme = "pydata_sphinx_theme"
 html_title = "pmap_sklearn"
-html_theme_options = {"navigation_depth": 2, "show_toc_level": 2}
+html_theme_options = {
+    "navigation_depth": 2,
+    "show_toc_level": 2,
+    # the gallery's pages have no sections to list: their code gets the room (100 columns)
+    "secondary_sidebar_items": {"auto_examples/*": []},
+}
 html_static_path = ["_static"]
 html_css_files = ["custom.css"]
 # pages with no sub-pages have nothing to show in the left sidebar

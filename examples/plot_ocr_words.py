@@ -37,7 +37,7 @@ perturbed = crf.predict_marginals(words, n_perturbations=500)
 exact = crf.predict_marginals(words, method="exact")
 letters = np.array(list(ocr.letters))
 
-figure, axes = plt.subplots(3, 3, figsize=(11, 6.5), gridspec_kw={"width_ratios": [1, 2, 2]})
+figure, axes = plt.subplots(3, 3, figsize=(12, 12), gridspec_kw={"width_ratios": [1, 2, 2]})
 for row, (word, labels, guess, q, p) in enumerate(
     zip(words, truth, predicted, perturbed, exact, strict=True)
 ):
@@ -45,8 +45,8 @@ for row, (word, labels, guess, q, p) in enumerate(
     axes[row, 0].set_title(f"truth '{''.join(letters[labels])}'\nMAP '{''.join(letters[guess])}'")
     for axis, marginals, name in ((axes[row, 1], q, "perturb-and-MAP"), (axes[row, 2], p, "exact")):
         axis.imshow(marginals.T, aspect="auto", cmap="viridis", vmin=0, vmax=1)
-        axis.set_yticks(range(26), letters, fontsize=7)
-        axis.set_title(f"{name} marginals", fontsize=12)
+        axis.set_yticks(range(26), letters, fontsize=10)
+        axis.set_title(f"{name} marginals", fontsize=13)
 for axis in axes.ravel():
     axis.set_xticks([])
 for axis in axes[:, 0]:

@@ -1,7 +1,7 @@
-"""Log-partition function of pairwise models: exact value and upper bounds.
+r"""Log-partition function of pairwise models: exact value and upper bounds.
 
 For a binary model with attractive Potts terms — ``f(y) = Σ_d u_d(y_d) + Σ_(i,j) w_ij
-[y_i != y_j]`` with ``w_ij <= 0``, so that ``p(y) ∝ exp f(y)`` is log-supermodular — the
+[y_i != y_j]`` with ``w_ij <= 0``, so that :math:`p(y) \propto \exp f(y)` is log-supermodular — the
 thesis (Shpakova 2019, Prop. 2.1) orders the bounds::
 
     A = log Σ_y exp f(y)  <=  A_logistic = E_ε max_y f(y) + ε·y  <=  A_L-field,
@@ -64,7 +64,7 @@ def _attractive_binary(potentials) -> tuple[Potentials, float]:
 
 
 def log_partition_exact(potentials: Potentials) -> float:
-    """``A = log Σ_y exp f(y)`` by enumerating every labelling (at most 2^24 of them).
+    r""":math:`A = \log \sum_y \exp f(y)` by enumerating every labelling (at most 2^24 of them).
 
     Parameters
     ----------
@@ -102,11 +102,11 @@ def log_partition_perturb(
     random_state=None,
     solver="graph_cut",
 ) -> tuple[float, float]:
-    """Perturb-and-MAP estimate of the upper bound ``A_G = E_z max_y f(y) + z(y)``.
+    r"""Perturb-and-MAP estimate of the upper bound ``A_G = E_z max_y f(y) + z(y)``.
 
-    With zero-mean Gumbel ``z_d(k)`` (Hazan & Jaakkola 2012); for binary models the same
-    expectation is ``E_ε max_y f(y) + ε·y`` with one logistic ``ε_d`` per node (thesis Eq.
-    2.4.2), whose estimate has a smaller variance. Each sample is one MAP call.
+    With zero-mean Gumbel ``z_d(k)`` (Hazan & Jaakkola 2012); for binary models the same expectation
+    is ``E_ε max_y f(y) + ε·y`` with one logistic :math:`\varepsilon_d` per node (thesis Eq. 2.4.2),
+    whose estimate has a smaller variance. Each sample is one MAP call.
 
     Parameters
     ----------
@@ -138,13 +138,13 @@ def log_partition_perturb(
 
 
 def lfield_point(potentials: Potentials) -> np.ndarray:
-    """Minimum-norm point ``s*`` of the base polytope ``B(F)`` of ``F(S) = f(0) - f(1_S)``.
+    r"""Minimum-norm point ``s*`` of the base polytope ``B(F)`` of ``F(S) = f(0) - f(1_S)``.
 
     ``F`` is a cut function minus a modular term, so ``s*`` is computed exactly by the
-    divide-and-conquer algorithm (Fujishige 2005; Jegelka, Lin & Bilmes 2011): with
-    ``λ = F(V)/|V|``, one graph cut minimises ``F(S) - λ|S|``; if the minimum is 0 then
-    ``s* = λ`` on ``V``, otherwise the minimiser ``A`` splits the problem into ``F`` restricted to
-    ``A`` and ``F`` contracted by ``A`` on the rest. At most ``D`` cuts.
+    divide-and-conquer algorithm (Fujishige 2005; Jegelka, Lin & Bilmes 2011): with :math:`\lambda =
+    F(V)/|V|`, one graph cut minimises :math:`F(S) - \lambda |S|`; if the minimum is 0 then
+    :math:`s* = \lambda` on ``V``, otherwise the minimiser ``A`` splits the problem into ``F``
+    restricted to ``A`` and ``F`` contracted by ``A`` on the rest. At most ``D`` cuts.
 
     Parameters
     ----------

@@ -1,13 +1,14 @@
-"""Continuous log-supermodular priors for grey-level denoising (Shpakova 2019, chapter 4).
+r"""Continuous log-supermodular priors for grey-level denoising (Shpakova 2019, chapter 4).
 
-A signal ``x = D α + ε`` (``D`` orthonormal: the identity or a 2-D Haar transform, ``ε ~ N(0,
-σ² I)``) with the prior ``p(α) ∝ exp(−f(|α|))``, ``f(w) = Σ_A d_A max_{a∈A} w_a`` (§4.3.1,
-§4.5.2): the signs of ``α`` are independent and uniform, its magnitudes ``β = |α|`` have the
-log-supermodular density ``exp(−f(β)) / Z`` on the box ``[0, U]``. Learning maximises the
-likelihood with ``log Z`` replaced by the perturb-and-MAP upper bound of its discretisation on
-levels ``0, Δ, 2Δ, …`` with trapezoid weights (§4.4.1); every MAP is one Ishikawa cut.
-Decoding: the exact continuous MAP (divide and conquer on cuts), the MAP on the levels, or the
-perturb-and-MAP estimate of the posterior mean (MMSE, §4.4.2) with the signs marginalised.
+A signal :math:`x = D \alpha + \varepsilon` (``D`` orthonormal: the identity or a 2-D Haar
+transform, :math:`\varepsilon ~ N(0, \sigma^2 I)`) with the prior :math:`p(\alpha ) \propto \exp
+(-f(|\alpha |))`, ``f(w) = Σ_A d_A max_{a∈A} w_a`` (§4.3.1, §4.5.2): the signs of :math:`\alpha` are
+independent and uniform, its magnitudes :math:`\beta = |\alpha |` have the log-supermodular density
+:math:`\exp (-f(\beta )) / Z` on the box ``[0, U]``. Learning maximises the likelihood with ``log
+Z`` replaced by the perturb-and-MAP upper bound of its discretisation on levels :math:`0, \Delta ,
+2\Delta , \ldots` with trapezoid weights (§4.4.1); every MAP is one Ishikawa cut. Decoding: the
+exact continuous MAP (divide and conquer on cuts), the MAP on the levels, or the perturb-and-MAP
+estimate of the posterior mean (MMSE, §4.4.2) with the signs marginalised.
 """
 
 from __future__ import annotations
@@ -112,8 +113,8 @@ def inverse_haar2d(coefficients: np.ndarray) -> np.ndarray:
 
 @functools.cache
 def _haar_matrix(side: int) -> np.ndarray:
-    """``H`` with ``haar2d(x) = x H`` on flattened ``side × side`` images (orthonormal: the
-    inverse is ``Hᵀ``); one matrix product is several times faster than the butterflies."""
+    r"""``H`` with ``haar2d(x) = x H`` on flattened ``side × side`` images (orthonormal: the
+    inverse is :math:`H^\top`); one matrix product is several times faster than the butterflies."""
     n = side * side
     matrix = haar2d(np.eye(n).reshape(n, side, side)).reshape(n, n)
     matrix.setflags(write=False)
@@ -121,7 +122,8 @@ def _haar_matrix(side: int) -> np.ndarray:
 
 
 class _Levels(NamedTuple):
-    """The levels ``0, Δ, 2Δ, …`` of the coefficients' magnitudes (thesis §4.4.1)."""
+    r"""The levels :math:`0, \Delta , 2\Delta , \ldots` of the coefficients' magnitudes (thesis
+    §4.4.1)."""
 
     #: (n_coefficients,) number of levels of each coefficient (its domain over Δ, plus 1)
     n_levels: np.ndarray
@@ -153,17 +155,17 @@ def tree_groups(side: int) -> list:
 
 
 class ContinuousLogSupermodularDenoiser(BaseEstimator):
-    """Denoising with a learned continuous log-supermodular prior (Shpakova 2019, chapter 4).
+    r"""Denoising with a learned continuous log-supermodular prior (Shpakova 2019, chapter 4).
 
-    The prior on the coefficients ``α = Dᵀ x`` of a clean signal (``D`` the identity or the
-    orthonormal 2-D Haar transform) is ``p(α) ∝ exp(−Σ_A d_A max_{a∈A} |α_a|)`` on the box
-    ``|α_i| <= U_i`` (``U_i`` from the training data). Signs are uniform and independent; the
-    magnitudes are log-supermodular. ``fit(X_clean)`` learns ``d_A >= 0`` by projected
-    stochastic gradient (AdaGrad steps, averaged iterates) on the negative log-likelihood with
-    ``log Z`` replaced by its perturb-and-MAP upper bound on the levels ``0, Δ, 2Δ, …`` (thesis
-    §4.4.1): each step draws ``batch_perturbations`` Gumbel perturbations of the discretised
-    prior and solves their MAPs by Ishikawa cuts. ``predict(X_noisy)`` decodes under Gaussian
-    noise of standard deviation ``noise_std``.
+    The prior on the coefficients :math:`\alpha = D^\top x` of a clean signal (``D`` the identity or
+    the orthonormal 2-D Haar transform) is ``p(α) ∝ exp(−Σ_A d_A max_{a∈A} |α_a|)`` on the box
+    :math:`|\alpha_i| \le U_i` (``U_i`` from the training data). Signs are uniform and independent;
+    the magnitudes are log-supermodular. ``fit(X_clean)`` learns ``d_A >= 0`` by projected
+    stochastic gradient (AdaGrad steps, averaged iterates) on the negative log-likelihood with ``log
+    Z`` replaced by its perturb-and-MAP upper bound on the levels :math:`0, \Delta , 2\Delta ,
+    \ldots` (thesis §4.4.1): each step draws ``batch_perturbations`` Gumbel perturbations of the
+    discretised prior and solves their MAPs by Ishikawa cuts. ``predict(X_noisy)`` decodes under
+    Gaussian noise of standard deviation ``noise_std``.
 
     Parameters
     ----------
@@ -491,7 +493,7 @@ class ContinuousLogSupermodularDenoiser(BaseEstimator):
         )
 
     def _coefficients(self, X: np.ndarray) -> np.ndarray:
-        """``α = Dᵀ (x − mean)`` as (n, k)."""
+        r""":math:`\alpha = D^\top (x - \operatorname{mean} )` as (n, k)."""
         X = (X - self._means(X)).reshape(len(X), -1)
         if self.basis_ == "haar":
             return X @ _haar_matrix(self.patch_shape_[0])
@@ -653,10 +655,11 @@ class ContinuousLogSupermodularDenoiser(BaseEstimator):
 
     # ---- the likelihood ----------------------------------------------------------------------
     def score_samples(self, X):
-        """The perturb-and-MAP lower bound of ``log p(α)`` of every signal.
+        r"""The perturb-and-MAP lower bound of :math:`\log p(\alpha )` of every signal.
 
-        ``−f(|α|) − Â_G − k log 2`` with ``Â_G >= log Z`` estimated with ``n_perturbations``
-        perturbed MAPs (``random_state`` seeds them); ``-inf`` outside the box ``|α| <= U``.
+        :math:`-f(|\alpha |) - \hat{A}_G - k \log 2` with :math:`\hat{A}_G \ge \log Z` estimated
+        with ``n_perturbations`` perturbed MAPs (``random_state`` seeds them); ``-inf`` outside the
+        box :math:`|\alpha | \le U`.
 
         Parameters
         ----------
@@ -742,12 +745,13 @@ class ContinuousLogSupermodularDenoiser(BaseEstimator):
         return scale * self.group_weights_
 
     def _mmse_sure_scale(self, noisy, sigma2, rng) -> float:
-        """The prior's factor minimising Stein's risk estimate of the MMSE, on at most
+        r"""The prior's factor minimising Stein's risk estimate of the MMSE, on at most
         ``SURE_MMSE_SIGNALS`` patches (non-overlapping ones of an image) or signals.
 
-        The posterior mean's divergence is ``tr Cov[α | y] / σ²`` (Tweedie's formula; Efron
-        2011), the variance estimated from the perturbed MAPs themselves, so no probe is
-        needed (the perturbed MAPs are piecewise constant in y: a probe's small step misses what
+        The posterior mean's divergence is :math:`\operatorname{tr} \operatorname{Cov} [\alpha | y]
+        / \sigma^2` (Tweedie's formula; Efron 2011), the variance estimated from the perturbed MAPs
+        themselves, so no probe is needed (the perturbed MAPs are piecewise constant in y: a probe's
+        small step misses what
         moves them)."""
         if self.patch_size is not None:
             shape = self.patch_shape_
@@ -916,13 +920,13 @@ class ContinuousLogSupermodularDenoiser(BaseEstimator):
 
 
 def sure_scale(denoise, noisy, sigma2, weights, rng) -> float:
-    """The factor ``s`` of the prior minimising Stein's unbiased risk estimate of ``denoise``.
+    r"""The factor ``s`` of the prior minimising Stein's unbiased risk estimate of ``denoise``.
 
-    ``SURE(s) = ‖f(y) − y‖² − N σ² + 2 σ² div f(y)`` is an unbiased estimate of ``‖f(y) − x‖²``
-    for ``y = x + N(0, σ² I)`` and a weakly differentiable ``f`` (Stein 1981); the divergence
-    is estimated by one finite difference along a Gaussian probe ``b``, ``bᵀ (f(y + εb) −
-    f(y)) / ε`` (Ramani, Blu & Unser 2008, Monte-Carlo SURE). The factors tried are those of
-    :func:`best_scale`.
+    :math:`\operatorname{SURE}(s) = \|f(y) - y\|^2 - N \sigma^2 + 2 \sigma^2 \operatorname{div}
+    f(y)` is an unbiased estimate of :math:`\|f(y) - x\|^2` for :math:`y = x + N(0, \sigma^2 I)` and
+    a weakly differentiable ``f`` (Stein 1981); the divergence is estimated by one finite difference
+    along a Gaussian probe ``b``, :math:`b^\top (f(y + \varepsilon b) - f(y)) / \varepsilon`
+    (Ramani, Blu & Unser 2008, Monte-Carlo SURE). The factors tried are those of :func:`best_scale`.
 
     Parameters
     ----------

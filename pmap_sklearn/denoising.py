@@ -1,17 +1,16 @@
-"""Log-supermodular binary image denoising (Shpakova & Bach 2016; Shpakova 2019, chapter 2).
+r"""Log-supermodular binary image denoising (Shpakova & Bach 2016; Shpakova 2019, chapter 2).
 
 Prior on clean binary images ``x`` (4-connected grid)::
 
     p(x) ∝ exp(-α_h cut_h(x) - α_v cut_v(x) + t·x),      α >= 0,
 
-and a channel that flips each pixel with probability π, ``u = log(π / (1 - π))``. The
-posterior ``p(x | z) ∝ exp(-α·cuts(x) + (t + u (1 - 2z))·x)`` is again log-supermodular, so its
-MAP is one graph cut. The model is a :class:`~pmap_sklearn.GridStructure` whose node feature is
-the sign ``s = 1 - 2z`` of the noisy pixel (0 for the prior) and whose weights are
-``w = [t, u, -α_h, -α_v]``; every log-partition function ``A`` is replaced by its logistic
-perturb-and-MAP bound ``A_logistic = E_ε max_y f(y) + ε·y`` (thesis Eq. 2.4.2) and ``w`` is
-learned by the shared projected SGD engine, one graph cut per image and step (two in the
-unsupervised case).
+and a channel that flips each pixel with probability π, :math:`u = \log (\pi / (1 - \pi ))`. The
+posterior ``p(x | z) ∝ exp(-α·cuts(x) + (t + u (1 - 2z))·x)`` is again log-supermodular, so its MAP
+is one graph cut. The model is a :class:`~pmap_sklearn.GridStructure` whose node feature is the sign
+``s = 1 - 2z`` of the noisy pixel (0 for the prior) and whose weights are :math:`w = [t, u,
+-\alpha_h, -\alpha_v]`; every log-partition function ``A`` is replaced by its logistic
+perturb-and-MAP bound ``A_logistic = E_ε max_y f(y) + ε·y`` (thesis Eq. 2.4.2) and ``w`` is learned
+by the shared projected SGD engine, one graph cut per image and step (two in the unsupervised case).
 """
 
 from __future__ import annotations
@@ -34,13 +33,13 @@ from .structures import GridStructure
 
 
 class FlipChannelGrid(GridStructure):
-    """The denoiser's model as a grid structure (binary labels, 4-connectivity, graph cuts).
+    r"""The denoiser's model as a grid structure (binary labels, 4-connectivity, graph cuts).
 
-    Node feature: the sign ``s_d = 1 - 2 z_d`` of the noisy pixel (0 gives the prior). Unary
-    scores: 0 for label 0, ``t_d + u s_d`` for label 1, with one field value ``t_d`` per pixel
+    Node feature: the sign ``s_d = 1 - 2 z_d`` of the noisy pixel (0 gives the prior). Unary scores:
+    0 for label 0, ``t_d + u s_d`` for label 1, with one field value ``t_d`` per pixel
     (``pixel_shape`` given) or one shared by all pixels. Pairwise: the Potts term of
-    :class:`~pmap_sklearn.GridStructure`, one weight ``v = -α`` per direction. Weight layout
-    ``w = [t (H·W values or 1), u, v_h, v_v]``.
+    :class:`~pmap_sklearn.GridStructure`, one weight :math:`v = -\alpha` per direction. Weight
+    layout ``w = [t (H·W values or 1), u, v_h, v_v]``.
 
     Parameters
     ----------
@@ -90,16 +89,15 @@ def _signs(noisy: list[np.ndarray]) -> list[np.ndarray]:
 
 
 class LogSupermodularDenoiser(BaseEstimator):
-    """Binary image denoising with a log-supermodular prior learned by perturb-and-MAP.
+    r"""Binary image denoising with a log-supermodular prior learned by perturb-and-MAP.
 
-    ``fit(X_noisy, y=X_clean)`` maximises the conditional likelihood ``p(x | z)`` (thesis
-    §2.5.3); ``fit(X_noisy)`` maximises the marginal likelihood of the noisy images ``p(z)``
-    (thesis §2.5.4, a difference of two log-partition functions). Both replace ``A`` by its
-    logistic perturb-and-MAP bound and run projected SGD with steps ``C/√h`` on the
-    perturbations (the engine's ``learning_rate="invscaling"``, ``power_t=0.5``): per step and
-    image one graph cut of the posterior (and, without clean images, one of the prior). The
-    estimate is the weighted average of the iterates (weights ∝ h), which is what the ``1/√h``
-    rate is proved for.
+    ``fit(X_noisy, y=X_clean)`` maximises the conditional likelihood ``p(x | z)`` (thesis §2.5.3);
+    ``fit(X_noisy)`` maximises the marginal likelihood of the noisy images ``p(z)`` (thesis §2.5.4,
+    a difference of two log-partition functions). Both replace ``A`` by its logistic perturb-and-MAP
+    bound and run projected SGD with steps :math:`C/\sqrt{h}` on the perturbations (the engine's
+    ``learning_rate="invscaling"``, ``power_t=0.5``): per step and image one graph cut of the
+    posterior (and, without clean images, one of the prior). The estimate is the weighted average of
+    the iterates (weights ∝ h), which is what the :math:`1/\sqrt{h}` rate is proved for.
 
     The objective (minimised) is, with ``D`` pixels per image and ``N`` images,
     ``(1/N) Σ_n NLL_n / D_n + (reg_field/2) mean(t²) + (reg_cut/2) ‖α‖²``.
@@ -114,15 +112,16 @@ class LogSupermodularDenoiser(BaseEstimator):
         fitted on ``skimage.data.horse()`` with 10 % flips alone, 3.0 % error against 0.18 %
         with a shared field) or images of different shapes.
     noise_level : float in (0, 0.5) or "learn", default="learn"
-        Flip probability π of the channel, or learn it (through ``u = log(π/(1-π)) <= 0``).
+        Flip probability π of the channel, or learn it (through :math:`u = \log (\pi /(1-\pi )) \le
+        0`).
     noise_init : float in (0, 0.5), default=0.1
         Starting π when it is learned.
     reg_field, reg_cut : float, default=1e-3
-        Squared ℓ2 penalties of the field ``t`` and of the cut weights ``α``.
+        Squared ℓ2 penalties of the field ``t`` and of the cut weights :math:`\alpha`.
     step_size : float, default=5.0
-        ``C`` of the steps ``C/√h``. The step of a per-pixel ``t_d`` is multiplied by ``D``
-        (each ``t_d`` is informed by one pixel per image, ``α`` and ``u`` by all of them), so
-        one ``C`` suits every block.
+        ``C`` of the steps :math:`C/\sqrt{h}`. The step of a per-pixel ``t_d`` is multiplied by
+        ``D`` (each ``t_d`` is informed by one pixel per image, :math:`\alpha` and ``u`` by all of
+        them), so one ``C`` suits every block.
     max_iter : int, default=30
         Passes over the images.
     batch_size : int, default=10
@@ -142,12 +141,12 @@ class LogSupermodularDenoiser(BaseEstimator):
     Attributes
     ----------
     coef_ : ndarray
-        The weights ``[t, u, -α_h, -α_v]`` of :class:`FlipChannelGrid`.
+        The weights :math:`[t, u, -\alpha_h, -\alpha_v]` of :class:`FlipChannelGrid`.
     structure_ : FlipChannelGrid
     field_ : ndarray of shape (H, W) or float
         Learned field ``t``.
     cut_weights_ : ndarray of shape (2,)
-        Learned ``(α_h, α_v) >= 0``.
+        Learned :math:`(\alpha_h, \alpha_v) \ge 0`.
     noise_level_ : float
         π, learned or given.
     loss_curve_ : list of float
@@ -237,7 +236,8 @@ class LogSupermodularDenoiser(BaseEstimator):
     @_fit_context(prefer_skip_nested_validation=True)
     @uses_workers
     def fit(self, X, y=None):
-        """Learn ``t``, ``α`` (and π if asked) from noisy images, with or without clean ones.
+        r"""Learn ``t``, :math:`\alpha` (and π if asked) from noisy images, with or without clean
+        ones.
 
         Parameters
         ----------
@@ -348,7 +348,7 @@ class LogSupermodularDenoiser(BaseEstimator):
 
     @property
     def cut_weights_(self) -> np.ndarray:
-        """The learned ``(α_h, α_v) >= 0``."""
+        r"""The learned :math:`(\alpha_h, \alpha_v) \ge 0`."""
         return 0.0 - self.coef_[self.structure_.n_field + 1 :]
 
     @property

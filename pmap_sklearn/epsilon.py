@@ -59,23 +59,24 @@ class _Lemma2(NamedTuple):
 
 
 class EpsilonCRF(BaseStructuredEstimator):
-    """Structured prediction by the ε-family of Hazan & Urtasun, with primal-dual message passing.
+    r"""Structured prediction by the ε-family of Hazan & Urtasun, with primal-dual message passing.
 
     Minimises the approximated program of Hazan & Urtasun (2010, Theorem 1),
 
-    ``(1/N) Σ_n [ε ln Σ_ŷ exp((ℓ(y_n, ŷ) + f(ŷ | x_n)) / ε) − f(y_n | x_n)] + (α/2)‖w‖²``
+    :math:`(1/N) \sum_n [\varepsilon \ln \sum_{\hat{y}} \exp ((\ell (y_n, \hat{y}) + f(\hat{y} |
+    x_n)) / \varepsilon ) - f(y_n | x_n)] + (\alpha /2)\|w\|^2`
 
-    with the soft-max replaced by its local-entropy approximation
-    ``max_b ⟨b, ℓ + θ⟩ + ε [Σ_α c_α H(b_α) + Σ_v c_v H(b_v)]`` over the local polytope. ε = 1 with
-    ``loss=None`` is the CRF, ε = 1 with the loss the loss-augmented CRF, ε → 0 the structured
-    SVM (at ε = 0 exactly its hinge, with subgradient steps). The program is minimised jointly
-    in the weights and the messages: each iteration runs ``n_message_sweeps`` passes of the
-    closed-form message update (Lemma 1) over all nodes of all samples, then a gradient step
-    on the weights (Lemma 2) with a backtracking line search (ε > 0) or a ``1/(α t)`` step
-    (ε = 0). The messages persist across iterations, so no inference runs to convergence.
+    with the soft-max replaced by its local-entropy approximation ``max_b ⟨b, ℓ + θ⟩ + ε [Σ_α c_α
+    H(b_α) + Σ_v c_v H(b_v)]`` over the local polytope. ε = 1 with ``loss=None`` is the CRF, ε = 1
+    with the loss the loss-augmented CRF, ε → 0 the structured SVM (at ε = 0 exactly its hinge, with
+    subgradient steps). The program is minimised jointly in the weights and the messages: each
+    iteration runs ``n_message_sweeps`` passes of the closed-form message update (Lemma 1) over all
+    nodes of all samples, then a gradient step on the weights (Lemma 2) with a backtracking line
+    search (ε > 0) or a :math:`1/(\alpha t)` step (ε = 0). The messages persist across iterations,
+    so no inference runs to convergence.
 
-    No MAP oracle is needed: the model may have any number of labels and pairwise terms of any
-    sign on any graph. With Bethe counting numbers (``c_α = 1``, ``c_v = 1 − deg v``) the
+    No MAP oracle is needed: the model may have any number of labels and pairwise terms of any sign
+    on any graph. With Bethe counting numbers (:math:`c_\alpha = 1`, ``c_v = 1 − deg v``) the
     approximation is exact on chains and trees.
 
     Parameters
@@ -87,14 +88,14 @@ class EpsilonCRF(BaseStructuredEstimator):
     epsilon : float, default=1.0
         ε >= 0: 1 is the (loss-augmented) CRF, 0 the structured SVM.
     loss : {"hamming"} or None, default="hamming"
-        The loss inside the soft-max: the Hamming loss ``(1/D) Σ_d [y_d != ŷ_d]`` of each
-        sample (as :class:`~pmap_sklearn.StructuredSVM`), or None (the plain CRF at ε = 1).
+        The loss inside the soft-max: the Hamming loss :math:`(1/D) \sum_d [y_d \ne \hat{y}_d]` of
+        each sample (as :class:`~pmap_sklearn.StructuredSVM`), or None (the plain CRF at ε = 1).
     counting_numbers : {"auto", "convex", "bethe"} or (float, float), default="auto"
-        ``"convex"``: ``c_α = c_v = 1`` (the paper's experiments; a convex program);
-        ``"bethe"``: ``c_α = 1``, ``c_v = 1 − deg v`` (exact on chains and trees, not convex on
-        loopy graphs: only stationary points are guaranteed); ``"auto"``: Bethe on the samples
-        that are forests (chains, trees, no edges: exact and convex there, so at ε = 1 without
-        a loss this is the CRF), convex on loopy samples; or a pair ``(c_edge, c_node)``.
+        ``"convex"``: :math:`c_\alpha = c_v = 1` (the paper's experiments; a convex program);
+        ``"bethe"``: :math:`c_\alpha = 1`, ``c_v = 1 − deg v`` (exact on chains and trees, not
+        convex on loopy graphs: only stationary points are guaranteed); ``"auto"``: Bethe on the
+        samples that are forests (chains, trees, no edges: exact and convex there, so at ε = 1
+        without a loss this is the CRF), convex on loopy samples; or a pair ``(c_edge, c_node)``.
     alpha : float, default=1e-2
         L2 regularisation strength (the paper's C with p = 2); > 0 for the dual bound.
     max_iter : int, default=300
@@ -359,8 +360,9 @@ class EpsilonCRF(BaseStructuredEstimator):
             )
 
     def _lemma2(self, bp, batch, w, scores: _Scores, observed) -> _Lemma2:
-        """Lemma 2: the gradient in w of the Theorem-1 objective at the current messages, and
-        the node and edge beliefs it is made of (``observed`` is ``(1/N) Σ_n Ψ(x_n, y_n)``)."""
+        r"""Lemma 2: the gradient in w of the Theorem-1 objective at the current messages, and
+        the node and edge beliefs it is made of (``observed`` is :math:`(1/N) \sum_n \Psi (x_n,
+        y_n)`)."""
         bp.set_scores(scores.node, scores.tables)
         edge = bp.edge_beliefs()
         node = bp.node_beliefs(edge)

@@ -16,28 +16,28 @@ from .perturbation import gumbel
 
 
 class MarginalPerturbMAPCRF(BaseStructuredSGD):
-    """CRF trained on the perturb-and-MAP approximation of the marginal likelihood.
+    r"""CRF trained on the perturb-and-MAP approximation of the marginal likelihood.
 
-    Maximises ``(1/N) Σ_n Σ_d Σ_k C_d(k) [B_G(x_n | y_d = k) − A_G(x_n)] − (α/2)‖w‖²``, the
-    perturb-and-MAP approximation of the (weighted) sum of node log-marginals
-    ``log P(y_d | x)``, which fits the Hamming loss used for evaluation (Shpakova et al. 2018).
-    ``A_G = E_z max_y [f(y) + Σ_d z_d(y_d)]`` and ``B_G`` is the same maximum with node d clamped
-    to k. ``C_d(k) = θ_d(k) q_d(k)``: θ are the loss weights (``1/D`` for the Hamming loss, the
+    Maximises :math:`(1/N) \sum_n \sum_d \sum_k C_d(k) [B_G(x_n | y_d = k) - A_G(x_n)] - (\alpha
+    /2)\|w\|^2`, the perturb-and-MAP approximation of the (weighted) sum of node log-marginals ``log
+    P(y_d | x)``, which fits the Hamming loss used for evaluation (Shpakova et al. 2018). ``A_G =
+    E_z max_y [f(y) + Σ_d z_d(y_d)]`` and ``B_G`` is the same maximum with node d clamped to k.
+    :math:`C_d(k) = \theta_d(k) q_d(k)`: θ are the loss weights (``1/D`` for the Hamming loss, the
     size-balanced weights with ``class_weight="balanced"``) and q the target distribution of the
     node: one-hot for a known label, the model's conditional marginal (times ``unlabeled_weight``)
     for an unknown one. Each SGD step draws one Gumbel perturbation per sample, shared by A and
-    every B (the paper's Gumbel reduction), and moves ``w`` along
-    ``Σ_{d,k} C_d(k) [Ψ(x, y*_{B,d,k}) − Ψ(x, y*_A)]``.
+    every B (the paper's Gumbel reduction), and moves ``w`` along :math:`\sum_{d,k} C_d(k) [\Psi (x,
+    y*_{B,d,k}) - \Psi (x, y*_A)]`.
 
     Parameters
     ----------
     structure : {"chain", "grid", "graph"} or structure instance, default="chain"
         Graph structure of the samples (see :ref:`choosing`).
     class_weight : None, "balanced" or dict, default=None
-        Loss weights θ: None = Hamming (``θ_d = 1/D``); "balanced" = size-balanced weighted
+        Loss weights θ: None = Hamming (:math:`\theta_d = 1/D`); "balanced" = size-balanced weighted
         Hamming (``θ_d(k) = V_d / (K' V_k)`` with the node sizes of the sample, Kolesnikov et al.
-        2014); a dict ``{label: weight}`` (labels among ``classes_``, weights finite and
-        ``>= 0``) multiplies ``1/D``.
+        2014); a dict ``{label: weight}`` (labels among ``classes_``, weights finite and ``>= 0``)
+        multiplies ``1/D``.
     unlabeled_weight : float, default=1.0
         κ: weight of the unknown-label terms (Alg. 4) relative to the labelled ones.
     gumbel_reduction : bool, default=True
@@ -213,13 +213,14 @@ class MarginalPerturbMAPCRF(BaseStructuredSGD):
         return {"clamps": True}
 
     def _node_weights(self, batch, distribution: np.ndarray) -> np.ndarray:
-        """Loss weights ``θ_d(k)`` (n_nodes, K) of the stacked nodes of ``batch`` (see
+        r"""Loss weights :math:`\theta_d(k)` (n_nodes, K) of the stacked nodes of ``batch`` (see
         :func:`~pmap_sklearn.metrics.loss_weights`)."""
         class_weight = class_weight_by_code(self.class_weight, self.classes_)
         return loss_weights(distribution, batch.node_sizes, batch.node_sample, class_weight)
 
     def _targets(self, batch, labels, w_supervised, rng):
-        """The coefficients ``C_d(k) = θ_d(k) q_d(k)`` (× κ on unknown nodes), (n_nodes, K)."""
+        r"""The coefficients :math:`C_d(k) = \theta_d(k) q_d(k)` (× κ on unknown nodes), (n_nodes,
+        K)."""
         distribution = onehot(labels, self.structure_.n_states_)
         unknown = labels < 0
         self.target_distributions_ = None
@@ -232,8 +233,8 @@ class MarginalPerturbMAPCRF(BaseStructuredSGD):
         return self._node_weights(batch, distribution) * distribution * scale[:, None]
 
     def _node_targets(self, coefficients):
-        """Every (node, label) of positive coefficient, weighted by it: the node terms
-        ``Σ_d Σ_k C_d(k) log P(y_d = k)`` of the weighted marginal likelihood."""
+        r"""Every (node, label) of positive coefficient, weighted by it: the node terms
+        :math:`\sum_d \sum_k C_d(k) \log P(y_d = k)` of the weighted marginal likelihood."""
         nodes, labels = np.nonzero(coefficients > 0)
         return nodes, labels, coefficients[nodes, labels]
 

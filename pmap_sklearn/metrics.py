@@ -46,7 +46,7 @@ def _pairs(y_true, y_pred):
 
 
 def mean_hamming_loss(y_true, y_pred, unknown_label=-1) -> float:
-    """Mean over samples of each sample's Hamming loss ``(1/D) Σ_d [y_d != ŷ_d]``.
+    r"""Mean over samples of each sample's Hamming loss :math:`(1/D) \sum_d [y_d \ne \hat{y}_d]`.
 
     Unknown labels (``unknown_label`` in ``y_true``) are not counted; samples without a known
     label are skipped. Unlike :func:`sklearn.metrics.hamming_loss` (the fraction of wrong labels
@@ -79,10 +79,10 @@ def mean_hamming_loss(y_true, y_pred, unknown_label=-1) -> float:
 
 
 def balanced_node_weights(label_distribution, node_sizes=None) -> np.ndarray:
-    """Size-balanced weights ``θ_d(k)`` of one sample (Kolesnikov et al. 2014).
+    r"""Size-balanced weights :math:`\theta_d(k)` of one sample (Kolesnikov et al. 2014).
 
-    ``θ_d(k) = V_d / (K' V_k)`` with ``V_d`` the size of node d, ``V_k = Σ_d V_d P(y_d = k)`` the
-    total size of class k in the sample and ``K'`` the number of classes present; for K = 2 this
+    ``θ_d(k) = V_d / (K' V_k)`` with ``V_d`` the size of node d, :math:`V_k = \sum_d V_d P(y_d = k)`
+    the total size of class k in the sample and ``K'`` the number of classes present; for K = 2 this
     is ``V_d / (2 V_fg)`` and ``V_d / (2 V_bg)``, and the weights of the true labels sum to 1.
 
     Parameters
@@ -95,7 +95,7 @@ def balanced_node_weights(label_distribution, node_sizes=None) -> np.ndarray:
     Returns
     -------
     weights : ndarray of shape (D, K)
-        ``θ_d(k)``; 0 for classes absent from the sample.
+        :math:`\theta_d(k)`; 0 for classes absent from the sample.
     """
     dist = np.asarray(label_distribution)
     if dist.ndim == 1:
@@ -132,7 +132,7 @@ def balanced_weights_batch(distribution, node_sizes, node_sample) -> np.ndarray:
 
 
 def loss_weights(distribution, node_sizes, node_sample, class_weight=None) -> np.ndarray:
-    """Per-node loss weights ``θ_d(k)`` (n_nodes, K) of stacked samples.
+    r"""Per-node loss weights :math:`\theta_d(k)` (n_nodes, K) of stacked samples.
 
     Parameters
     ----------
@@ -140,7 +140,7 @@ def loss_weights(distribution, node_sizes, node_sample, class_weight=None) -> np
         Label distribution of each node (one-hot or marginals), used by "balanced".
     node_sizes, node_sample : ndarray of shape (n_nodes,)
     class_weight : None, "balanced" or ndarray of shape (K,)
-        None: the Hamming loss, ``θ_d = 1/D``; "balanced": :func:`balanced_weights_batch`;
+        None: the Hamming loss, :math:`\theta_d = 1/D`; "balanced": :func:`balanced_weights_batch`;
         per-label weights multiply ``1/D``.
 
     Returns
@@ -179,8 +179,8 @@ def class_weight_by_code(class_weight, classes) -> np.ndarray | str | None:
 
 
 def weighted_hamming_loss(y_true, y_pred, node_sizes=None, unknown_label=-1) -> float:
-    """Mean over samples of the size-balanced weighted Hamming loss
-    ``Σ_d θ_d(y_d) [y_d != ŷ_d]`` (see :func:`balanced_node_weights`).
+    r"""Mean over samples of the size-balanced weighted Hamming loss
+    :math:`\sum_d \theta_d(y_d) [y_d \ne \hat{y}_d]` (see :func:`balanced_node_weights`).
 
     Parameters
     ----------

@@ -106,11 +106,11 @@ class _FullBatchCRF(BaseStructuredEstimator):
 
 
 class PseudoLikelihoodCRF(_FullBatchCRF):
-    """CRF trained by maximum pseudo-likelihood (Besag 1975).
+    r"""CRF trained by maximum pseudo-likelihood (Besag 1975).
 
-    Minimises ``(1/N) Σ_n Σ_i −log P(y_i | y_{N(i)}, x_n) + (α/2)‖w‖²``: each node's
-    conditional given its neighbours' true labels, exact and cheap on any graph with any K, by
-    L-BFGS. The classic baseline of Pletscher & Ong's Table 1.
+    Minimises :math:`(1/N) \sum_n \sum_i -\log P(y_i | y_{N(i)}, x_n) + (\alpha /2)\|w\|^2`: each
+    node's conditional given its neighbours' true labels, exact and cheap on any graph with any K,
+    by L-BFGS. The classic baseline of Pletscher & Ong's Table 1.
 
     Parameters
     ----------
@@ -214,14 +214,14 @@ class PseudoLikelihoodCRF(_FullBatchCRF):
 
 
 class ContrastiveDivergenceCRF(_FullBatchCRF):
-    """CRF trained by contrastive divergence (Hinton 2002).
+    r"""CRF trained by contrastive divergence (Hinton 2002).
 
-    Each step runs ``n_gibbs`` sweeps of Gibbs sampling started at the true labels of every
-    training sample — chromatic Gibbs: the nodes of one colour of a proper colouring are
-    conditionally independent, so a colour class is sampled at once — and moves the weights
-    along ``(1/N) Σ_n [Ψ(x_n, y_n) − Ψ(x_n, ỹ_n)] − α w``, all samples in one step as in
-    Pletscher & Ong's Table 1. Steps are normalised, ``η0 / √t`` in weight space, since CD has
-    no objective to search a step on.
+    Each step runs ``n_gibbs`` sweeps of Gibbs sampling started at the true labels of every training
+    sample — chromatic Gibbs: the nodes of one colour of a proper colouring are conditionally
+    independent, so a colour class is sampled at once — and moves the weights along :math:`(1/N)
+    \sum_n [\Psi (x_n, y_n) - \Psi (x_n, \tilde{y}_n)] - \alpha w`, all samples in one step as in
+    Pletscher & Ong's Table 1. Steps are normalised, :math:`\eta_0 / \sqrt{t}` in weight space,
+    since CD has no objective to search a step on.
 
     Parameters
     ----------
@@ -331,17 +331,17 @@ class ContrastiveDivergenceCRF(_FullBatchCRF):
 
 
 class PartClampCRF(_FullBatchCRF):
-    """CRF trained on the Part & Clamp lower bound of the likelihood (Pletscher & Ong).
+    r"""CRF trained on the Part & Clamp lower bound of the likelihood (Pletscher & Ong).
 
-    For every training sample, a feedback vertex set F leaves a forest (*Part*, Algorithm 1);
-    for a set of clamped states ``Y_F`` of F the partition function is bounded from below by
-    ``Z ≥ Σ_{y_F ∈ Y_F} Z(y_F)`` (eq. 7), each ``Z(y_F)`` exact by sum-product on the forest.
-    ``Y_F`` starts with the true labels of F — the bound is then composite likelihood
-    (Lemma 2) — and is tightened (*Clamp*, §5.2) with states found by MAX-TIGHTEN (hybrid
-    max/sum message passing, eqs. 12–14) or plain MAP. ``n_decompositions`` feedback vertex sets
-    combine by the arithmetic or geometric mean or the maximum of their bounds (eqs. 8–10).
-    The objective (eq. 15) is ``(1/N) Σ_n [log Z_bound(x_n) − f(y_n | x_n)] + (α/2)‖w‖²``,
-    whose gradient mixes the forest marginals of the states (eqs. 16–17).
+    For every training sample, a feedback vertex set F leaves a forest (*Part*, Algorithm 1); for a
+    set of clamped states ``Y_F`` of F the partition function is bounded from below by :math:`Z \ge
+    \sum_{y_F \in Y_F} Z(y_F)` (eq. 7), each ``Z(y_F)`` exact by sum-product on the forest. ``Y_F``
+    starts with the true labels of F — the bound is then composite likelihood (Lemma 2) — and is
+    tightened (*Clamp*, §5.2) with states found by MAX-TIGHTEN (hybrid max/sum message passing, eqs.
+    12–14) or plain MAP. ``n_decompositions`` feedback vertex sets combine by the arithmetic or
+    geometric mean or the maximum of their bounds (eqs. 8–10). The objective (eq. 15) is ``(1/N) Σ_n
+    [log Z_bound(x_n) − f(y_n | x_n)] + (α/2)‖w‖²``, whose gradient mixes the forest marginals of
+    the states (eqs. 16–17).
 
     ``schedule="batch"`` minimises it by L-BFGS, tightens every sample, and repeats ``n_rounds``
     times, the state sets growing. ``schedule="online"`` keeps at most ``budget`` states per

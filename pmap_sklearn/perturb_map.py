@@ -13,13 +13,13 @@ from .perturbation import draw
 
 
 class PerturbMAPCRF(BaseStructuredSGD):
-    """CRF trained on the perturb-and-MAP likelihood (Hazan & Jaakkola 2012).
+    r"""CRF trained on the perturb-and-MAP likelihood (Hazan & Jaakkola 2012).
 
-    Maximises ``(1/N) Σ_n [f(y_n|x_n) − A_G(x_n)] − (α/2)‖w‖²`` where
-    ``A_G(x) = E_z max_y [f(y|x) + Σ_d z_d(y_d)]`` (zero-mean Gumbel z) upper-bounds the
-    log-partition function and only needs MAP calls. Each SGD step draws a mini-batch, one fresh
-    perturbation per sample, solves the perturbed MAP ``y*`` and moves
-    ``w ← w + η (mean(Ψ(x, y) − Ψ(x, y*)) − α w)``, then projects the cut weights to ``<= 0``.
+    Maximises :math:`(1/N) \sum_n [f(y_n|x_n) - A_G(x_n)] - (\alpha /2)\|w\|^2` where ``A_G(x) = E_z
+    max_y [f(y|x) + Σ_d z_d(y_d)]`` (zero-mean Gumbel z) upper-bounds the log-partition function and
+    only needs MAP calls. Each SGD step draws a mini-batch, one fresh perturbation per sample,
+    solves the perturbed MAP ``y*`` and moves :math:`w \leftarrow w + \eta (\operatorname{mean}
+    (\Psi (x, y) - \Psi (x, y*)) - \alpha w)`, then projects the cut weights to ``<= 0``.
 
     Unknown labels (``-1``, e.g. inside a bounding box) are handled by self-training, the
     paper's baseline for weak labels: the model ``w_1`` fitted on the fully labelled samples
@@ -50,12 +50,12 @@ class PerturbMAPCRF(BaseStructuredSGD):
         epoch, and the weights get nowhere: see :ref:`perturb-and-map-grids`); 32 instead of
         16 with sparse node features.
     learning_rate : {"auto", "optimal", "constant", "invscaling", "adagrad"}, default="auto"
-        ``"optimal"``: ``η_t = 1 / (α (t + t0))`` with ``t0 = 1/(α η0)`` (the paper's 1/(λh)
-        schedule, started at η0); ``"constant"``: η0; ``"invscaling"``: ``η0 / (t+1)^power_t``;
-        ``"adagrad"``: AdaGrad (Duchi et al. 2011), ``η0 / sqrt(Σ_s g_s²)`` for the K weights
-        of each node feature, the sum over the feature's past gradients, and the L2 penalty by
-        its proximal step — large steps for rare features, small for frequent ones.
-        ``"auto"``: ``"adagrad"`` with sparse node features (token features of words, see
+        ``"optimal"``: :math:`\eta_t = 1 / (\alpha (t + t0))` with :math:`t0 = 1/(\alpha \eta_0)`
+        (the paper's 1/(λh) schedule, started at η0); ``"constant"``: η0; ``"invscaling"``: ``η0 /
+        (t+1)^power_t``; ``"adagrad"``: AdaGrad (Duchi et al. 2011), :math:`\eta_0 / \sqrt{\sum_s
+        g_s^2}` for the K weights of each node feature, the sum over the feature's past gradients,
+        and the L2 penalty by its proximal step — large steps for rare features, small for frequent
+        ones. ``"auto"``: ``"adagrad"`` with sparse node features (token features of words, see
         "Sequence labelling" in the user guide), ``"optimal"`` otherwise.
     eta0 : float or "auto", default="auto"
         Initial step size. ``"auto"`` calibrates it on a subsample of up to 256 samples before
@@ -237,8 +237,8 @@ class PerturbMAPCRF(BaseStructuredSGD):
 
 
 def label_weights(class_weight, classes, labels) -> np.ndarray | None:
-    """Per-label weights (K,) of ``class_weight`` over the label codes ``labels`` (``-1``:
-    unknown, not counted): None; ``"balanced"``: ``n / (K · n_k)`` as scikit-learn balances
+    r"""Per-label weights (K,) of ``class_weight`` over the label codes ``labels`` (``-1``:
+    unknown, not counted): None; ``"balanced"``: :math:`n / (K \cdot n_k)` as scikit-learn balances
     classes (labels absent from ``labels`` weigh 1); a dict: its weights, 1 elsewhere."""
     if class_weight is None:
         return None
@@ -254,16 +254,16 @@ def label_weights(class_weight, classes, labels) -> np.ndarray | None:
 def perturb_and_map_oracle(
     structure, batch, labels, kind="gumbel", sample_weight=None, n_jobs=None
 ):
-    """The stochastic gradient of the perturb-and-MAP likelihood ``ℓ = f(y|x) − A_G(x)``.
+    r"""The stochastic gradient of the perturb-and-MAP likelihood :math:`\ell = f(y|x) - A_G(x)`.
 
     Returns ``oracle(part, w, rng) -> (gradient, objective)`` over the samples ``part`` of the
     batch: one fresh perturbation per sample (``kind``, see
-    :func:`~pmap_sklearn.perturbation.draw`), the perturbed MAP ``y*``, the gradient
-    ``Σ_n c_n [Ψ(x_n, y_n) − Ψ(x_n, y*_n)]`` and the unbiased estimate
-    ``Σ_n c_n [f(y_n) − f(y*_n) − z(y*_n)]`` of ``Σ_n c_n ℓ_n`` (``c`` = ``sample_weight``,
-    1 when None). With sparse node features the gradient is a
-    :class:`~pmap_sklearn._utils.SparseVector` and ``oracle.support(part)`` names the weights
-    the step reads, for the engine's lazy updates (:func:`~pmap_sklearn._sgd.run_sgd`).
+    :func:`~pmap_sklearn.perturbation.draw`), the perturbed MAP ``y*``, the gradient :math:`\sum_n
+    c_n [\Psi (x_n, y_n) - \Psi (x_n, y*_n)]` and the unbiased estimate :math:`\sum_n c_n [f(y_n) -
+    f(y*_n) - z(y*_n)]` of :math:`\sum_n c_n \ell_n` (``c`` = ``sample_weight``, 1 when None). With
+    sparse node features the gradient is a :class:`~pmap_sklearn._utils.SparseVector` and
+    ``oracle.support(part)`` names the weights the step reads, for the engine's lazy updates
+    (:func:`~pmap_sklearn._sgd.run_sgd`).
     """
     solver = structure.solver_
 

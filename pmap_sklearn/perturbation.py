@@ -23,10 +23,10 @@ PERTURBATIONS = ("gumbel", "logistic")
 
 
 def gumbel(rng: np.random.Generator, shape) -> np.ndarray:
-    """Zero-mean standard Gumbel draws (``loc = -γ_Euler``, ``scale = 1``).
+    r"""Zero-mean standard Gumbel draws (``loc = -γ_Euler``, ``scale = 1``).
 
-    Added to the unary scores, one per node and label, they make ``argmax_y f(y) + z(y)`` an
-    exact sample of ``P(y) ∝ exp f(y)`` when the model is separable (the Gumbel-max trick).
+    Added to the unary scores, one per node and label, they make ``argmax_y f(y) + z(y)`` an exact
+    sample of :math:`P(y) \propto \exp f(y)` when the model is separable (the Gumbel-max trick).
 
     Parameters
     ----------

@@ -1,9 +1,9 @@
-"""Graph structures: parse samples, turn weights into potentials, and map statistics to Ψ.
+r"""Graph structures: parse samples, turn weights into potentials, and map statistics to Ψ.
 
-A structure is the *model* half of a learner (the estimator is the optimiser): it knows how a
-sample becomes a :class:`~pmap_sklearn.samples.SampleBatch`, how a weight vector ``w`` becomes
-:class:`~pmap_sklearn.Potentials` and which solver answers MAP queries on them, and how
-sufficient statistics become the joint feature map Ψ (``f(y|x) = w · Ψ(x, y)``).
+A structure is the *model* half of a learner (the estimator is the optimiser): it knows how a sample
+becomes a :class:`~pmap_sklearn.samples.SampleBatch`, how a weight vector ``w`` becomes
+:class:`~pmap_sklearn.Potentials` and which solver answers MAP queries on them, and how sufficient
+statistics become the joint feature map Ψ (:math:`f(y|x) = w \cdot \Psi (x, y)`).
 
 Weight layout: ``w = [W.ravel(), v]`` with ``W`` of shape (n_node_features, K) (the node
 features include a bias column when ``bias=True``) and ``v`` the pairwise weights: the K×K
@@ -429,10 +429,10 @@ class BaseStructure(BaseEstimator):
     def joint_feature_of(
         self, batch, statistics: Statistics, per_sample: bool = False, compact: bool = False
     ):
-        """Map sufficient statistics to the joint feature space Ψ.
+        r"""Map sufficient statistics to the joint feature space Ψ.
 
-        ``Σ_n Ψ(x_n, y_n)`` for the statistics of labellings, ``Σ_n E[Ψ(x_n, y)]`` for
-        marginals, a gradient for a weighted difference of either.
+        :math:`\sum_n \Psi (x_n, y_n)` for the statistics of labellings, :math:`\sum_n E[\Psi (x_n,
+        y)]` for marginals, a gradient for a weighted difference of either.
 
         Parameters
         ----------
@@ -585,7 +585,7 @@ class BaseStructure(BaseEstimator):
         )
 
     def joint_feature(self, batch: SampleBatch, labels: np.ndarray, sample_weight=None):
-        """Joint feature ``Σ_n c_n Ψ(x_n, y_n)`` of labellings over the batch.
+        r"""Joint feature :math:`\sum_n c_n \Psi (x_n, y_n)` of labellings over the batch.
 
         Parameters
         ----------
@@ -630,7 +630,7 @@ class BaseStructure(BaseEstimator):
         return self.joint_feature_of(batch, statistics, compact=compact)
 
     def joint_feature_per_sample(self, batch: SampleBatch, labels, other_labels=None):
-        """Joint feature of every sample, in one vectorised pass.
+        r"""Joint feature of every sample, in one vectorised pass.
 
         Parameters
         ----------
@@ -644,7 +644,7 @@ class BaseStructure(BaseEstimator):
         Returns
         -------
         ndarray of shape (n_samples, n_weights)
-            ``Ψ(x_n, y_n)`` (or the difference) of each sample.
+            :math:`\Psi (x_n, y_n)` (or the difference) of each sample.
         """
         statistics = self._statistics(batch, labels, other_labels, per_sample=True)
         return self.joint_feature_of(batch, statistics, per_sample=True)
@@ -819,8 +819,8 @@ class _EdgeFeatureStructure(BaseStructure):
         return per_set * self.n_edge_weight_sets_
 
     def _make_attractive(self, pairwise):
-        """Potts: keep ``v <= 0``; tables (K = 2): keep every ``V_g`` supermodular. With edge
-        features ``ψ >= 0`` every edge is then attractive."""
+        r"""Potts: keep ``v <= 0``; tables (K = 2): keep every ``V_g`` supermodular. With edge
+        features :math:`\psi \ge 0` every edge is then attractive."""
         if self.pairwise_kind is PairwiseKind.POTTS:
             np.minimum(pairwise, 0.0, out=pairwise)
             return
@@ -949,7 +949,7 @@ class GraphStructure(_EdgeFeatureStructure):
 
 
 class GridStructure(_EdgeFeatureStructure):
-    """Labelling of image grids.
+    r"""Labelling of image grids.
 
     A sample is an image of shape (H, W) or (H, W, F); labels have shape (H, W). Each direction
     of the neighbourhood has its own Potts weight (e.g. horizontal and vertical). With the
@@ -961,8 +961,9 @@ class GridStructure(_EdgeFeatureStructure):
     connectivity : {4, 8}, default=4
         Neighbourhood of a pixel.
     contrast : bool, default=False
-        Add, per direction, the contrast edge feature ``exp(-β ||x_i - x_j||²)`` with the
-        per-image ``β = 1 / (2 mean ||x_i - x_j||²)`` (Boykov & Jolly; GrabCut).
+        Add, per direction, the contrast edge feature :math:`\exp (-\beta ||x_i - x_j||^2)` with the
+        per-image :math:`\beta = 1 / (2 \operatorname{mean} ||x_i - x_j||^2)` (Boykov & Jolly;
+        GrabCut).
     bias : bool, default=True
         Append a constant feature to every pixel.
     n_states : int, optional

@@ -10,14 +10,15 @@ from .._state import FitState
 
 
 class ChainCRF(BaseStructuredEstimator):
-    """Conditional random field trained by exact maximum conditional likelihood.
+    r"""Conditional random field trained by exact maximum conditional likelihood.
 
-    Maximises ``(1/N) Σ_n log P(y_n | x_n) − (α/2)‖w‖²`` with L-BFGS. The log-partition, the
-    node marginals and the expected transition counts come from the structure's solver — on
-    chains, forward-backward in the exp domain with one normaliser per position, falling back to
-    the log domain where scores spread over more than ~600 nats — so the gradient
-    ``mean(Ψ(x, y) − E[Ψ(x, y)]) − α w`` is exact. Unknown labels (``-1``) are marginalised
-    exactly: their sample contributes ``log Σ_{y agreeing with the known labels} exp f(y) − A(x)``.
+    Maximises :math:`(1/N) \sum_n \log P(y_n | x_n) - (\alpha /2)\|w\|^2` with L-BFGS. The
+    log-partition, the node marginals and the expected transition counts come from the structure's
+    solver — on chains, forward-backward in the exp domain with one normaliser per position, falling
+    back to the log domain where scores spread over more than ~600 nats — so the gradient
+    :math:`\operatorname{mean} (\Psi (x, y) - E[\Psi (x, y)]) - \alpha w` is exact. Unknown labels
+    (``-1``) are marginalised exactly: their sample contributes ``log Σ_{y agreeing with the known
+    labels} exp f(y) − A(x)``.
 
     Any structure whose solver computes exact marginals works (a chain, or a tiny grid / graph
     with ``solver="brute_force"``). The fit is deterministic and vectorised over the samples:
@@ -103,13 +104,12 @@ class ChainCRF(BaseStructuredEstimator):
         self.objective_ = state.recorded("objective")[-1]
 
     def _log_likelihood(self, batch, labels, w, observed_feature=None):
-        """Mean log-likelihood of the labelled batch and its gradient (unregularised).
+        r"""Mean log-likelihood of the labelled batch and its gradient (unregularised).
 
-        Nodes labelled -1 are summed over (exact marginal likelihood of the known labels):
-        ``log P(y_known | x) = A(x | y_known) − A(x)``, with gradient
-        ``E[Ψ | y_known] − E[Ψ]``. When every label is known the clamped terms are simply
-        ``f(y)`` and ``Ψ(y)``; pass ``observed_feature = Σ_n Ψ(x_n, y_n)`` to skip the second
-        forward-backward pass.
+        Nodes labelled -1 are summed over (exact marginal likelihood of the known labels): ``log
+        P(y_known | x) = A(x | y_known) − A(x)``, with gradient ``E[Ψ | y_known] − E[Ψ]``. When
+        every label is known the clamped terms are simply ``f(y)`` and :math:`\Psi (y)`; pass
+        ``observed_feature = Σ_n Ψ(x_n, y_n)`` to skip the second forward-backward pass.
         """
         structure = self.structure_
         potentials = structure.potentials(batch, w)

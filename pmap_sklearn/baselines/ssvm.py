@@ -23,8 +23,8 @@ from ..metrics import class_weight_by_code, loss_weights
 
 @dataclass
 class BCFWState(FitState):
-    """The fit state of BCFW: ``coef`` is ``ŵ = Σ_i w_i`` (before the projection onto the
-    constraint set); the dual blocks, their loss terms and the average of the primal
+    r"""The fit state of BCFW: ``coef`` is :math:`\hat{w} = \sum_i w_i` (before the projection onto
+    the constraint set); the dual blocks, their loss terms and the average of the primal
     iterates."""
 
     project: object = None
@@ -37,7 +37,8 @@ class BCFWState(FitState):
 
     @property
     def current(self) -> np.ndarray:
-        """The primal iterate ``w = Π_C(ŵ)`` (cut weights ``<= 0`` on loopy structures)."""
+        r"""The primal iterate :math:`w = \Pi_C(\hat{w})` (cut weights ``<= 0`` on loopy
+        structures)."""
         return self.project(self.coef.copy())
 
     @property
@@ -47,15 +48,15 @@ class BCFWState(FitState):
 
 
 class StructuredSVM(BaseStructuredEstimator):
-    """Structured SVM with Hamming or size-weighted Hamming loss, trained by BCFW.
+    r"""Structured SVM with Hamming or size-weighted Hamming loss, trained by BCFW.
 
-    Minimises ``(α/2)‖w‖² + (1/N) Σ_n max_y [Δ(y_n, y) + f(y|x_n) − f(y_n|x_n)]`` over the
-    weights allowed by the structure (cut weights ``<= 0`` for graph cuts) with
-    block-coordinate Frank-Wolfe on the dual: each step solves one loss-augmented MAP — the loss
-    is unary, so Viterbi and graph cuts stay exact — and moves that sample's dual block with an
-    analytic line search. The constraint enters as ``w = Π_C(ŵ)``, the projection of the
-    unconstrained dual point; the loss-augmented MAP uses the projected ``w`` and the line
-    search maximises a minorant of the dual, so every step is an ascent step.
+    Minimises ``(α/2)‖w‖² + (1/N) Σ_n max_y [Δ(y_n, y) + f(y|x_n) − f(y_n|x_n)]`` over the weights
+    allowed by the structure (cut weights ``<= 0`` for graph cuts) with block-coordinate Frank-Wolfe
+    on the dual: each step solves one loss-augmented MAP — the loss is unary, so Viterbi and graph
+    cuts stay exact — and moves that sample's dual block with an analytic line search. The
+    constraint enters as :math:`w = \Pi_C(\hat{w})`, the projection of the unconstrained dual point;
+    the loss-augmented MAP uses the projected ``w`` and the line search maximises a minorant of the
+    dual, so every step is an ascent step.
 
     Parameters
     ----------
@@ -74,8 +75,8 @@ class StructuredSVM(BaseStructuredEstimator):
     tol : float, default=1e-4
         Stop when the duality gap of a pass (summed block gaps) falls below ``tol``.
     average : bool, default=True
-        Return the weighted average ``w̄ ∝ Σ_k k w_k`` of the primal iterates (BCFW-wavg of
-        the reference, which converges much faster in the primal); it stays feasible.
+        Return the weighted average :math:`\bar{w} \propto \sum_k k w_k` of the primal iterates
+        (BCFW-wavg of the reference, which converges much faster in the primal); it stays feasible.
     warm_start : bool, default=False
     random_state : int, Generator, RandomState or None, default=None
         Order of the blocks.
@@ -98,11 +99,10 @@ class StructuredSVM(BaseStructuredEstimator):
     structure_, classes_, n_features_in_, n_iter_
 
     Notes
-    -----
-    BCFW's rate constant grows like ``1/α``: the Frank-Wolfe corners ``ψ/(α N)`` lie far from
-    the optimum when α is small, and the normalised Hamming losses (per-node weights ``1/D``,
-    or balanced weights summing to 1 per sample) ask for small weights. Watch
-    ``duality_gaps_`` and raise ``max_iter`` (or α) when the gap is still large.
+    ----- BCFW's rate constant grows like :math:`1/\alpha`: the Frank-Wolfe corners :math:`\psi
+    /(\alpha N)` lie far from the optimum when α is small, and the normalised Hamming losses
+    (per-node weights ``1/D``, or balanced weights summing to 1 per sample) ask for small weights.
+    Watch ``duality_gaps_`` and raise ``max_iter`` (or α) when the gap is still large.
 
     With sparse node features (CSR samples, e.g. from
     :class:`~pmap_sklearn.SequenceVectorizer`) each dual block is kept on the rows of its
@@ -179,8 +179,8 @@ class StructuredSVM(BaseStructuredEstimator):
         self.duality_gaps_ = list(state.gaps)
 
     def _targets(self, batch, labels, w_supervised, rng):
-        """Complete labels (unknown ones from the supervised model's conditional MAP) and the
-        loss weight ``θ_d(y_d)`` of each node."""
+        r"""Complete labels (unknown ones from the supervised model's conditional MAP) and the
+        loss weight :math:`\theta_d(y_d)` of each node."""
         if w_supervised is not None:
             labels = self._map(batch, w_supervised, clamp=labels)
         distribution = onehot(labels, self.structure_.n_states_)
@@ -275,8 +275,8 @@ class StructuredSVM(BaseStructuredEstimator):
         return gap
 
     def _primal(self, state) -> np.ndarray:
-        """The primal iterate ``Π_C(ŵ)``, to read: ``ŵ`` itself when the projection leaves
-        its pairwise weights as they are (always on chains), else a projected copy — a copy
+        r"""The primal iterate :math:`\Pi_C(\hat{w})`, to read: ``ŵ`` itself when the projection
+        leaves its pairwise weights as they are (always on chains), else a projected copy — a copy
         of 10⁶ weights per mini-batch costs more than its Viterbi."""
         pairwise = state.coef[self.structure_.n_unary_weights_ :]
         if np.array_equal(self.structure_.project_pairwise(pairwise.copy()), pairwise):
@@ -284,8 +284,9 @@ class StructuredSVM(BaseStructuredEstimator):
         return state.current
 
     def _current_rows(self, state, index) -> np.ndarray:
-        """Rows ``index`` (sorted, the pairwise rows last; or every row with a slice) of the
-        primal iterate ``Π_C(ŵ)``, a copy, without projecting all of ``ŵ``: the projection
+        r"""Rows ``index`` (sorted, the pairwise rows last; or every row with a slice) of the
+        primal iterate :math:`\Pi_C(\hat{w})`, a copy, without projecting all of ``ŵ``: the
+        projection
         only touches the pairwise rows, which every sample's rows include."""
         structure = self.structure_
         width = structure.weight_row_width_
@@ -298,9 +299,10 @@ class StructuredSVM(BaseStructuredEstimator):
         return values
 
     def _sparse_block_step(self, state, i, sample, corner, scale, corner_loss, average) -> float:
-        """:meth:`_block_step` for a block kept on sample i's rows (sparse node features):
-        ``corner`` is ``ψ_i(y*)`` as a :class:`SparseVector` (on rows within the sample's),
-        ``scale`` its factor ``1 / (α N)``; ``average`` keeps the weighted average by rows."""
+        r""":meth:`_block_step` for a block kept on sample i's rows (sparse node features):
+        ``corner`` is :math:`\psi_i(y*)` as a :class:`SparseVector` (on rows within the sample's),
+        ``scale`` its factor :math:`1 / (\alpha N)`; ``average`` keeps the weighted average by
+        rows."""
         block = state.blocks[i]
         if block is None:
             rows = self.structure_.weight_support(sample)
@@ -329,21 +331,22 @@ class StructuredSVM(BaseStructuredEstimator):
         return gap
 
     def dual_objective(self) -> float:
-        """The BCFW dual objective of the current state.
+        r"""The BCFW dual objective of the current state.
 
         Returns
         -------
         float
-            ``Σ ℓ_i − (α/2)‖Π_C(ŵ)‖²``, a lower bound of the optimal primal objective.
+            :math:`\sum \ell_i - (\alpha /2)\|\Pi_C(\hat{w})\|^2`, a lower bound of the optimal
+            primal objective.
         """
         w = self._state.current
         return float(self._state.block_losses.sum() - 0.5 * self.alpha * w @ w)
 
 
 class _RowWeightedAverage:
-    """BCFW's weighted average ``w̄_k = Σ_{j≤k} j w_j / T(k)``, ``T(k) = k (k + 1) / 2``
-    (Lacoste-Julien et al. 2013, §4; the recursion ``w̄_k = (k−1)/(k+1) w̄_{k−1} + 2/(k+1) w_k``),
-    kept a row at a time for sparse steps: a row whose value ``v`` did not change from step
+    r"""BCFW's weighted average :math:`\bar{w}_k = \sum_{j \le k} j w_j / T(k)`, ``T(k) = k (k + 1)
+    / 2`` (Lacoste-Julien et al. 2013, §4; the recursion ``w̄_k = (k−1)/(k+1) w̄_{k−1} + 2/(k+1)
+    w_k``), kept a row at a time for sparse steps: a row whose value ``v`` did not change from step
     ``a`` to step ``b`` adds ``v (T(b) − T(a))`` to the sum ``S = T(k) w̄_k``."""
 
     def __init__(self, state: BCFWState, width: int):

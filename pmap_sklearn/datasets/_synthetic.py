@@ -127,12 +127,12 @@ _BIMODAL = {0: ((0.08, 0.03), (0.46, 0.03)), 1: ((0.55, 0.02), (0.42, 0.10))}
 
 
 def add_kumar_hebert_noise(images, kind: str = "gaussian", random_state=None):
-    """Observe binary images through Kumar & Hebert's noise models.
+    r"""Observe binary images through Kumar & Hebert's noise models.
 
-    ``"gaussian"``: ``x = y + N(0, 0.3²)``; ``"bimodal"``: each pixel of class 0 is drawn from
-    ``½ N(0.08, 0.03²) + ½ N(0.46, 0.03²)`` and each of class 1 from
-    ``½ N(0.55, 0.02²) + ½ N(0.42, 0.10²)`` (Kumar & Hebert 2003; Hazan & Urtasun 2010, §6).
-    The bimodal classes overlap around 0.45, so single pixels are ambiguous.
+    ``"gaussian"``: :math:`x = y + N(0, 0.3^2)`; ``"bimodal"``: each pixel of class 0 is drawn from
+    :math:`\tfrac{1}{2} N(0.08, 0.03^2) + \tfrac{1}{2} N(0.46, 0.03^2)` and each of class 1 from
+    :math:`\tfrac{1}{2} N(0.55, 0.02^2) + \tfrac{1}{2} N(0.42, 0.10^2)` (Kumar & Hebert 2003; Hazan
+    & Urtasun 2010, §6). The bimodal classes overlap around 0.45, so single pixels are ambiguous.
 
     Parameters
     ----------
