@@ -152,8 +152,16 @@ html_title = "pmap_sklearn"
 html_theme_options = {
     "navigation_depth": 2,
     "show_toc_level": 2,
-    # the gallery's pages have no sections to list: their code gets the room (100 columns)
-    "secondary_sidebar_items": {"auto_examples/*": []},
+    # the gallery's pages have no sections to list: their code gets the room (100 columns);
+    # named one by one (a wildcard would also match "**")
+    "secondary_sidebar_items": {
+        "**": ["page-toc", "sourcelink"],
+        "auto_examples/index": [],
+        **{
+            f"auto_examples/{example.stem}": []
+            for example in (Path(__file__).parent.parent / "examples").glob("plot_*.py")
+        },
+    },
 }
 html_static_path = ["_static"]
 html_css_files = ["custom.css"]
