@@ -99,10 +99,11 @@ class StructuredSVM(BaseStructuredEstimator):
     structure_, classes_, n_features_in_, n_iter_
 
     Notes
-    ----- BCFW's rate constant grows like :math:`1/\alpha`: the Frank-Wolfe corners :math:`\psi
-    /(\alpha N)` lie far from the optimum when α is small, and the normalised Hamming losses
-    (per-node weights ``1/D``, or balanced weights summing to 1 per sample) ask for small weights.
-    Watch ``duality_gaps_`` and raise ``max_iter`` (or α) when the gap is still large.
+    -----
+    BCFW's rate constant grows like :math:`1/\alpha`: the Frank-Wolfe corners
+    :math:`\psi /(\alpha N)` lie far from the optimum when α is small, and the normalised Hamming
+    losses (per-node weights ``1/D``, or balanced weights summing to 1 per sample) ask for small
+    weights. Watch ``duality_gaps_`` and raise ``max_iter`` (or α) when the gap is still large.
 
     With sparse node features (CSR samples, e.g. from
     :class:`~pmap_sklearn.SequenceVectorizer`) each dual block is kept on the rows of its
