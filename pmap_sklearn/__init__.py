@@ -17,6 +17,7 @@ from .perturb_map import PerturbMAPCRF
 from .preprocessing import NodeTransformer, SequenceVectorizer
 from .samples import GraphSample, grid_edges
 from .structures import ChainStructure, GraphStructure, GridStructure
+from .two_stage import TwoStageCRF
 
 __version__ = "0.1.0"
 
@@ -43,4 +44,5 @@ __all__ = [
     "weighted_hamming_loss",
     "hamming_scorer",
     "weighted_hamming_scorer",
+    "TwoStageCRF",
 ]

@@ -1,0 +1,374 @@
+"""Two-stage learning: per-node class probabilities from any classifier, then a CRF on them.
+
+Most vision CRFs of the 2000s were built this way (Shotton et al. 2006; Domokos, lecture 11 of
+"Probabilistic Graphical Models in Computer Vision"): first learn unary energies with a
+classifier of the nodes alone, then freeze them and learn only how much to trust them and the
+pairwise weights. Stage one is trained out of fold, so stage two learns from probabilities of
+the quality the classifier will have on new samples — probabilities predicted on its own
+training nodes are over-confident, and a CRF fitted to them would learn to trust them too much.
+"""
+
+from __future__ import annotations
+
+from numbers import Integral, Real
+
+import numpy as np
+from joblib import Parallel, delayed
+from scipy import sparse
+from sklearn.base import BaseEstimator, MetaEstimatorMixin, _fit_context, clone
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import KFold
+from sklearn.utils._param_validation import HasMethods
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.validation import check_is_fitted
+
+from ._labels import unknown_mask
+from ._utils import NumberInterval, check_generator
+from .perturb_map import PerturbMAPCRF
+from .preprocessing import _node_features
+from .samples import GraphSample
+from .structures import GridStructure, check_structure
+
+__all__ = ["TwoStageCRF"]
+
+
+def _crf_has(method: str):
+    """``available_if`` test: the stage-two learner has ``method``."""
+    return lambda self: hasattr(self.crf if self.crf is not None else PerturbMAPCRF(), method)
+
+
+class TwoStageCRF(MetaEstimatorMixin, BaseEstimator):
+    r"""Two-stage learning: a node classifier's out-of-fold log-probabilities, then a CRF.
+
+    Stage one fits ``classifier`` (any scikit-learn classifier with ``predict_proba``) to the
+    nodes of all samples, each node on its own. Its class probabilities :math:`p_k(x_d)` become
+    the node features of stage two, as :math:`\log \max(p_k(x_d), \epsilon)`, and the CRF
+    ``crf`` learns how much to trust each of them — the weights of the unary scores
+    :math:`\sum_j w_{kj} \log p_j(x_d)`, so a single weight on :math:`\log p_k` is the special
+    case the classic pipelines set by hand — together with the pairwise weights, by any of the
+    library's learners. The probabilities stage two is fitted on are predicted out of fold: the
+    samples are split into ``cv`` folds and each fold's nodes get the probabilities of a
+    classifier fitted on the other folds (all nodes of a sample stay in one fold). The final
+    classifier is then fitted on every node and gives the probabilities at prediction time.
+
+    Parameters
+    ----------
+    classifier : estimator with ``fit`` and ``predict_proba``, default=None
+        The node classifier of stage one (cloned); None: ``LogisticRegression(max_iter=1000)``.
+    crf : structured learner of this library, default=None
+        The learner of stage two (cloned; its ``structure`` says what the samples are); None:
+        ``PerturbMAPCRF("chain", random_state=random_state)``.
+    cv : int, default=5
+        Folds of samples for the out-of-fold probabilities (at most the number of samples).
+    min_proba : float, default=1e-6
+        ε: probabilities are floored at it before the log, so a class the classifier rules out
+        costs a finite score.
+    random_state : int, Generator, RandomState or None, default=None
+        The split of the samples into folds.
+    n_jobs : int or None, default=None
+        Folds fitted in parallel (joblib).
+    unknown_label : int, float, str or None, default=-1
+        The label that marks an unknown node in ``y``: left out of stage one's training and
+        passed on to stage two, which handles it as its ``unknown_label``.
+
+    Attributes
+    ----------
+    classifier_ : estimator
+        Stage one fitted on all the known nodes.
+    crf_ : estimator
+        Stage two fitted on the out-of-fold log-probabilities.
+    classes_ : ndarray
+        The classes (sorted), the columns of stage one's probabilities.
+    n_features_in_ : int
+        Node features of the samples.
+
+    See Also
+    --------
+    NodeTransformer : a transformer applied to the node features (no labels involved).
+
+    References
+    ----------
+    .. [1] J. Shotton, J. Winn, C. Rother and A. Criminisi. TextonBoost: joint appearance,
+       shape and context modeling for multi-class object recognition and segmentation.
+       ECCV 2006.
+
+    Examples
+    --------
+    >>> from pmap_sklearn import PerturbMAPCRF, TwoStageCRF
+    >>> from pmap_sklearn.datasets import make_chain_data
+    >>> data = make_chain_data(n_samples=60, random_state=0)
+    >>> model = TwoStageCRF(crf=PerturbMAPCRF(random_state=0), cv=3, random_state=0)
+    >>> model.fit(data.data, data.target).score(data.data, data.target) > 0.7
+    True
+    """
+
+    _parameter_constraints: dict = {
+        "classifier": [None, HasMethods(["fit", "predict_proba"])],
+        "crf": [None, HasMethods(["fit", "predict"])],
+        "cv": [NumberInterval(Integral, 2, None, closed="left")],
+        "min_proba": [NumberInterval(Real, 0, 1, closed="neither")],
+        "random_state": ["random_state"],
+        "n_jobs": [None, NumberInterval(Integral, None, None, closed="neither")],
+        "unknown_label": "no_validation",
+    }
+
+    def __init__(
+        self,
+        classifier=None,
+        crf=None,
+        *,
+        cv=5,
+        min_proba=1e-6,
+        random_state=None,
+        n_jobs=None,
+        unknown_label=-1,
+    ):
+        self.classifier = classifier
+        self.crf = crf
+        self.cv = cv
+        self.min_proba = min_proba
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+        self.unknown_label = unknown_label
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True
+        tags.input_tags.two_d_array = False  # X is a sequence of structured samples
+        return tags
+
+    # ---- the two stages ---------------------------------------------------------------------
+    @_fit_context(prefer_skip_nested_validation=False)
+    def fit(self, X, y):
+        """Fit stage one out of fold, stage two on its log-probabilities, stage one on all.
+
+        Parameters
+        ----------
+        X : sequence of samples
+            Chains (D, F), images (H, W[, F]) or :class:`~pmap_sklearn.GraphSample`, as the
+            stage-two learner's structure takes them (dense or sparse node features).
+        y : sequence of label arrays
+            One label per node, of any discrete kind; ``unknown_label`` marks unknown ones.
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+        """
+        X, y = list(X), list(y)
+        if len(X) != len(y):
+            raise ValueError(f"X has {len(X)} samples but y has {len(y)}")
+        if len(X) < 2:
+            raise ValueError(
+                f"TwoStageCRF needs at least 2 samples for its out-of-fold probabilities, got "
+                f"{len(X)}"
+            )
+        features, offsets = self._stacked_features(X)
+        labels = self._flat_labels(X, y, offsets)
+        known = ~unknown_mask(labels, self.unknown_label)
+        if not known.any():
+            raise ValueError("y has no known label: stage one needs labelled nodes")
+        classes = np.unique(labels[known])
+        if len(classes) < 2:
+            raise ValueError(
+                f"y holds {len(classes)} class {list(classes)}: at least two are needed"
+            )
+        rng = check_generator(self.random_state)
+        folds = KFold(min(self.cv, len(X)), shuffle=True, random_state=rng.integers(2**31))
+        jobs = Parallel(n_jobs=self.n_jobs)(
+            delayed(_fold_probabilities)(
+                self._classifier(), features, labels, known, offsets, train, test, classes
+            )
+            for train, test in folds.split(np.arange(len(X)))
+        )
+        probabilities = np.zeros((len(labels), len(classes)))
+        for nodes, fold in jobs:
+            probabilities[nodes] = fold
+        self.classes_ = classes
+        self.n_features_in_ = features.shape[1]
+        self.crf_ = self._crf().fit(self._stage_two(X, probabilities, offsets), y)
+        self.classifier_ = self._classifier().fit(features[known], labels[known])
+        return self
+
+    def stage_two_samples(self, X) -> list:
+        """The samples of stage two: the node features replaced by stage one's log-probabilities.
+
+        Parameters
+        ----------
+        X : sequence of samples
+
+        Returns
+        -------
+        list
+            Samples of the same kinds and shapes, with ``len(classes_)`` node features.
+        """
+        check_is_fitted(self, "crf_")
+        X = list(X)
+        features, offsets = self._stacked_features(X)
+        if features.shape[1] != self.n_features_in_:
+            raise ValueError(
+                f"X has {features.shape[1]} node features, but {type(self).__name__} is "
+                f"expecting {self.n_features_in_}"
+            )
+        probabilities = _aligned(self.classifier_, features, self.classes_)
+        return self._stage_two(X, probabilities, offsets)
+
+    def predict(self, X, **params):
+        """Stage two's prediction on stage one's log-probabilities.
+
+        Parameters
+        ----------
+        X : sequence of samples
+        **params : dict
+            Passed to the stage-two learner's ``predict`` (e.g. ``known_labels``).
+
+        Returns
+        -------
+        list of ndarray
+            The labelling of each sample.
+        """
+        samples = self.stage_two_samples(X)  # checks the fit first
+        return self.crf_.predict(samples, **params)
+
+    @available_if(_crf_has("predict_marginals"))
+    def predict_marginals(self, X, **params):
+        """Stage two's node marginals on stage one's log-probabilities.
+
+        Parameters
+        ----------
+        X : sequence of samples
+        **params : dict
+            Passed to the stage-two learner's ``predict_marginals``.
+
+        Returns
+        -------
+        list of ndarray
+            (n_nodes, K) marginals of each sample (see the stage-two learner).
+        """
+        samples = self.stage_two_samples(X)  # checks the fit first
+        return self.crf_.predict_marginals(samples, **params)
+
+    @available_if(_crf_has("predict_proba"))
+    def predict_proba(self, X, **params):
+        """Stage two's ``predict_proba`` (the name a Pipeline delegates).
+
+        Parameters
+        ----------
+        X : sequence of samples
+        **params : dict
+            Passed to the stage-two learner's ``predict_proba`` (e.g. ``as_dicts=True``).
+
+        Returns
+        -------
+        list
+            The marginals of each sample.
+        """
+        samples = self.stage_two_samples(X)  # checks the fit first
+        return self.crf_.predict_proba(samples, **params)
+
+    def score(self, X, y):
+        """Stage two's score (mean of ``1 − Hamming loss`` over the samples).
+
+        Parameters
+        ----------
+        X : sequence of samples
+        y : sequence of label arrays
+
+        Returns
+        -------
+        float
+        """
+        samples = self.stage_two_samples(X)
+        return self.crf_.score(samples, y)
+
+    # ---- helpers ----------------------------------------------------------------------------
+    def _classifier(self):
+        return clone(
+            self.classifier if self.classifier is not None else LogisticRegression(max_iter=1000)
+        )
+
+    def _crf(self):
+        if self.crf is not None:
+            return clone(self.crf)
+        return PerturbMAPCRF("chain", random_state=self.random_state)
+
+    def _grids(self) -> bool:
+        structure = (self.crf if self.crf is not None else PerturbMAPCRF()).get_params()[
+            "structure"
+        ]
+        return isinstance(check_structure(structure), GridStructure)
+
+    @staticmethod
+    def _stacked_features(X):
+        """The node features of all samples stacked (n_nodes, F), and each sample's offset."""
+        blocks = [_node_features(x, i) for i, x in enumerate(X)]
+        widths = {b.shape[1] for b in blocks}
+        if len(widths) > 1:
+            raise ValueError(
+                f"the samples have different numbers of node features: {sorted(widths)}"
+            )
+        offsets = np.concatenate([[0], np.cumsum([b.shape[0] for b in blocks])])
+        if any(sparse.issparse(b) for b in blocks):
+            return sparse.vstack([sparse.csr_matrix(b) for b in blocks], format="csr"), offsets
+        return np.vstack(blocks).astype(float, copy=False), offsets
+
+    def _flat_labels(self, X, y, offsets) -> np.ndarray:
+        """The labels of all nodes, one array, after checking each sample's count."""
+        flat = []
+        for i, labels in enumerate(y):
+            labels = np.asarray(labels)
+            n_nodes = offsets[i + 1] - offsets[i]
+            if labels.size != n_nodes or labels.ndim == 0:
+                raise ValueError(
+                    f"sample {i}: y has shape {labels.shape} but X has {n_nodes} nodes"
+                )
+            flat.append(labels.ravel())
+        kinds = {a.dtype.kind in "USO" for a in flat}
+        if len(kinds) > 1:
+            raise ValueError(
+                "y mixes numeric and string labels: give every sample labels of one kind"
+            )
+        return np.concatenate(flat)
+
+    def _stage_two(self, X, probabilities, offsets) -> list:
+        """Samples whose node features are ``log max(p, min_proba)``."""
+        scores = np.log(np.maximum(probabilities, self.min_proba))
+        grids = self._grids()
+        samples = []
+        for i, x in enumerate(X):
+            block = scores[offsets[i] : offsets[i + 1]]
+            if isinstance(x, GraphSample):
+                samples.append(GraphSample(block, x.edges, x.edge_features, x.node_sizes))
+            elif grids or np.ndim(x) == 3:
+                samples.append(block.reshape(np.shape(x)[:2] + (-1,)))
+            else:
+                samples.append(block)
+        return samples
+
+
+def _aligned(classifier, features, classes) -> np.ndarray:
+    """``classifier.predict_proba(features)`` with one column per class of ``classes`` (0 for
+    a class the classifier never saw)."""
+    proba = classifier.predict_proba(features)
+    out = np.zeros((proba.shape[0], len(classes)))
+    out[:, np.searchsorted(classes, classifier.classes_)] = proba
+    return out
+
+
+def _fold_probabilities(classifier, features, labels, known, offsets, train, test, classes):
+    """Fit on the known nodes of the samples ``train``; the probabilities of the nodes of the
+    samples ``test``."""
+
+    def nodes(samples):
+        return np.concatenate([np.arange(offsets[s], offsets[s + 1]) for s in samples])
+
+    fit_nodes = nodes(train)
+    fit_nodes = fit_nodes[known[fit_nodes]]
+    test_nodes = nodes(test)
+    present = np.unique(labels[fit_nodes])
+    if len(present) < 2:  # a fold with one class: it is all the classifier can say
+        fold = np.zeros((len(test_nodes), len(classes)))
+        fold[:, np.searchsorted(classes, present)] = 1.0
+        return test_nodes, fold
+    classifier.fit(features[fit_nodes], labels[fit_nodes])
+    return test_nodes, _aligned(classifier, features[test_nodes], classes)

@@ -1,0 +1,141 @@
+"""TwoStageCRF: the out-of-fold probabilities stage two learns from, every kind of sample, the
+gain of the learned pairwise terms over the classifier alone, and the errors."""
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import KFold
+from sklearn.pipeline import make_pipeline
+from sklearn.svm import LinearSVC
+from sklearn.utils._param_validation import InvalidParameterError
+
+from pmap_sklearn import (
+    GraphSample,
+    PerturbMAPCRF,
+    SequenceVectorizer,
+    StructuredSVM,
+    TwoStageCRF,
+    grid_edges,
+)
+from pmap_sklearn._utils import check_generator
+from pmap_sklearn.datasets import make_chain_data, make_grid_data, token_features
+
+
+@pytest.fixture(autouse=True)
+def _quiet():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        yield
+
+
+def test_stage_two_learns_from_out_of_fold_probabilities():
+    """Stage two is fitted on the log-probabilities of classifiers that never saw the sample:
+    rebuilt by hand from the same folds, they give the same stage-two weights."""
+    data = make_chain_data(n_samples=30, n_states=3, n_features=4, random_state=0)
+    X, y = data.data, data.target
+    crf = PerturbMAPCRF(max_iter=3, tol=None, random_state=0)
+    model = TwoStageCRF(crf=crf, cv=3, random_state=7).fit(X, y)
+    seed = check_generator(7).integers(2**31)
+    stage_two = [None] * len(X)
+    for train, test in KFold(3, shuffle=True, random_state=seed).split(np.arange(len(X))):
+        fold = LogisticRegression(max_iter=1000).fit(
+            np.vstack([X[i] for i in train]), np.concatenate([y[i] for i in train])
+        )
+        for i in test:
+            stage_two[i] = np.log(np.maximum(fold.predict_proba(X[i]), 1e-6))
+    np.testing.assert_allclose(model.crf_.coef_, clone(crf).fit(stage_two, y).coef_)
+    # and at prediction time the classifier fitted on every node gives them
+    full = LogisticRegression(max_iter=1000).fit(np.vstack(X), np.concatenate(y))
+    np.testing.assert_allclose(
+        model.stage_two_samples(X[:1])[0], np.log(np.maximum(full.predict_proba(X[0]), 1e-6))
+    )
+
+
+def test_learned_pairwise_terms_beat_the_classifier_alone():
+    """On noisy blocky grids the CRF on the classifier's probabilities is more accurate on
+    held-out images than the classifier's own per-pixel decisions."""
+    data = make_grid_data(n_samples=16, shape=(20, 20), random_state=0)
+    X, y = data.data, data.target
+    model = TwoStageCRF(crf=PerturbMAPCRF("grid", random_state=0), cv=4, random_state=0)
+    model.fit(X[:10], y[:10])
+    alone = np.mean(
+        [
+            np.mean(model.classifier_.predict(x.reshape(-1, x.shape[-1])) == t.ravel())
+            for x, t in zip(X[10:], y[10:], strict=True)
+        ]
+    )
+    assert model.score(X[10:], y[10:]) > alone + 0.01
+    assert model.crf_.coef_[-1] < 0  # an attractive Potts weight was learned
+
+
+def test_graphs_strings_unknown_labels_and_other_learners():
+    rng = np.random.default_rng(0)
+    samples, labels = [], []
+    for i in range(12):
+        truth = rng.integers(0, 2, size=(5, 5))
+        features = (truth[..., None] + 0.8 * rng.normal(size=(5, 5, 2))).reshape(25, 2)
+        edges = grid_edges((5, 5))
+        samples.append(GraphSample(features, edges, np.ones((len(edges), 1))))
+        tags = np.where(truth.ravel() == 1, "fg", "bg").astype(object)
+        if i % 2:  # some samples with an unknown node (the learners need complete ones too)
+            tags[0] = "?"
+        labels.append(tags)
+    model = TwoStageCRF(
+        crf=StructuredSVM("graph", max_iter=5, random_state=0, unknown_label="?"),
+        cv=3,
+        random_state=0,
+        unknown_label="?",
+    ).fit(samples, labels)
+    assert list(model.classes_) == ["bg", "fg"]
+    assert set(np.concatenate(model.predict(samples))) <= {"bg", "fg"}
+    assert not hasattr(model, "predict_proba")  # the S-SVM has no marginals
+
+
+def test_sparse_token_chains_and_the_pipeline_marginals():
+    sentences = [["the", "dog", "barks"], ["a", "cat", "sleeps"], ["the", "cat", "barks"]] * 6
+    tags = [["DET", "NOUN", "VERB"]] * 18
+    pipeline = make_pipeline(
+        SequenceVectorizer(token_features), TwoStageCRF(cv=3, random_state=0)
+    ).fit(sentences, tags)
+    assert pipeline.predict([["a", "dog", "sleeps"]])[0].tolist() == ["DET", "NOUN", "VERB"]
+    (marginals,) = pipeline.predict_proba([["a", "dog", "sleeps"]], as_dicts=True)
+    assert max(marginals[1], key=marginals[1].get) == "NOUN"
+
+
+def test_errors_name_the_problem():
+    data = make_chain_data(n_samples=10, random_state=0)
+    X, y = data.data, data.target
+    with pytest.raises(ValueError, match="at least 2 samples"):
+        TwoStageCRF().fit(X[:1], y[:1])
+    with pytest.raises(ValueError, match="sample 2: y has shape"):
+        TwoStageCRF(cv=2).fit(X, [t[:-1] if i == 2 else t for i, t in enumerate(y)])
+    with pytest.raises(InvalidParameterError, match="classifier"):
+        TwoStageCRF(classifier=LinearSVC()).fit(X, y)
+    with pytest.raises(InvalidParameterError, match="cv"):
+        TwoStageCRF(cv=1).fit(X, y)
+    model = TwoStageCRF(cv=2, random_state=0).fit(X, y)
+    with pytest.raises(ValueError, match="expecting 10"):
+        model.predict([np.hstack([x, x]) for x in X])
+
+
+def test_grid_search_clone_and_pickle():
+    import pickle
+
+    from sklearn.model_selection import GridSearchCV
+
+    data = make_chain_data(n_samples=24, random_state=0)
+    X, y = data.data, data.target
+    search = GridSearchCV(
+        TwoStageCRF(crf=PerturbMAPCRF(max_iter=2, random_state=0), cv=2, random_state=0),
+        {"crf__alpha": [1e-4, 1e-2], "min_proba": [1e-6, 1e-2]},
+        cv=2,
+    ).fit(X, y)
+    model = search.best_estimator_
+    again = pickle.loads(pickle.dumps(model))
+    for a, b in zip(model.predict(X), again.predict(X), strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert clone(model).get_params()["crf__alpha"] == model.get_params()["crf__alpha"]
