@@ -118,3 +118,50 @@ def test_balanced_loss_and_weak_labels(rng):
     assert not np.allclose(svm.supervised_coef_, svm.coef_)
     with pytest.raises(ValueError, match="has no marginals"):
         svm.predict(X_test, decoding="marginal")
+
+
+@pytest.mark.parametrize("kind", ["chain", "graph"])
+def test_subgradient_descent_reaches_bcfws_optimum(kind, rng):
+    """The subgradient solver's primal objective, computed by enumeration, approaches the
+    optimum BCFW certifies (its dual objective is a lower bound of the optimum), and the cut
+    weights stay in the constraint set."""
+    if kind == "chain":
+        data = make_chain_data(
+            n_samples=10, n_states=3, n_features=2, length=(2, 4), noise=2.0, random_state=0
+        )
+        X, y, structure = data.data, data.target, "chain"
+    else:
+        (X, y), structure = _graphs(rng), "graph"
+    bcfw = StructuredSVM(structure, alpha=0.1, max_iter=300, tol=0, random_state=0).fit(X, y)
+    lower = bcfw.dual_objective()
+    excess = []
+    for passes in (5, 400):
+        svm = StructuredSVM(
+            structure, solver="subgradient", alpha=0.1, max_iter=passes, random_state=0
+        ).fit(X, y)
+        excess.append(_primal(svm, X, y, svm.coef_) - lower)
+        assert excess[-1] >= -1e-9
+        assert svm.duality_gaps_ == [] and len(svm.loss_curve_) == passes
+    assert excess[1] < 0.06 and excess[1] < excess[0] / 10, excess
+    assert np.all(svm.structure_.unpack(svm.coef_)[1] <= 0) or kind == "chain"
+
+
+def test_subgradient_solver_learns_sparse_chains_and_refuses_a_solver_switch():
+    from pmap_sklearn import SequenceVectorizer
+
+    data = make_chain_data(n_samples=160, n_states=4, n_features=6, noise=1.8, random_state=0)
+    X, y = data.data, data.target
+    svm = StructuredSVM(solver="subgradient", alpha=0.01, batch_size=8, max_iter=30)
+    svm.set_params(random_state=0).fit(X[:100], y[:100])
+    bcfw = StructuredSVM(alpha=0.01, batch_size=8, max_iter=30, random_state=0)
+    bcfw.fit(X[:100], y[:100])
+    assert svm.score(X[100:], y[100:]) > bcfw.score(X[100:], y[100:]) - 0.02
+    tokens = [[{"w": f"w{int(v)}"} for v in np.argmax(x, axis=1)] for x in X]
+    chains = SequenceVectorizer().fit_transform(tokens)
+    sparse = StructuredSVM(solver="subgradient", max_iter=5, random_state=0).fit(chains, y)
+    assert 0 < sparse.score(chains, y) <= 1
+    with pytest.raises(ValueError, match="keeps no dual"):
+        sparse.dual_objective()
+    warm = StructuredSVM(solver="subgradient", max_iter=2, warm_start=True).fit(X, y)
+    with pytest.raises(ValueError, match="cannot go on with solver='bcfw'"):
+        warm.set_params(solver="bcfw").fit(X, y)

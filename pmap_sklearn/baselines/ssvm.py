@@ -1,4 +1,5 @@
-"""Structured SVM trained by block-coordinate Frank-Wolfe (Lacoste-Julien et al. 2013)."""
+"""Structured SVM trained by block-coordinate Frank-Wolfe (Lacoste-Julien et al. 2013) or by
+stochastic subgradient descent (Ratliff, Bagnell & Zinkevich 2007; Shalev-Shwartz et al. 2011)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from numbers import Real
 import numpy as np
 from sklearn.utils._param_validation import StrOptions
 
+from .. import _sgd
 from .._base import (
     BATCH_CONSTRAINTS,
     PARALLEL_CONSTRAINTS,
@@ -58,9 +60,22 @@ class StructuredSVM(BaseStructuredEstimator):
     the loss-augmented MAP uses the projected ``w`` and the line search maximises a minorant of the
     dual, so every step is an ascent step.
 
+    ``solver="subgradient"`` minimises the same primal by projected stochastic subgradient
+    descent instead (the lecture's algorithm; Ratliff, Bagnell & Zinkevich 2007): each step
+    solves the loss-augmented MAPs :math:`y^*` of a mini-batch and moves
+    :math:`w \leftarrow \Pi_C((1 - \eta_t \alpha) w + \eta_t \operatorname{mean}(\Psi(x, y) -
+    \Psi(x, y^*)))` with Pegasos' steps :math:`\eta_t = 1 / (\alpha (t + 1))` (Shalev-Shwartz
+    et al. 2011), and returns the average of the iterates weighted by their step number. It
+    keeps no dual: its memory is one weight vector, where BCFW keeps one block per sample, and
+    it has no duality gap to stop on.
+
     Parameters
     ----------
     structure : {"chain", "grid", "graph"} or structure instance, default="chain"
+    solver : {"bcfw", "subgradient"}, default="bcfw"
+        Block-coordinate Frank-Wolfe on the dual (line search, duality gap, converges without a
+        step size), or projected stochastic subgradient descent on the primal (no dual blocks:
+        the memory of one weight vector, for data sets whose dual would not fit).
     alpha : float, default=1e-3
         Regularisation strength λ.
     class_weight : None, "balanced" or dict, default=None
@@ -73,7 +88,8 @@ class StructuredSVM(BaseStructuredEstimator):
         Samples whose loss-augmented MAPs are solved together with the same ``w`` (vectorised
         on chains) before their blocks are updated one after the other; 1 is exact BCFW.
     tol : float, default=1e-4
-        Stop when the duality gap of a pass (summed block gaps) falls below ``tol``.
+        BCFW stops when the duality gap of a pass (summed block gaps) falls below ``tol``; the
+        subgradient solver runs ``max_iter`` passes.
     average : bool, default=True
         Return the weighted average :math:`\bar{w} \propto \sum_k k w_k` of the primal iterates
         (BCFW-wavg of the reference, which converges much faster in the primal); it stays feasible.
@@ -95,7 +111,10 @@ class StructuredSVM(BaseStructuredEstimator):
         this model's MAP given the known ones, as the paper's baseline does, and the SVM is
         refitted on all samples).
     duality_gaps_ : list of float
-        Duality gap estimate of each pass.
+        Duality gap estimate of each pass (BCFW; empty with the subgradient solver).
+    loss_curve_ : list of float
+        Estimate of the primal objective along each pass (the subgradient solver; BCFW: the
+        dual objective plus the gap).
     structure_, classes_, n_features_in_, n_iter_
 
     Notes
@@ -137,6 +156,7 @@ class StructuredSVM(BaseStructuredEstimator):
         **RANDOMISED_CONSTRAINTS,
         **PARALLEL_CONSTRAINTS,
         **BATCH_CONSTRAINTS,
+        "solver": [StrOptions({"bcfw", "subgradient"})],
         "alpha": [NumberInterval(Real, 0, None, closed="neither")],
         "class_weight": [None, StrOptions({"balanced"}), dict],
         "tol": [NumberInterval(Real, 0, None, closed="left")],
@@ -147,6 +167,7 @@ class StructuredSVM(BaseStructuredEstimator):
         self,
         structure="chain",
         *,
+        solver="bcfw",
         alpha=1e-3,
         class_weight=None,
         max_iter=50,
@@ -160,6 +181,7 @@ class StructuredSVM(BaseStructuredEstimator):
         unknown_label=-1,
     ):
         self.structure = structure
+        self.solver = solver
         self.alpha = alpha
         self.class_weight = class_weight
         self.max_iter = max_iter
@@ -174,10 +196,26 @@ class StructuredSVM(BaseStructuredEstimator):
 
     def _new_state(self, rng):
         size = self.structure_.size_
+        if self.solver == "subgradient":
+            return _sgd.SGDState(coef=self.structure_.project(np.zeros(size)), rng=rng)
         return BCFWState(coef=np.zeros(size), rng=rng, project=self.structure_.project)
 
+    def _check_fit_parameters(self) -> None:
+        state = getattr(self, "_state", None)
+        if self.warm_start and state is not None:
+            kind = "subgradient" if isinstance(state, _sgd.SGDState) else "bcfw"
+            if kind != self.solver:
+                raise ValueError(
+                    f"warm_start=True continues the {kind!r} solver's state: it cannot go on "
+                    f"with solver={self.solver!r} (set warm_start=False to start afresh)"
+                )
+
     def _set_fitted_attributes(self, state) -> None:
+        if isinstance(state, _sgd.SGDState):
+            self.duality_gaps_, self.loss_curve_ = [], list(state.loss_curve)
+            return
         self.duality_gaps_ = list(state.gaps)
+        self.loss_curve_ = list(state.recorded("primal"))
 
     def _targets(self, batch, labels, w_supervised, rng):
         r"""Complete labels (unknown ones from the supervised model's conditional MAP) and the
@@ -198,6 +236,9 @@ class StructuredSVM(BaseStructuredEstimator):
         return self.structure_.solver_.map(potentials, n_jobs=self.n_jobs)
 
     def _optimise(self, batch, targets, state, rng, validation_score):
+        if self.solver == "subgradient":
+            self._subgradient_descent(batch, targets, state, rng)
+            return
         labels, theta = targets
         structure, n = self.structure_, batch.n_samples
         compact = structure.has_sparse_features(batch)
@@ -250,11 +291,59 @@ class StructuredSVM(BaseStructuredEstimator):
             # pass, as the block gaps are taken at the iterate of their step).
             current = state.current
             dual = state.block_losses.sum() - 0.5 * self.alpha * current @ current
+            state.record(primal=float(dual + gap))
             progress.update(epoch + 1, dual + gap, **{"duality gap": gap})
             if gap < self.tol:
                 converged = True
                 break
         progress.finish(state.n_iter, converged, f"duality gap < tol={self.tol}")
+
+    def _subgradient_descent(self, batch, targets, state, rng) -> None:
+        """``max_iter`` passes of projected stochastic subgradient descent on the primal, with
+        Pegasos' steps ``1 / (α (t + 1))`` and the iterates averaged with weights ∝ t."""
+        labels, theta = targets
+        structure = self.structure_
+
+        def make_oracle(order):
+            sub = batch.subset(order)
+            nodes = batch.node_index(order)
+            return self._hinge_oracle(sub, labels[nodes], theta[nodes])
+
+        _sgd.run_sgd(
+            make_oracle,
+            state,
+            batch.n_samples,
+            rng=rng,
+            alpha=self.alpha,
+            batch_size=min(self.batch_size, batch.n_samples),
+            # 'optimal' with η0 = 1/α: η_t = 1 / (α (t + 1)), Pegasos' step
+            steps=_sgd.Schedule("optimal", 1.0 / self.alpha, alpha=self.alpha),
+            average=self.average,
+            average_weights="linear",
+            max_iter=self.max_iter,
+            tol=None,
+            n_iter_no_change=1,
+            project=structure.project,
+            verbose=self.verbose,
+            name=type(self).__name__,
+        )
+
+    def _hinge_oracle(self, batch, labels, theta):
+        """``oracle(part, w, rng)``: the ascent direction ``Σ_n Ψ(x_n, y_n) − Ψ(x_n, y*_n)`` of
+        minus the structured hinge loss at the loss-augmented MAPs ``y*``, and minus the hinge
+        losses ``Σ_n Δ(y_n, y*_n) + f(y*_n) − f(y_n)`` (both over the samples ``part``)."""
+        structure = self.structure_
+
+        def oracle(part, w, rng):
+            sub = batch.subset(part)
+            nodes = batch.node_index(part)
+            truth, weights = labels[nodes], theta[nodes]
+            predicted = self._loss_augmented_map(sub, w, truth, weights)
+            gradient = structure.joint_feature_difference(sub, truth, predicted, compact=True)
+            loss = float(np.sum(weights * (predicted != truth)))
+            return gradient, _sgd.dot(w, gradient) - loss
+
+        return _sgd.lazy_when_sparse(oracle, structure, batch)
 
     def _block_step(self, state, i, corner, corner_loss) -> float:
         """Frank-Wolfe step on block i towards ``(corner, corner_loss)``; returns its gap."""
@@ -340,6 +429,8 @@ class StructuredSVM(BaseStructuredEstimator):
             :math:`\sum \ell_i - (\alpha /2)\|\Pi_C(\hat{w})\|^2`, a lower bound of the optimal
             primal objective.
         """
+        if not isinstance(self._state, BCFWState):
+            raise ValueError("solver='subgradient' keeps no dual: its objective is loss_curve_")
         w = self._state.current
         return float(self._state.block_losses.sum() - 0.5 * self.alpha * w @ w)
 
