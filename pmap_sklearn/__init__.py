@@ -12,7 +12,12 @@ from .metrics import (
     weighted_hamming_loss,
     weighted_hamming_scorer,
 )
-from .part_clamp import ContrastiveDivergenceCRF, PartClampCRF, PseudoLikelihoodCRF
+from .part_clamp import (
+    ContrastiveDivergenceCRF,
+    PartClampCRF,
+    PiecewiseCRF,
+    PseudoLikelihoodCRF,
+)
 from .perturb_map import PerturbMAPCRF
 from .preprocessing import NodeTransformer, SequenceVectorizer
 from .samples import GraphSample, grid_edges
@@ -45,4 +50,5 @@ __all__ = [
     "hamming_scorer",
     "weighted_hamming_scorer",
     "TwoStageCRF",
+    "PiecewiseCRF",
 ]

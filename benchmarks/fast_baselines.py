@@ -1,4 +1,5 @@
-"""Two-stage learning against the per-node classifier it starts from and the one-stage CRF.
+"""The learners that need no inference while learning — two-stage and piecewise training —
+against the per-node classifier and the one-stage perturb-and-MAP CRF.
 
 Protocols:
 
@@ -12,12 +13,13 @@ Protocols:
 
 Rows: per-node logistic regression alone (its argmax); :class:`~pmap_sklearn.TwoStageCRF` with
 its defaults (logistic regression, 5 folds of samples, then ``PerturbMAPCRF`` with its defaults
-on the log-probabilities); the same with stage two given the one-stage row's settings; the
-one-stage ``PerturbMAPCRF`` as its table runs it. Fit times are the faster of two fits (the
+on the log-probabilities); the same with stage two given the one-stage row's settings;
+:class:`~pmap_sklearn.PiecewiseCRF` (defaults); the one-stage ``PerturbMAPCRF`` as its table
+runs it. Fit times are the faster of two fits (the
 fits are seeded: the same result).
 
-Run: ``python benchmarks/two_stage.py`` (needs ``../shared/data/weizmann_horse``); writes
-``docs/results/two_stage.{md,json}``.
+Run: ``python benchmarks/fast_baselines.py`` (needs ``../shared/data/weizmann_horse``); writes
+``docs/results/fast_baselines.{md,json}``.
 """
 
 import json
@@ -31,7 +33,7 @@ from part_clamp_table import grid_graph
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 
-from pmap_sklearn import GridStructure, PerturbMAPCRF, TwoStageCRF
+from pmap_sklearn import GridStructure, PerturbMAPCRF, PiecewiseCRF, TwoStageCRF
 from pmap_sklearn.datasets import add_kumar_hebert_noise, horse_split, load_weizmann_horse_masks
 
 RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
@@ -108,6 +110,7 @@ def part_clamp_protocol() -> dict:
             "TwoStageCRF, stage two with the one-stage settings": TwoStageCRF(
                 crf=PerturbMAPCRF("graph", **one_stage), random_state=0
             ),
+            "PiecewiseCRF (defaults)": PiecewiseCRF("graph"),
             "PerturbMAPCRF (the Part & Clamp table's row)": PerturbMAPCRF("graph", **one_stage),
         }
         print(f"\nPart & Clamp protocol, {noise} noise")
@@ -124,6 +127,7 @@ def multiclass_protocol() -> list:
         "TwoStageCRF (defaults)": TwoStageCRF(
             crf=PerturbMAPCRF(GridStructure(), random_state=0), random_state=0
         ),
+        "PiecewiseCRF (defaults)": PiecewiseCRF(GridStructure()),
         "PerturbMAPCRF (defaults, the multilabel table's row)": PerturbMAPCRF(
             GridStructure(), random_state=0
         ),
@@ -148,13 +152,15 @@ def main():
     results = dict(part_clamp=part_clamp_protocol(), multiclass=multiclass_protocol())
     minutes = (time.perf_counter() - started) / 60
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "two_stage.json").write_text(json.dumps(dict(minutes=minutes, **results), indent=1))
+    (RESULTS / "fast_baselines.json").write_text(
+        json.dumps(dict(minutes=minutes, **results), indent=1)
+    )
     text = "\n".join(
         [
-            "# Two-stage learning",
+            "# Learning without inference: two-stage and piecewise",
             "",
-            f"`python benchmarks/two_stage.py` ({minutes:.1f} min). Test error % (mean ± std over "
-            "the test images); fit seconds, the faster of two fits.",
+            f"`python benchmarks/fast_baselines.py` ({minutes:.1f} min). Test error % (mean ± std "
+            "over the test images); fit seconds, the faster of two fits.",
             "",
             "**Part & Clamp protocol, bimodal noise**",
             "",
@@ -172,7 +178,7 @@ def main():
         ]
     )
     print(text)
-    (RESULTS / "two_stage.md").write_text(text + "\n")
+    (RESULTS / "fast_baselines.md").write_text(text + "\n")
 
 
 if __name__ == "__main__":

@@ -1,13 +1,19 @@
 """
-Two-stage learning: a pixel classifier, then a CRF on its probabilities
-=======================================================================
+Learners compared on one problem: two-stage, piecewise, subgradient S-SVM, perturb-and-MAP
+==========================================================================================
 
-A classifier of the pixels alone is the usual first stage of a segmentation CRF.
-:class:`~pmap_sklearn.TwoStageCRF` fits it out of fold, turns its class probabilities into the
-node features of a CRF (their logarithms) and learns the CRF's weights on them — how much to
-trust each probability and the Potts weight between neighbours. Here on blocky 4-class images
-seen through heavy noise, against the classifier alone and the one-stage
-:class:`~pmap_sklearn.PerturbMAPCRF` on the raw features.
+The learners of the parameter-learning lecture (Domokos, lecture 11) on blocky 4-class images
+seen through heavy noise:
+
+- a classifier of the pixels alone, the usual first stage of a segmentation CRF;
+- :class:`~pmap_sklearn.TwoStageCRF`, which fits that classifier out of fold, turns its class
+  probabilities into the node features of a CRF (their logarithms) and learns the CRF's
+  weights on them: how much to trust each probability, and the Potts weight between
+  neighbours;
+- :class:`~pmap_sklearn.PiecewiseCRF`, every factor normalised on its own (no inference while
+  learning);
+- :class:`~pmap_sklearn.StructuredSVM` by stochastic subgradient descent;
+- the one-stage :class:`~pmap_sklearn.PerturbMAPCRF` on the raw features.
 """
 
 import time
@@ -16,7 +22,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from sklearn.linear_model import LogisticRegression
 
-from pmap_sklearn import GridStructure, PerturbMAPCRF, TwoStageCRF
+from pmap_sklearn import GridStructure, PerturbMAPCRF, PiecewiseCRF, StructuredSVM, TwoStageCRF
 
 
 def blocky_images(rng, n, size=24, k=4, noise=1.0):
@@ -42,7 +48,11 @@ pixels = LogisticRegression(max_iter=1000).fit(
 )
 models = {
     "two-stage": TwoStageCRF(crf=PerturbMAPCRF(GridStructure(), random_state=0), random_state=0),
-    "one-stage": PerturbMAPCRF(GridStructure(), random_state=0),
+    "piecewise": PiecewiseCRF(GridStructure()),
+    "S-SVM, subgradient": StructuredSVM(
+        GridStructure(), solver="subgradient", alpha=1e-2, max_iter=30, random_state=0
+    ),
+    "perturb-and-MAP": PerturbMAPCRF(GridStructure(), random_state=0),
 }
 for name, model in models.items():
     start = time.perf_counter()
@@ -68,13 +78,17 @@ print(np.round(unary, 2))
 print(f"Potts weights (one per edge feature of the grid): {pairwise.round(2)}")
 
 # %%
-# Three test images: the noisy features' argmax, the truth, the classifier alone and the
-# two-stage CRF.
-figure, axes = plt.subplots(3, 4, figsize=(9, 7))
-two_stage = models["two-stage"].predict(X_test[:3])
+# Three test images: the noisy features' argmax, the truth, the classifier alone and three of
+# the learned CRFs. Piecewise training over-counts the agreement of neighbours (its pairwise
+# piece does not know how much the unary terms explain): its Potts weights come out too strong.
+names = ("two-stage", "piecewise", "perturb-and-MAP")
+predictions = {name: models[name].predict(X_test[:3]) for name in names}
+figure, axes = plt.subplots(3, 6, figsize=(13, 7))
 for row in range(3):
-    panels = (X_test[row].argmax(axis=2), y_test[row], alone[row], two_stage[row])
-    titles = ("noisy features (argmax)", "truth", "pixel classifier", "two-stage CRF")
+    panels = (X_test[row].argmax(axis=2), y_test[row], alone[row]) + tuple(
+        predictions[name][row] for name in names
+    )
+    titles = ("noisy features (argmax)", "truth", "pixel classifier") + names
     for axis, image, title in zip(axes[row], panels, titles, strict=True):
         axis.imshow(image, cmap="tab10", vmin=0, vmax=9, interpolation="nearest")
         axis.set_title(title, fontsize=11)
