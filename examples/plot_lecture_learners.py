@@ -1,5 +1,5 @@
 """
-Learners compared on one problem: two-stage, piecewise, subgradient S-SVM, perturb-and-MAP
+Learners compared on one problem: two-stage, piecewise, S-SVM, mean field, perturb-and-MAP
 ==========================================================================================
 
 The learners of the parameter-learning lecture (Domokos, lecture 11) on blocky 4-class images
@@ -13,6 +13,7 @@ seen through heavy noise:
 - :class:`~pmap_sklearn.PiecewiseCRF`, every factor normalised on its own (no inference while
   learning);
 - :class:`~pmap_sklearn.StructuredSVM` by stochastic subgradient descent;
+- :class:`~pmap_sklearn.MeanFieldCRF`, mean field unrolled and learned end to end (CRF as RNN);
 - the one-stage :class:`~pmap_sklearn.PerturbMAPCRF` on the raw features.
 """
 
@@ -22,7 +23,14 @@ import matplotlib.pyplot as plt
 import numpy as np
 from sklearn.linear_model import LogisticRegression
 
-from pmap_sklearn import GridStructure, PerturbMAPCRF, PiecewiseCRF, StructuredSVM, TwoStageCRF
+from pmap_sklearn import (
+    GridStructure,
+    MeanFieldCRF,
+    PerturbMAPCRF,
+    PiecewiseCRF,
+    StructuredSVM,
+    TwoStageCRF,
+)
 
 
 def blocky_images(rng, n, size=24, k=4, noise=1.0):
@@ -52,6 +60,7 @@ models = {
     "S-SVM, subgradient": StructuredSVM(
         GridStructure(), solver="subgradient", alpha=1e-2, max_iter=30, random_state=0
     ),
+    "mean field": MeanFieldCRF(GridStructure(), random_state=0),
     "perturb-and-MAP": PerturbMAPCRF(GridStructure(), random_state=0),
 }
 for name, model in models.items():

@@ -6,6 +6,7 @@ from .continuous import ContinuousLogSupermodularDenoiser
 from .denoising import LogSupermodularDenoiser
 from .epsilon import EpsilonCRF
 from .marginal import MarginalPerturbMAPCRF
+from .mean_field import MeanFieldCRF
 from .metrics import (
     hamming_scorer,
     mean_hamming_loss,
@@ -51,4 +52,5 @@ __all__ = [
     "weighted_hamming_scorer",
     "TwoStageCRF",
     "PiecewiseCRF",
+    "MeanFieldCRF",
 ]

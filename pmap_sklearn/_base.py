@@ -686,8 +686,9 @@ class BaseStructuredSGD(BaseStructuredEstimator):
 
     #: The largest mini-batch of ``batch_size="auto"`` on dense features.
     _auto_batch_size = 16
-    #: ``max_iter`` and ``tol`` of ``"auto"`` on dense features.
+    #: ``max_iter``, ``tol`` and ``learning_rate`` of ``"auto"`` on dense features.
     _dense_max_iter, _dense_tol = 50, 1e-3
+    _dense_learning_rate = "optimal"
 
     def _alpha_scale(self, batch: SampleBatch) -> float:
         """How many units of evidence the objective sums (``alpha="auto"`` on sparse features
@@ -715,7 +716,7 @@ class BaseStructuredSGD(BaseStructuredEstimator):
             alpha = SPARSE_ALPHA / self._alpha_scale(batch) if sparse else DENSE_ALPHA
         learning_rate = self.learning_rate
         if learning_rate == "auto":
-            learning_rate = auto.get("learning_rate", "optimal")
+            learning_rate = auto.get("learning_rate", self._dense_learning_rate)
             if learning_rate == "optimal" and alpha == 0:
                 learning_rate = "adagrad"  # the 1/(α t) schedule needs α > 0
         max_iter = self.max_iter

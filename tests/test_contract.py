@@ -19,6 +19,7 @@ from pmap_sklearn import (
     GridStructure,
     LogSupermodularDenoiser,
     MarginalPerturbMAPCRF,
+    MeanFieldCRF,
     NodeTransformer,
     PerturbMAPCRF,
     Potentials,
@@ -374,6 +375,7 @@ def _estimators():
         NodeTransformer(StandardScaler()),
         SequenceVectorizer(),
         TwoStageCRF(crf=PerturbMAPCRF(max_iter=2), cv=2),
+        MeanFieldCRF("chain", max_iter=2),
     ]
 
 

@@ -25,6 +25,12 @@ from .group_prox import prox_group_max as prox_group_max
 from .ishikawa import GroupMaxPotentials, IshikawaSolver
 from .level_tree import forest_shaped as forest_shaped
 from .level_tree import packed_layout as packed_layout
+from .mean_field import MeanFieldModel as MeanFieldModel
+from .mean_field import MeanFieldSolver
+from .mean_field import hamming_gradient as hamming_gradient
+from .mean_field import log_loss_gradient as log_loss_gradient
+from .mean_field import unrolled as unrolled
+from .mean_field import unrolled_backward as unrolled_backward
 from .messages import COUNTING_NUMBERS as COUNTING_NUMBERS
 from .messages import BeliefPropagation as BeliefPropagation
 from .messages import MessagePassingSolver
@@ -42,6 +48,7 @@ SOLVERS = {
         GraphCutSolver,
         AlphaExpansionSolver,
         MessagePassingSolver,
+        MeanFieldSolver,
         IshikawaSolver,
         ForestSolver,
         BruteForceSolver,
@@ -66,6 +73,7 @@ __all__ = [
     "AlphaExpansionSolver",
     "BruteForceSolver",
     "MessagePassingSolver",
+    "MeanFieldSolver",
     "IshikawaSolver",
     "GroupMaxPotentials",
     "ForestSolver",
