@@ -213,6 +213,16 @@ class PseudoLikelihoodCRF(_FullBatchCRF):
         self.objective_ = value
 
 
+def _normalised(scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(log Σ_k exp(scores_k), softmax(scores))`` of every row, from one exponential (several
+    times faster than scipy's ``logsumexp`` and ``softmax`` on many short rows)."""
+    top = scores.max(axis=1, keepdims=True) if scores.size else np.zeros((len(scores), 1))
+    shifted = np.exp(scores - top)
+    total = shifted.sum(axis=1, keepdims=True)
+    shifted /= total
+    return (np.log(total) + top)[:, 0], shifted
+
+
 class PiecewiseCRF(_FullBatchCRF):
     r"""CRF trained piecewise (Sutton & McCallum 2005): every factor normalised on its own.
 
@@ -318,16 +328,14 @@ class PiecewiseCRF(_FullBatchCRF):
         potentials = self.structure_.potentials(batch, w)
         k = self.structure_.n_states_
         nodes = np.arange(len(labels))
-        unary_norm = logsumexp(potentials.unary, axis=1)
+        unary_norm, node = _normalised(potentials.unary)
         value = np.sum(unary_norm - potentials.unary[nodes, labels])
-        node = np.exp(potentials.unary - unary_norm[:, None])
         node[nodes, labels] -= 1.0
         tables = np.asarray(potentials.edge_tables()).reshape(len(batch.edges), k * k)
-        pair_norm = logsumexp(tables, axis=1) if len(tables) else np.zeros(0)
+        pair_norm, pair = _normalised(tables)
         observed = labels[batch.edges[:, 0]] * k + labels[batch.edges[:, 1]]
         edges = np.arange(len(observed))
         value += np.sum(pair_norm - tables[edges, observed])
-        pair = np.exp(tables - pair_norm[:, None])
         pair[edges, observed] -= 1.0
         gradient = self._joint(batch, node, pair.reshape(-1, k, k))
         n = batch.n_samples
