@@ -331,12 +331,19 @@ class PiecewiseCRF(_FullBatchCRF):
         unary_norm, node = _normalised(potentials.unary)
         value = np.sum(unary_norm - potentials.unary[nodes, labels])
         node[nodes, labels] -= 1.0
-        tables = np.asarray(potentials.edge_tables()).reshape(len(batch.edges), k * k)
-        pair_norm, pair = _normalised(tables)
         observed = labels[batch.edges[:, 0]] * k + labels[batch.edges[:, 1]]
-        edges = np.arange(len(observed))
-        value += np.sum(pair_norm - tables[edges, observed])
-        pair[edges, observed] -= 1.0
+        if potentials.pairwise_kind is PairwiseKind.SHARED:  # one table: one normaliser
+            table = potentials.pairwise.reshape(1, k * k)
+            pair_norm, pair = _normalised(table)
+            counts = np.bincount(observed, minlength=k * k)
+            value += len(observed) * pair_norm[0] - counts @ table[0]
+            pair = len(observed) * pair - counts  # (1, K²): summed over the edges
+        else:
+            tables = np.asarray(potentials.edge_tables()).reshape(len(batch.edges), k * k)
+            pair_norm, pair = _normalised(tables)
+            edges = np.arange(len(observed))
+            value += np.sum(pair_norm - tables[edges, observed])
+            pair[edges, observed] -= 1.0
         gradient = self._joint(batch, node, pair.reshape(-1, k, k))
         n = batch.n_samples
         return value / n + 0.5 * self.alpha * w @ w, gradient / n + self.alpha * w
