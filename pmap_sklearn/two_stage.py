@@ -68,8 +68,8 @@ class TwoStageCRF(MetaEstimatorMixin, BaseEstimator):
     n_jobs : int or None, default=None
         Folds fitted in parallel (joblib).
     unknown_label : int, float, str or None, default=-1
-        The label that marks an unknown node in ``y``: left out of stage one's training and
-        passed on to stage two, which handles it as its ``unknown_label``.
+        The label that marks an unknown node in ``y``: left out of stage one's training, and
+        set as stage two's ``unknown_label`` (which handles it as that learner does).
 
     Attributes
     ----------
@@ -288,9 +288,13 @@ class TwoStageCRF(MetaEstimatorMixin, BaseEstimator):
         )
 
     def _crf(self):
-        if self.crf is not None:
-            return clone(self.crf)
-        return PerturbMAPCRF("chain", random_state=self.random_state)
+        """Stage two, with this estimator's ``unknown_label`` (so one marker serves both)."""
+        crf = clone(self.crf) if self.crf is not None else PerturbMAPCRF("chain")
+        if self.crf is None:
+            crf.set_params(random_state=self.random_state)
+        if "unknown_label" in crf.get_params(deep=False):
+            crf.set_params(unknown_label=self.unknown_label)
+        return crf
 
     def _grids(self) -> bool:
         structure = (self.crf if self.crf is not None else PerturbMAPCRF()).get_params()[

@@ -85,7 +85,7 @@ def test_graphs_strings_unknown_labels_and_other_learners():
             tags[0] = "?"
         labels.append(tags)
     model = TwoStageCRF(
-        crf=StructuredSVM("graph", max_iter=5, random_state=0, unknown_label="?"),
+        crf=StructuredSVM("graph", max_iter=5, random_state=0),  # gets the marker below
         cv=3,
         random_state=0,
         unknown_label="?",
