@@ -22,6 +22,7 @@ from pmap_sklearn import (
     MeanFieldCRF,
     NodeTransformer,
     PerturbMAPCRF,
+    PiecewiseCRF,
     Potentials,
     SequenceVectorizer,
     StructuredSVM,
@@ -35,13 +36,24 @@ from pmap_sklearn._utils import NonFiniteError
 from pmap_sklearn.bounds import log_partition_exact
 from pmap_sklearn.datasets import add_flip_noise, make_chain_data, make_grid_data
 
-SUPERVISED = [PerturbMAPCRF, MarginalPerturbMAPCRF, StructuredSVM, ChainCRF, EpsilonCRF]
+SUPERVISED = [
+    PerturbMAPCRF,
+    MarginalPerturbMAPCRF,
+    StructuredSVM,
+    ChainCRF,
+    EpsilonCRF,
+    PiecewiseCRF,
+    MeanFieldCRF,
+]
 
 
 def _quick(cls, **params):
-    defaults = {ChainCRF: dict(max_iter=20), EpsilonCRF: dict(max_iter=20)}.get(
-        cls, dict(max_iter=2, random_state=0)
-    )
+    defaults = {
+        ChainCRF: dict(max_iter=20),
+        EpsilonCRF: dict(max_iter=20),
+        PiecewiseCRF: dict(structure="chain", max_iter=20, random_state=0),
+        MeanFieldCRF: dict(structure="chain", max_iter=2, random_state=0),
+    }.get(cls, dict(max_iter=2, random_state=0))
     return cls(**{**defaults, **params})
 
 
@@ -376,6 +388,7 @@ def _estimators():
         SequenceVectorizer(),
         TwoStageCRF(crf=PerturbMAPCRF(max_iter=2), cv=2),
         MeanFieldCRF("chain", max_iter=2),
+        PiecewiseCRF("chain", max_iter=5),
     ]
 
 
