@@ -9,7 +9,7 @@ the stacked batch to the estimator's optimiser through these hooks:
   stages when some labels are unknown (Shpakova et al. 2018, Alg. 3): first on the fully
   labelled samples, then on all samples with targets filled in by that first model, through
   ``_optimise(batch, targets, state, rng, validation_score)`` and
-  ``_targets(batch, labels, w_supervised, rng)``;
+  ``_targets(batch, labels, w_supervised, rng)`` (by default the MAP fills them in);
 - ``_set_fitted_attributes(state)``: optimiser-specific fitted attributes.
 
 A fit that raises leaves a fitted estimator exactly as it was. Prediction (MAP or marginal
@@ -246,10 +246,14 @@ class BaseStructuredEstimator(BaseEstimator):
         """Optimiser-specific fitted attributes."""
 
     def _targets(self, batch: SampleBatch, labels: np.ndarray, w_supervised, rng):
-        """What the optimiser learns from: built from the labels (``-1`` = unknown), with the
-        unknown ones filled in from the supervised weights ``w_supervised`` (None while every
-        label is known)."""
-        raise NotImplementedError
+        """What the optimiser learns from: the labels (``-1`` = unknown), with the unknown ones
+        filled in from the supervised weights ``w_supervised`` (None while every label is
+        known). By default the known labels, the unknown ones the MAP of ``w_1`` given them —
+        self-training with hard labels, the paper's baseline for weak labels; learners with
+        other targets (losses, beliefs, distributions) override it."""
+        if w_supervised is None:
+            return labels
+        return self._map(batch, w_supervised, clamp=labels)
 
     def _validation_samples(self, complete: np.ndarray, rng: np.random.Generator):
         """Held-out fully labelled samples for early stopping."""

@@ -172,13 +172,6 @@ class MeanFieldCRF(BaseStructuredSGD):
         structure.solver = MeanFieldSolver(self.n_iterations, self.damping)
         return structure
 
-    def _targets(self, batch, labels, w_supervised, rng):
-        """Known labels; unknown ones (-1) become the prediction of ``w_1`` given the known
-        ones (self-training, as the perturb-and-MAP learner does)."""
-        if w_supervised is None:
-            return labels
-        return self._map(batch, w_supervised, clamp=labels)
-
     def _make_oracle(self, batch, labels):
         """``oracle(part, w, rng)``: minus the per-node loss of the unrolled mean field over the
         samples ``part`` (each sample the mean over its nodes) and minus its gradient, by

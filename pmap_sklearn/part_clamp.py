@@ -94,18 +94,31 @@ class _FullBatchCRF(BaseStructuredEstimator):
     def _new_state(self, rng):
         return FitState(coef=np.zeros(self.structure_.size_), rng=rng)
 
-    def _targets(self, batch, labels, w_supervised, rng):
-        """Known labels; unknown ones become the MAP of the supervised weights given them."""
-        if w_supervised is None:
-            return labels
-        return self._map(batch, w_supervised, clamp=labels)
-
     def _joint(self, batch, node, pair):
         statistics = Statistics(node, pairwise_statistics(pair, self.structure_.pairwise_kind))
         return self.structure_.joint_feature_of(batch, statistics)
 
 
-class PseudoLikelihoodCRF(_FullBatchCRF):
+class _LbfgsSurrogateCRF(_FullBatchCRF):
+    """A full-batch learner whose surrogate objective is smooth and deterministic
+    (``_objective(batch, labels, w) -> (value, gradient)``): minimised by L-BFGS-B, the
+    attractive weights kept by box constraints."""
+
+    def _optimise(self, batch, labels, state, rng, validation_score):
+        w, n_iter, value = minimise(
+            lambda w: self._objective(batch, labels, w),
+            state.coef,
+            name=type(self).__name__,
+            max_iter=self.max_iter,
+            tol=self.tol,
+            verbose=self.verbose,
+            bounds=self._box(),
+        )
+        state.coef, state.n_iter = w, state.n_iter + n_iter
+        self.objective_ = value
+
+
+class PseudoLikelihoodCRF(_LbfgsSurrogateCRF):
     r"""CRF trained by maximum pseudo-likelihood (Besag 1975).
 
     Minimises :math:`(1/N) \sum_n \sum_i -\log P(y_i | y_{N(i)}, x_n) + (\alpha /2)\|w\|^2`: each
@@ -199,19 +212,6 @@ class PseudoLikelihoodCRF(_FullBatchCRF):
         n = batch.n_samples
         return value / n + 0.5 * self.alpha * w @ w, gradient / n + self.alpha * w
 
-    def _optimise(self, batch, labels, state, rng, validation_score):
-        w, n_iter, value = minimise(
-            lambda w: self._objective(batch, labels, w),
-            state.coef,
-            name=type(self).__name__,
-            max_iter=self.max_iter,
-            tol=self.tol,
-            verbose=self.verbose,
-            bounds=self._box(),
-        )
-        state.coef, state.n_iter = w, state.n_iter + n_iter
-        self.objective_ = value
-
 
 def _normalised(scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(log Σ_k exp(scores_k), softmax(scores))`` of every row, from one exponential (several
@@ -223,7 +223,7 @@ def _normalised(scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return (np.log(total) + top)[:, 0], shifted
 
 
-class PiecewiseCRF(_FullBatchCRF):
+class PiecewiseCRF(_LbfgsSurrogateCRF):
     r"""CRF trained piecewise (Sutton & McCallum 2005): every factor normalised on its own.
 
     Replaces :math:`p(y \mid x)` by the product of independently normalised factors, each node's
@@ -347,19 +347,6 @@ class PiecewiseCRF(_FullBatchCRF):
         gradient = self._joint(batch, node, pair.reshape(-1, k, k))
         n = batch.n_samples
         return value / n + 0.5 * self.alpha * w @ w, gradient / n + self.alpha * w
-
-    def _optimise(self, batch, labels, state, rng, validation_score):
-        w, n_iter, value = minimise(
-            lambda w: self._objective(batch, labels, w),
-            state.coef,
-            name=type(self).__name__,
-            max_iter=self.max_iter,
-            tol=self.tol,
-            verbose=self.verbose,
-            bounds=self._box(),
-        )
-        state.coef, state.n_iter = w, state.n_iter + n_iter
-        self.objective_ = value
 
 
 class ContrastiveDivergenceCRF(_FullBatchCRF):

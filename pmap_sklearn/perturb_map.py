@@ -205,13 +205,6 @@ class PerturbMAPCRF(BaseStructuredSGD):
     #: forward–backward computes on chains.
     _exact_marginals_are_the_model = True
 
-    def _targets(self, batch, labels, w_supervised, rng):
-        """Known labels; unknown ones (-1) become the MAP of ``w_1`` given the known ones
-        (self-training with hard labels, the paper's baseline for weak labels)."""
-        if w_supervised is None:
-            return labels
-        return self._map(batch, w_supervised, clamp=labels)
-
     def _optimise(self, batch, targets, state, rng, validation_score):
         self._label_weights = label_weights(self.class_weight, self.classes_, targets)
         super()._optimise(batch, targets, state, rng, validation_score)

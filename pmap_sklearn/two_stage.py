@@ -14,7 +14,6 @@ from numbers import Integral, Real
 
 import numpy as np
 from joblib import Parallel, delayed
-from scipy import sparse
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, _fit_context, clone
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import KFold
@@ -23,7 +22,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from ._labels import unknown_mask
-from ._utils import NumberInterval, check_generator
+from ._utils import NumberInterval, check_generator, stack_rows
 from .perturb_map import PerturbMAPCRF
 from .preprocessing import _node_features
 from .samples import GraphSample
@@ -312,9 +311,7 @@ class TwoStageCRF(MetaEstimatorMixin, BaseEstimator):
                 f"the samples have different numbers of node features: {sorted(widths)}"
             )
         offsets = np.concatenate([[0], np.cumsum([b.shape[0] for b in blocks])])
-        if any(sparse.issparse(b) for b in blocks):
-            return sparse.vstack([sparse.csr_matrix(b) for b in blocks], format="csr"), offsets
-        return np.vstack(blocks).astype(float, copy=False), offsets
+        return stack_rows(blocks), offsets
 
     def _flat_labels(self, X, y, offsets) -> np.ndarray:
         """The labels of all nodes, one array, after checking each sample's count."""

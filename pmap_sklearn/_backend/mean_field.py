@@ -16,7 +16,6 @@ from __future__ import annotations
 from numbers import Integral, Real
 
 import numpy as np
-from scipy import sparse
 from scipy.special import softmax
 from sklearn.utils import check_scalar
 
@@ -24,16 +23,6 @@ from .base import Marginals, Solver
 from .capabilities import Capabilities
 from .messages import colour_nodes, pairwise_statistics
 from .potentials import Potentials, Statistics
-
-
-def _incidence(n_nodes: int, edges: np.ndarray) -> tuple[sparse.csr_matrix, sparse.csr_matrix]:
-    """Node × edge 0/1 matrices of the first and the second end of every edge."""
-    columns = np.arange(len(edges))
-    shape = (n_nodes, len(edges))
-    return tuple(
-        sparse.csr_matrix((np.ones(len(edges)), (edges[:, end], columns)), shape=shape)
-        for end in (0, 1)
-    )
 
 
 class MeanFieldModel:
@@ -45,7 +34,7 @@ class MeanFieldModel:
         self.unary = potentials.unary
         self.tables = np.ascontiguousarray(potentials.edge_tables())
         self.edges = potentials.edges
-        self.first, self.second = _incidence(potentials.n_nodes, potentials.edges)
+        self.first, self.second = potentials.edge_ends
 
     def field(self, q: np.ndarray) -> np.ndarray:
         """``u_d(k) + Σ_j Σ_l t_dj(k, l) q_j(l)``: the neighbours' expected scores, (n, K)."""
@@ -90,7 +79,7 @@ def unrolled_backward(model: MeanFieldModel, iterates, gradient_q, damping):
     g = gradient_q
     for s in range(len(iterates) - 2, -1, -1):
         q = iterates[s]
-        p = softmax(model.field(q), axis=1)
+        p = (iterates[s + 1] - damping * q) / (1.0 - damping)  # the forward pass's softmax
         g_p = (1.0 - damping) * g
         g_a = p * (g_p - (p * g_p).sum(axis=1, keepdims=True))
         grad_unary += g_a
