@@ -8,7 +8,12 @@ from sklearn.utils.multiclass import type_of_target
 
 def unknown_mask(values: np.ndarray, unknown_label) -> np.ndarray:
     """Where ``values`` equal the unknown-label marker (never for a marker of another kind, e.g.
-    the default ``-1`` among string labels)."""
+    the default ``-1`` among string labels); a tuple of markers matches any of them."""
+    if isinstance(unknown_label, tuple):
+        mask = np.zeros(np.shape(values), dtype=bool)
+        for marker in unknown_label:
+            mask |= unknown_mask(values, marker)
+        return mask
     if unknown_label is None:
         return np.zeros(values.shape, dtype=bool)
     textual = values.dtype.kind in "US" or (
@@ -91,6 +96,73 @@ def encode(y, unknown_label=-1, classes=None, n_states=None):
         out.append(codes[start : start + a.size].reshape(a.shape))
         start += a.size
     return out, classes
+
+
+def _runs(keep: np.ndarray) -> list[tuple[int, int]]:
+    """``(start, stop)`` of the runs of True in a 1-D boolean array."""
+    edges = np.diff(np.concatenate([[0], keep.astype(np.int8), [0]]))
+    return list(zip(np.flatnonzero(edges == 1), np.flatnonzero(edges == -1), strict=True))
+
+
+def without_ignored(X, y, ignore_label, kind: str):
+    """The samples with their ``ignore_label`` nodes removed (void pixels, untagged tokens):
+    they neither count in a loss nor get filled in.
+
+    Graph samples keep the subgraph of the other nodes (and its edges); a chain is cut into
+    the runs between ignored positions. Samples left without a node are dropped. Grids cannot
+    lose nodes: there it is an error that says what to do instead.
+    """
+    from .samples import GraphSample
+
+    X, y = list(X), list(y)
+    if len(X) != len(y):
+        raise ValueError(f"X has {len(X)} samples but y has {len(y)}")
+    masks = [unknown_mask(np.asarray(labels), ignore_label) for labels in y]
+    if not any(mask.any() for mask in masks):
+        return X, y
+    if kind == "grid":
+        raise ValueError(
+            f"ignore_label={ignore_label!r} removes nodes, which a grid cannot lose: give the "
+            "images as GraphSample objects (node features of the pixels, grid_edges(shape)) "
+            "with structure='graph', or mark the nodes as unknown (unknown_label) to have them "
+            "filled in"
+        )
+    kept_X, kept_y = [], []
+    for i, (x, labels, ignored) in enumerate(zip(X, y, masks, strict=True)):
+        labels = np.asarray(labels)
+        if not ignored.any():
+            kept_X.append(x)
+            kept_y.append(labels)
+            continue
+        keep = ~ignored.ravel()
+        if isinstance(x, GraphSample):
+            if labels.size != x.n_nodes:
+                raise ValueError(f"sample {i}: {x.n_nodes} nodes but {labels.size} labels")
+            if not keep.any():
+                continue
+            position = np.cumsum(keep) - 1
+            edges = np.asarray(x.edges, dtype=np.intp).reshape(-1, 2)
+            inside = keep[edges].all(axis=1) if len(edges) else np.zeros(0, dtype=bool)
+            kept_X.append(
+                GraphSample(
+                    np.asarray(x.node_features)[keep]
+                    if not hasattr(x.node_features, "tocsr")
+                    else x.node_features.tocsr()[keep],
+                    position[edges[inside]],
+                    None if x.edge_features is None else np.asarray(x.edge_features)[inside],
+                    None if x.node_sizes is None else np.asarray(x.node_sizes)[keep],
+                )
+            )
+            kept_y.append(labels.ravel()[keep])
+        else:  # a chain: its runs of kept positions
+            if np.shape(x)[0] != labels.size:
+                raise ValueError(f"sample {i}: {np.shape(x)[0]} positions but {labels.size} labels")
+            for start, stop in _runs(keep):
+                kept_X.append(x[start:stop])
+                kept_y.append(labels.ravel()[start:stop])
+    if not kept_X:
+        raise ValueError(f"every node is ignored (ignore_label={ignore_label!r}): nothing to fit")
+    return kept_X, kept_y
 
 
 def as_samples(arrays) -> np.ndarray:

@@ -114,6 +114,11 @@ class EpsilonCRF(BaseStructuredEstimator):
     unknown_label : int, float, str or None, default=-1
         The label that marks an unknown node in ``y``; such samples are self-trained (a model
         fitted on the fully labelled samples fills them in with its belief argmax).
+    ignore_label : int, float, str or None, default=None
+        The label that marks a node to ignore (e.g. void pixels): ignored nodes are removed
+        from the samples for the fit — they neither count in the loss nor get filled in, unlike
+        ``unknown_label`` — and are not counted by :meth:`score`. Chains are cut at them;
+        grids cannot lose nodes (give GraphSample objects instead).
 
     Attributes
     ----------
@@ -181,6 +186,7 @@ class EpsilonCRF(BaseStructuredEstimator):
         n_jobs=None,
         verbose=0,
         unknown_label=-1,
+        ignore_label=None,
     ):
         self.structure = structure
         self.epsilon = epsilon
@@ -194,6 +200,7 @@ class EpsilonCRF(BaseStructuredEstimator):
         self.n_jobs = n_jobs
         self.verbose = verbose
         self.unknown_label = unknown_label
+        self.ignore_label = ignore_label
 
     # ---- the structure ----------------------------------------------------------------------
     def _resolve_structure(self):

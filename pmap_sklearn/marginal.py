@@ -94,6 +94,11 @@ class MarginalPerturbMAPCRF(BaseStructuredSGD):
         Report progress after each epoch (``verbose >= 2``: more detail).
     unknown_label : int, float, str or None, default=-1
         The label that marks an unknown node in ``y`` (None: every label is known).
+    ignore_label : int, float, str or None, default=None
+        The label that marks a node to ignore (e.g. void pixels): ignored nodes are removed
+        from the samples for the fit — they neither count in the loss nor get filled in, unlike
+        ``unknown_label`` — and are not counted by :meth:`score`. Chains are cut at them;
+        grids cannot lose nodes (give GraphSample objects instead).
     init : {"auto", "logistic", "zeros"}, default="auto"
         Starting weights: ``"logistic"`` sets the unary weights to per-node multinomial
         logistic regression on the labelled nodes (at most 10,000 of them, 30 L-BFGS
@@ -175,6 +180,7 @@ class MarginalPerturbMAPCRF(BaseStructuredSGD):
         n_jobs=None,
         verbose=0,
         unknown_label=-1,
+        ignore_label=None,
         init="auto",
     ):
         super().__init__(
@@ -196,6 +202,7 @@ class MarginalPerturbMAPCRF(BaseStructuredSGD):
             n_jobs=n_jobs,
             verbose=verbose,
             unknown_label=unknown_label,
+            ignore_label=ignore_label,
             init=init,
         )
         self.class_weight = class_weight

@@ -30,6 +30,12 @@ __all__ = [
     "entity_precision_recall_fscore_support",
     "entity_f1_score",
     "entity_f1_scorer",
+    "segmentation_confusion",
+    "segmentation_scores",
+    "expected_calibration_error",
+    "global_accuracy_scorer",
+    "class_average_accuracy_scorer",
+    "mean_iou_scorer",
 ]
 
 
@@ -237,9 +243,7 @@ def weighted_hamming_scorer(estimator, X, y) -> float:
     -------
     float
     """
-    sizes = [getattr(x, "node_sizes", None) for x in X]
-    sizes = [np.ones(np.size(t)) if s is None else s for s, t in zip(sizes, y, strict=True)]
-    return 1.0 - weighted_hamming_loss(y, estimator.predict(X), sizes)
+    return 1.0 - weighted_hamming_loss(y, estimator.predict(X), _sizes(X, y))
 
 
 # ---- sequence labelling: flat per-tag scores and entity (chunk) scores -----------------------
@@ -543,3 +547,208 @@ entity_f1_scorer = make_scorer(entity_f1_score)
 #: Token-level F1 weighted over the tags other than ``O`` (sklearn-crfsuite's tutorial score),
 #: as a scorer; on tag sets without ``O`` every tag is scored.
 flat_f1_scorer = make_scorer(flat_f1_score, exclude="O")
+
+
+# ---- segmentation: pixel accuracies, intersection over union, calibration ---------------------
+def segmentation_confusion(y_true, y_pred, *, labels=None, void=None, sample_weight=None):
+    """The confusion matrix of labellings pooled over every node (or pixel) of every sample.
+
+    Parameters
+    ----------
+    y_true, y_pred : sequence of label arrays
+        True and predicted labels, one array per sample (pixel maps, or node labels).
+    labels : array-like, optional
+        The classes, in the order of the matrix; by default the sorted labels of ``y_true``
+        (without ``void``).
+    void : scalar, optional
+        A true label that is not scored (CamVid's 11, "unlabelled"); true labels outside
+        ``labels`` are refused otherwise.
+    sample_weight : sequence of arrays, optional
+        A weight per node (e.g. superpixel sizes, to score node labels as their pixels).
+
+    Returns
+    -------
+    ndarray of shape (K, K)
+        ``C[i, j]``: (weighted) count of nodes of true class ``labels[i]`` predicted
+        ``labels[j]``.
+    """
+    pairs = list(_pairs(y_true, y_pred))
+    if sample_weight is not None and len(sample_weight) != len(pairs):
+        raise ValueError(f"{len(pairs)} samples but {len(sample_weight)} sample_weight arrays")
+    if labels is None:
+        seen = np.concatenate([true[~unknown_mask(true, void)] for _, true, _ in pairs] or [[]])
+        labels = np.unique(seen)
+    labels = np.asarray(labels)
+    k = len(labels)
+    confusion = np.zeros((k, k))
+    for i, true, pred in pairs:
+        scored = ~unknown_mask(true, void)
+        weight = None if sample_weight is None else np.asarray(sample_weight[i], float).ravel()
+        if weight is not None and weight.shape != true.shape:
+            raise ValueError(f"sample {i}: {true.size} labels but {weight.size} weights")
+        true_code = _codes(true[scored], labels, f"sample {i}: y_true")
+        pred_code = _codes(pred[scored], labels, f"sample {i}: y_pred")
+        confusion += np.bincount(
+            true_code * k + pred_code,
+            None if weight is None else weight[scored],
+            minlength=k * k,
+        ).reshape(k, k)
+    return confusion
+
+
+def _codes(values, labels, what: str) -> np.ndarray:
+    position = np.clip(np.searchsorted(labels, values), 0, max(len(labels) - 1, 0))
+    bad = labels[position] != values if len(labels) else np.ones(len(values), bool)
+    if np.any(bad):
+        raise ValueError(
+            f"{what} holds {values[bad].tolist()[0]!r}, not one of the labels {labels.tolist()}"
+        )
+    return position
+
+
+def segmentation_scores(y_true, y_pred, *, labels=None, void=None, sample_weight=None) -> dict:
+    """Global accuracy, class-average accuracy and mean intersection over union.
+
+    The scores of semantic segmentation benchmarks (CamVid, PASCAL VOC): over the pooled
+    pixels (or nodes) of every sample, void excluded — global accuracy
+    :math:`\\sum_k C_{kk} / \\sum C`, class-average accuracy (the mean per-class recall)
+    :math:`\\frac1K \\sum_k C_{kk} / \\sum_j C_{kj}` and mean IoU
+    :math:`\\frac1K \\sum_k C_{kk} / (\\sum_j C_{kj} + \\sum_j C_{jk} - C_{kk})`. Classes that
+    never occur in ``y_true`` are left out of the means.
+
+    Parameters
+    ----------
+    y_true, y_pred : sequence of label arrays
+    labels : array-like, optional
+        As in :func:`segmentation_confusion`.
+    void : scalar, optional
+        The true label that is not scored.
+    sample_weight : sequence of arrays, optional
+        Per-node weights (superpixel sizes score node labels as pixels).
+
+    Returns
+    -------
+    dict
+        ``global_accuracy``, ``class_average_accuracy``, ``mean_iou`` (floats),
+        ``class_accuracy`` and ``iou`` (per class, NaN for absent classes), ``labels`` and
+        ``confusion``.
+
+    Examples
+    --------
+    >>> from pmap_sklearn.metrics import segmentation_scores
+    >>> s = segmentation_scores([[0, 0, 1, 2]], [[0, 1, 1, 2]], void=2)
+    >>> s["global_accuracy"], s["class_average_accuracy"], s["mean_iou"]
+    (0.6666666666666666, 0.75, 0.5)
+    """
+    confusion = segmentation_confusion(
+        y_true, y_pred, labels=labels, void=void, sample_weight=sample_weight
+    )
+    if confusion.sum() == 0:
+        raise ValueError("no scored label in y_true (every label is void)")
+    true_counts, hits = confusion.sum(axis=1), np.diag(confusion)
+    present = true_counts > 0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        accuracy = np.where(present, hits / true_counts, np.nan)
+        iou = np.where(present, hits / (true_counts + confusion.sum(axis=0) - hits), np.nan)
+    if labels is None:
+        seen = np.concatenate([t[~unknown_mask(t, void)] for _, t, _ in _pairs(y_true, y_pred)])
+        labels = np.unique(seen)
+    return {
+        "global_accuracy": float(hits.sum() / confusion.sum()),
+        "class_average_accuracy": float(np.nanmean(accuracy)),
+        "mean_iou": float(np.nanmean(iou)),
+        "class_accuracy": accuracy,
+        "iou": iou,
+        "labels": np.asarray(labels),
+        "confusion": confusion,
+    }
+
+
+def expected_calibration_error(y_true, y_proba, *, classes=None, n_bins=15, void=None) -> float:
+    """Expected calibration error of the top-label probabilities (Guo et al. 2017).
+
+    The nodes are binned by the probability of their most probable label (``n_bins`` equal
+    bins of [0, 1]); the error is the mean over nodes of ``|accuracy − confidence|`` of their
+    bin. 0 for marginals that are right as often as they say.
+
+    Parameters
+    ----------
+    y_true : sequence of label arrays
+    y_proba : sequence of arrays of shape (n_nodes, K) (or (..., K))
+        Marginals, as :meth:`predict_marginals` gives them.
+    classes : array-like of shape (K,), optional
+        The labels of the last axis (a fitted model's ``classes_``); ``0..K-1`` by default.
+    n_bins : int, default=15
+    void : scalar, optional
+        A true label that is not scored.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> from pmap_sklearn.metrics import expected_calibration_error
+    >>> round(expected_calibration_error([[0, 1]], [[[0.9, 0.1], [0.2, 0.8]]]), 6)
+    0.15
+    """
+    if isinstance(n_bins, bool) or not isinstance(n_bins, int | np.integer) or n_bins < 1:
+        raise ValueError(f"n_bins must be an int >= 1, got {n_bins!r}")
+    if len(y_true) != len(y_proba):
+        raise ValueError(f"y_true has {len(y_true)} samples but y_proba has {len(y_proba)}")
+    confidence, correct = [], []
+    for i, (true, proba) in enumerate(zip(y_true, y_proba, strict=True)):
+        true = np.asarray(true).ravel()
+        proba = np.asarray(proba, dtype=float)
+        proba = proba.reshape(-1, proba.shape[-1])
+        if len(proba) != len(true):
+            raise ValueError(f"sample {i}: {true.size} labels but {len(proba)} rows of marginals")
+        labels = np.arange(proba.shape[1]) if classes is None else np.asarray(classes)
+        if len(labels) != proba.shape[1]:
+            raise ValueError(
+                f"{len(labels)} classes but the marginals have {proba.shape[1]} columns"
+            )
+        scored = ~unknown_mask(true, void)
+        codes = _codes(true[scored], labels, f"sample {i}: y_true")
+        top = proba[scored].argmax(axis=1)
+        confidence.append(proba[scored].max(axis=1))
+        correct.append(top == codes)
+    confidence, correct = np.concatenate(confidence), np.concatenate(correct)
+    if not len(confidence):
+        raise ValueError("no scored label in y_true")
+    bins = np.minimum((confidence * n_bins).astype(int), n_bins - 1)
+    count = np.bincount(bins, minlength=n_bins)
+    gap = np.abs(
+        np.bincount(bins, correct, minlength=n_bins)
+        - np.bincount(bins, confidence, minlength=n_bins)
+    )
+    return float(gap.sum() / count.sum())
+
+
+def _sizes(X, y) -> list:
+    sizes = [getattr(x, "node_sizes", None) for x in X]
+    return [np.ones(np.size(t)) if s is None else s for s, t in zip(sizes, y, strict=True)]
+
+
+def _segmentation_scorer(name: str):
+    def scorer(estimator, X, y) -> float:
+        labels = getattr(estimator, "classes_", None)
+        void = getattr(estimator, "ignore_label", None)
+        scores = segmentation_scores(
+            y, estimator.predict(X), labels=labels, void=void, sample_weight=_sizes(X, y)
+        )
+        return scores[name]
+
+    scorer.__name__ = f"{name}_scorer"
+    scorer.__doc__ = (
+        f"``{name}`` of :func:`segmentation_scores` for ``estimator.predict(X)``, each node "
+        "weighted by its size (a superpixel's pixels: node labels scored as their pixels), the "
+        "estimator's ``ignore_label`` (if any) not scored. A scorer callable ``(estimator, X, "
+        "y)`` for ``GridSearchCV`` / ``cross_validate``."
+    )
+    return scorer
+
+
+global_accuracy_scorer = _segmentation_scorer("global_accuracy")
+class_average_accuracy_scorer = _segmentation_scorer("class_average_accuracy")
+mean_iou_scorer = _segmentation_scorer("mean_iou")

@@ -32,6 +32,7 @@ from ._base import (
 from ._lbfgs import minimise
 from ._state import FitState
 from ._utils import NumberInterval, onehot
+from .perturb_map import label_weights
 from .structures import BaseStructure, GraphStructure, GridStructure, check_structure
 
 
@@ -147,6 +148,11 @@ class PseudoLikelihoodCRF(_LbfgsSurrogateCRF):
         Progress per L-BFGS iteration.
     unknown_label : int, float, str or None, default=-1
         Marks unknown labels (filled in by the MAP of a model fitted on the complete samples).
+    ignore_label : int, float, str or None, default=None
+        The label that marks a node to ignore (e.g. void pixels): ignored nodes are removed
+        from the samples for the fit — they neither count in the loss nor get filled in, unlike
+        ``unknown_label`` — and are not counted by :meth:`score`. Chains are cut at them;
+        grids cannot lose nodes (give GraphSample objects instead).
 
     Attributes
     ----------
@@ -181,6 +187,7 @@ class PseudoLikelihoodCRF(_LbfgsSurrogateCRF):
         warm_start=False,
         verbose=0,
         unknown_label=-1,
+        ignore_label=None,
     ):
         self.structure = structure
         self.alpha = alpha
@@ -192,6 +199,7 @@ class PseudoLikelihoodCRF(_LbfgsSurrogateCRF):
         self.warm_start = warm_start
         self.verbose = verbose
         self.unknown_label = unknown_label
+        self.ignore_label = ignore_label
 
     def _objective(self, batch, labels, w):
         """Negative mean pseudo-log-likelihood (regularised) and its gradient."""
@@ -243,6 +251,11 @@ class PiecewiseCRF(_LbfgsSurrogateCRF):
         Graph structure (any K; Potts or tables; untied weights where the structure has them;
         ``ChainStructure()`` for chains); the Potts weights stay attractive with the graph-cut
         solver.
+    class_weight : None, "balanced" or dict, default=None
+        Weights of the labels, for rare classes: each node's piece is weighted by its label's
+        weight and each edge's by the mean of its two nodes'. ``"balanced"``:
+        ``n_nodes / (K · n_nodes_k)`` over the known training labels; a dict
+        ``{label: weight}`` (1 for labels it leaves out).
     alpha : float, default=1e-3
         L2 regularisation.
     max_iter : int, default=200
@@ -261,6 +274,11 @@ class PiecewiseCRF(_LbfgsSurrogateCRF):
         Progress per L-BFGS iteration.
     unknown_label : int, float, str or None, default=-1
         Marks unknown labels (filled in by the MAP of a model fitted on the complete samples).
+    ignore_label : int, float, str or None, default=None
+        The label that marks a node to ignore (e.g. void pixels): ignored nodes are removed
+        from the samples for the fit — they neither count in the loss nor get filled in, unlike
+        ``unknown_label`` — and are not counted by :meth:`score`. Chains are cut at them;
+        grids cannot lose nodes (give GraphSample objects instead).
 
     Attributes
     ----------
@@ -295,12 +313,14 @@ class PiecewiseCRF(_LbfgsSurrogateCRF):
     _parameter_constraints: dict = {
         **_FULL_BATCH_CONSTRAINTS,
         **TOL_CONSTRAINTS,
+        "class_weight": [None, StrOptions({"balanced"}), dict],
     }
 
     def __init__(
         self,
         structure="grid",
         *,
+        class_weight=None,
         alpha=1e-3,
         max_iter=200,
         tol=1e-5,
@@ -310,8 +330,10 @@ class PiecewiseCRF(_LbfgsSurrogateCRF):
         warm_start=False,
         verbose=0,
         unknown_label=-1,
+        ignore_label=None,
     ):
         self.structure = structure
+        self.class_weight = class_weight
         self.alpha = alpha
         self.max_iter = max_iter
         self.tol = tol
@@ -321,6 +343,7 @@ class PiecewiseCRF(_LbfgsSurrogateCRF):
         self.warm_start = warm_start
         self.verbose = verbose
         self.unknown_label = unknown_label
+        self.ignore_label = ignore_label
 
     def _objective(self, batch, labels, w):
         """Negative mean piecewise log-likelihood (regularised) and its gradient: for every
@@ -328,22 +351,27 @@ class PiecewiseCRF(_LbfgsSurrogateCRF):
         potentials = self.structure_.potentials(batch, w)
         k = self.structure_.n_states_
         nodes = np.arange(len(labels))
+        weights = label_weights(self.class_weight, self.classes_, labels)
+        node_weight = np.ones(len(labels)) if weights is None else weights[labels]
+        edge_weight = 0.5 * node_weight[batch.edges].sum(axis=1)
         unary_norm, node = _normalised(potentials.unary)
-        value = np.sum(unary_norm - potentials.unary[nodes, labels])
+        value = node_weight @ (unary_norm - potentials.unary[nodes, labels])
         node[nodes, labels] -= 1.0
+        node *= node_weight[:, None]
         observed = labels[batch.edges[:, 0]] * k + labels[batch.edges[:, 1]]
         if potentials.pairwise_kind is PairwiseKind.SHARED:  # one table: one normaliser
             table = potentials.pairwise.reshape(1, k * k)
             pair_norm, pair = _normalised(table)
-            counts = np.bincount(observed, minlength=k * k)
-            value += len(observed) * pair_norm[0] - counts @ table[0]
-            pair = len(observed) * pair - counts  # (1, K²): summed over the edges
+            counts = np.bincount(observed, edge_weight, minlength=k * k)
+            value += edge_weight.sum() * pair_norm[0] - counts @ table[0]
+            pair = edge_weight.sum() * pair - counts  # (1, K²): summed over the edges
         else:
             tables = np.asarray(potentials.edge_tables()).reshape(len(batch.edges), k * k)
             pair_norm, pair = _normalised(tables)
             edges = np.arange(len(observed))
-            value += np.sum(pair_norm - tables[edges, observed])
+            value += edge_weight @ (pair_norm - tables[edges, observed])
             pair[edges, observed] -= 1.0
+            pair *= edge_weight[:, None]
         gradient = self._joint(batch, node, pair.reshape(-1, k, k))
         n = batch.n_samples
         return value / n + 0.5 * self.alpha * w @ w, gradient / n + self.alpha * w
@@ -383,6 +411,11 @@ class ContrastiveDivergenceCRF(_FullBatchCRF):
         Progress per step.
     unknown_label : int, float, str or None, default=-1
         Marks unknown labels.
+    ignore_label : int, float, str or None, default=None
+        The label that marks a node to ignore (e.g. void pixels): ignored nodes are removed
+        from the samples for the fit — they neither count in the loss nor get filled in, unlike
+        ``unknown_label`` — and are not counted by :meth:`score`. Chains are cut at them;
+        grids cannot lose nodes (give GraphSample objects instead).
 
     Attributes
     ----------
@@ -418,6 +451,7 @@ class ContrastiveDivergenceCRF(_FullBatchCRF):
         warm_start=False,
         verbose=0,
         unknown_label=-1,
+        ignore_label=None,
     ):
         self.structure = structure
         self.n_gibbs = n_gibbs
@@ -430,6 +464,7 @@ class ContrastiveDivergenceCRF(_FullBatchCRF):
         self.warm_start = warm_start
         self.verbose = verbose
         self.unknown_label = unknown_label
+        self.ignore_label = ignore_label
 
     def _new_state(self, rng):
         return _sgd.SGDState(coef=np.zeros(self.structure_.size_), rng=rng)
@@ -521,6 +556,11 @@ class PartClampCRF(_FullBatchCRF):
         Progress.
     unknown_label : int, float, str or None, default=-1
         Marks unknown labels (filled in by the MAP of a model fitted on the complete samples).
+    ignore_label : int, float, str or None, default=None
+        The label that marks a node to ignore (e.g. void pixels): ignored nodes are removed
+        from the samples for the fit — they neither count in the loss nor get filled in, unlike
+        ``unknown_label`` — and are not counted by :meth:`score`. Chains are cut at them;
+        grids cannot lose nodes (give GraphSample objects instead).
     solver : {"batch", "online"}, optional
         Deprecated: the old name of ``schedule`` (it clashed with the structure's MAP solver);
         it will be removed in 0.3.
@@ -588,6 +628,7 @@ class PartClampCRF(_FullBatchCRF):
         warm_start=False,
         verbose=0,
         unknown_label=-1,
+        ignore_label=None,
         solver="deprecated",
     ):
         self.structure = structure
@@ -608,6 +649,7 @@ class PartClampCRF(_FullBatchCRF):
         self.warm_start = warm_start
         self.verbose = verbose
         self.unknown_label = unknown_label
+        self.ignore_label = ignore_label
 
     # ---- Part: decompositions and the states of F ----------------------------------------
     def _decompose(self, batch, labels, rng):

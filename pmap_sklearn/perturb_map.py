@@ -12,7 +12,22 @@ from .metrics import class_weight_by_code
 from .perturbation import draw
 
 
-class PerturbMAPCRF(BaseStructuredSGD):
+class ClassWeightedSGD(BaseStructuredSGD):
+    """An SGD learner with ``class_weight`` over hard label targets: each fit's per-label
+    weights (``_label_weights``) for the oracle, and the logistic start weighs each node by
+    its label's."""
+
+    def _optimise(self, batch, targets, state, rng, validation_score):
+        self._label_weights = label_weights(self.class_weight, self.classes_, targets)
+        super()._optimise(batch, targets, state, rng, validation_score)
+
+    def _node_targets(self, targets):
+        nodes, labels, _ = super()._node_targets(targets)
+        label_weight = getattr(self, "_label_weights", None)
+        return nodes, labels, None if label_weight is None else label_weight[labels]
+
+
+class PerturbMAPCRF(ClassWeightedSGD):
     r"""CRF trained on the perturb-and-MAP likelihood (Hazan & Jaakkola 2012).
 
     Maximises :math:`(1/N) \sum_n [f(y_n|x_n) - A_G(x_n)] - (\alpha /2)\|w\|^2` where ``A_G(x) = E_z
@@ -32,9 +47,11 @@ class PerturbMAPCRF(BaseStructuredSGD):
     structure : {"chain", "grid", "graph"} or structure instance, default="chain"
         Graph structure of the samples (see :mod:`pmap_sklearn.structures`).
     class_weight : None, "balanced" or dict, default=None
-        Weights of the labels, for rare classes: each sample's likelihood is weighted by the
-        mean weight of its nodes' labels (the likelihood of a whole labelling does not split
-        over nodes), and the logistic start weights each node by its label's. ``"balanced"``:
+        Weights of the labels, for rare classes: in the stochastic gradient
+        :math:`\Psi(x, y) - \Psi(x, y^*)` each node's unary statistics are weighted by its true
+        label's weight and each edge's by the mean of its two nodes' — without pairwise terms
+        exactly the gradient of class-weighted logistic regression (the Gumbel-max trick) —
+        and the logistic start weights each node so. ``"balanced"``:
         ``n_nodes / (K · n_nodes_k)`` over the known training labels, as scikit-learn
         balances classes; a dict ``{label: weight}`` (1 for labels it leaves out).
     alpha : float or "auto", default="auto"
@@ -91,6 +108,11 @@ class PerturbMAPCRF(BaseStructuredSGD):
     unknown_label : int, float, str or None, default=-1
         The label that marks an unknown node in ``y`` (use e.g. ``"?"`` with string labels;
         None: every label is known).
+    ignore_label : int, float, str or None, default=None
+        The label that marks a node to ignore (e.g. void pixels): ignored nodes are removed
+        from the samples for the fit — they neither count in the loss nor get filled in, unlike
+        ``unknown_label`` — and are not counted by :meth:`score`. Chains are cut at them;
+        grids cannot lose nodes (give GraphSample objects instead).
     init : {"auto", "logistic", "zeros"}, default="auto"
         Starting weights: ``"logistic"`` sets the unary weights to per-node multinomial
         logistic regression on the labelled nodes (at most 10,000 of them, 30 L-BFGS
@@ -174,6 +196,7 @@ class PerturbMAPCRF(BaseStructuredSGD):
         n_jobs=None,
         verbose=0,
         unknown_label=-1,
+        ignore_label=None,
         init="auto",
     ):
         super().__init__(
@@ -195,6 +218,7 @@ class PerturbMAPCRF(BaseStructuredSGD):
             n_jobs=n_jobs,
             verbose=verbose,
             unknown_label=unknown_label,
+            ignore_label=ignore_label,
             init=init,
         )
         self.class_weight = class_weight
@@ -205,27 +229,13 @@ class PerturbMAPCRF(BaseStructuredSGD):
     #: forward–backward computes on chains.
     _exact_marginals_are_the_model = True
 
-    def _optimise(self, batch, targets, state, rng, validation_score):
-        self._label_weights = label_weights(self.class_weight, self.classes_, targets)
-        super()._optimise(batch, targets, state, rng, validation_score)
-
-    def _node_targets(self, targets):
-        """The logistic start's per-node problem, each node weighted by its class weight."""
-        nodes, labels, _ = super()._node_targets(targets)
-        label_weight = getattr(self, "_label_weights", None)
-        weights = None if label_weight is None else label_weight[labels]
-        return nodes, labels, weights
-
     def _make_oracle(self, batch, labels):
-        weight = None
         label_weight = getattr(self, "_label_weights", None)
-        if label_weight is not None:  # a sample weighs the mean of its nodes' weights
-            known = labels >= 0
-            node_sample = batch.node_sample[known]
-            total = np.bincount(node_sample, label_weight[labels[known]], minlength=batch.n_samples)
-            weight = total / np.maximum(np.bincount(node_sample, minlength=batch.n_samples), 1)
+        node_weight = None
+        if label_weight is not None:  # each node weighs its label's weight
+            node_weight = np.where(labels >= 0, label_weight[np.maximum(labels, 0)], 0.0)
         return perturb_and_map_oracle(
-            self.structure_, batch, labels, sample_weight=weight, n_jobs=self.n_jobs
+            self.structure_, batch, labels, node_weight=node_weight, n_jobs=self.n_jobs
         )
 
 
@@ -245,7 +255,7 @@ def label_weights(class_weight, classes, labels) -> np.ndarray | None:
 
 
 def perturb_and_map_oracle(
-    structure, batch, labels, kind="gumbel", sample_weight=None, n_jobs=None
+    structure, batch, labels, kind="gumbel", sample_weight=None, n_jobs=None, node_weight=None
 ):
     r"""The stochastic gradient of the perturb-and-MAP likelihood :math:`\ell = f(y|x) - A_G(x)`.
 
@@ -253,7 +263,9 @@ def perturb_and_map_oracle(
     batch: one fresh perturbation per sample (``kind``, see
     :func:`~pmap_sklearn.perturbation.draw`), the perturbed MAP ``y*``, the gradient :math:`\sum_n
     c_n [\Psi (x_n, y_n) - \Psi (x_n, y*_n)]` and the unbiased estimate :math:`\sum_n c_n [f(y_n) -
-    f(y*_n) - z(y*_n)]` of :math:`\sum_n c_n \ell_n` (``c`` = ``sample_weight``, 1 when None). With
+    f(y*_n) - z(y*_n)]` of :math:`\sum_n c_n \ell_n` (``c`` = ``sample_weight``, 1 when None;
+    ``node_weight`` further weighs each node's terms and each edge's by the mean of its
+    nodes', see ``class_weight`` in :class:`PerturbMAPCRF`). With
     sparse node features the gradient is a :class:`~pmap_sklearn._utils.SparseVector` and
     ``oracle.support(part)`` names the weights the step reads, for the engine's lazy updates
     (:func:`~pmap_sklearn._sgd.run_sgd`).
@@ -266,10 +278,15 @@ def perturb_and_map_oracle(
         perturbation = draw(rng, sub.n_nodes, structure.n_states_, kind)
         perturbed = solver.map(structure.potentials(sub, w, perturbation), n_jobs=n_jobs)
         weight = None if sample_weight is None else sample_weight[part]
-        gradient = structure.joint_feature_difference(sub, truth, perturbed, weight, compact=True)
+        nodes_weight = None if node_weight is None else node_weight[batch.node_index(part)]
+        gradient = structure.joint_feature_difference(
+            sub, truth, perturbed, weight, compact=True, node_weight=nodes_weight
+        )
         at_map = perturbation[np.arange(sub.n_nodes), perturbed]
         if weight is not None:
             at_map = at_map * weight[sub.node_sample]
+        if nodes_weight is not None:
+            at_map = at_map * nodes_weight
         return gradient, dot(w, gradient) - at_map.sum()
 
     return lazy_when_sparse(oracle, structure, batch)

@@ -3,6 +3,7 @@ vectorizer of token feature dicts (crfsuite's input) into sparse chains."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Callable, Iterable, Mapping
 from numbers import Integral, Real
@@ -36,7 +37,7 @@ def _node_features(sample, index: int):
 
 def _with_node_features(sample, features):
     if isinstance(sample, GraphSample):
-        return GraphSample(features, sample.edges, sample.edge_features, sample.node_sizes)
+        return dataclasses.replace(sample, node_features=features)
     shape = np.shape(sample)
     return features.reshape(shape[:-1] + (-1,)) if len(shape) == 3 else features
 

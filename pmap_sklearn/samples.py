@@ -83,12 +83,17 @@ class GraphSample:
         Non-negative edge features; a single constant 1 per edge when omitted.
     node_sizes : array-like of shape (D,), optional
         Size of each node (pixels of a superpixel), used by size-weighted losses; 1 when omitted.
+    segments : ndarray of int of shape (H, W), optional
+        The superpixel index of each pixel, when the nodes are superpixels of a photo (set by
+        :class:`~pmap_sklearn.superpixels.SuperpixelGraphs`; read by
+        :func:`~pmap_sklearn.superpixels.to_pixels`). The models do not use it.
     """
 
     node_features: np.ndarray
     edges: np.ndarray
     edge_features: np.ndarray | None = None
     node_sizes: np.ndarray | None = None
+    segments: np.ndarray | None = None
 
     @property
     def n_nodes(self) -> int:

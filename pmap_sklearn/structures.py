@@ -566,12 +566,18 @@ class BaseStructure(BaseEstimator):
         unary = unary.reshape(n, k, -1).transpose(0, 2, 1)
         return unary.reshape(n, -1)
 
-    def _statistics(self, batch, labels, other=None, sample_weight=None, per_sample=False):
-        node_weight = edge_weight = None
+    def _statistics(
+        self, batch, labels, other=None, sample_weight=None, per_sample=False, node_weight=None
+    ):
+        edge_weight = None
+        if node_weight is not None:  # an edge weighs the mean of its two nodes
+            node_weight = np.asarray(node_weight, dtype=float)
+            edge_weight = 0.5 * node_weight[batch.edges].sum(axis=1)
         if sample_weight is not None:
             sample_weight = np.asarray(sample_weight, dtype=float)
-            node_weight = sample_weight[batch.node_sample]
-            edge_weight = sample_weight[batch.edge_sample]
+            per_node, per_edge = sample_weight[batch.node_sample], sample_weight[batch.edge_sample]
+            node_weight = per_node if node_weight is None else node_weight * per_node
+            edge_weight = per_edge if edge_weight is None else edge_weight * per_edge
         groups = (batch.edge_sample, batch.n_samples) if per_sample else None
         return label_statistics(
             labels,
@@ -604,7 +610,13 @@ class BaseStructure(BaseEstimator):
         return self.joint_feature_of(batch, self._statistics(batch, labels, None, sample_weight))
 
     def joint_feature_difference(
-        self, batch, labels, other_labels, sample_weight=None, compact: bool = False
+        self,
+        batch,
+        labels,
+        other_labels,
+        sample_weight=None,
+        compact: bool = False,
+        node_weight=None,
     ):
         """Joint feature difference ``Σ_n c_n [Ψ(x_n, y_n) − Ψ(x_n, y'_n)]`` in one pass.
 
@@ -620,13 +632,18 @@ class BaseStructure(BaseEstimator):
             The weights ``c_n`` (1 when None).
         compact : bool, default=False
             See :meth:`joint_feature_of`.
+        node_weight : array-like of shape (n_nodes,), optional
+            A weight per node on its unary statistics; each edge's weighs the mean of its two
+            nodes' (times ``c_n`` when both are given).
 
         Returns
         -------
         ndarray of shape (n_weights,), or SparseVector
             The weighted difference, laid out like ``w``.
         """
-        statistics = self._statistics(batch, labels, other_labels, sample_weight)
+        statistics = self._statistics(
+            batch, labels, other_labels, sample_weight, node_weight=node_weight
+        )
         return self.joint_feature_of(batch, statistics, compact=compact)
 
     def joint_feature_per_sample(self, batch: SampleBatch, labels, other_labels=None):

@@ -10,6 +10,7 @@ training nodes are over-confident, and a CRF fitted to them would learn to trust
 
 from __future__ import annotations
 
+import dataclasses
 from numbers import Integral, Real
 
 import numpy as np
@@ -17,7 +18,7 @@ from joblib import Parallel, delayed
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, _fit_context, clone
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import KFold
-from sklearn.utils._param_validation import HasMethods
+from sklearn.utils._param_validation import HasMethods, StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
@@ -69,6 +70,13 @@ class TwoStageCRF(MetaEstimatorMixin, BaseEstimator):
     unknown_label : int, float, str or None, default=-1
         The label that marks an unknown node in ``y``: left out of stage one's training, and
         set as stage two's ``unknown_label`` (which handles it as that learner does).
+    ignore_label : int, float, str or None, default=None
+        The label that marks a node to ignore (e.g. void pixels): left out of stage one's
+        training and set as stage two's ``ignore_label`` (removed from its fit, not scored).
+    class_weight : None, "balanced" or dict, default=None
+        Set on both stages where they take it (e.g. ``LogisticRegression``,
+        ``HistGradientBoostingClassifier``, :class:`~pmap_sklearn.PerturbMAPCRF`); None leaves
+        theirs as given.
 
     Attributes
     ----------
@@ -109,6 +117,8 @@ class TwoStageCRF(MetaEstimatorMixin, BaseEstimator):
         "random_state": ["random_state"],
         "n_jobs": [None, NumberInterval(Integral, None, None, closed="neither")],
         "unknown_label": "no_validation",
+        "ignore_label": "no_validation",
+        "class_weight": [None, StrOptions({"balanced"}), dict],
     }
 
     def __init__(
@@ -121,6 +131,8 @@ class TwoStageCRF(MetaEstimatorMixin, BaseEstimator):
         random_state=None,
         n_jobs=None,
         unknown_label=-1,
+        ignore_label=None,
+        class_weight=None,
     ):
         self.classifier = classifier
         self.crf = crf
@@ -129,6 +141,8 @@ class TwoStageCRF(MetaEstimatorMixin, BaseEstimator):
         self.random_state = random_state
         self.n_jobs = n_jobs
         self.unknown_label = unknown_label
+        self.ignore_label = ignore_label
+        self.class_weight = class_weight
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -164,7 +178,7 @@ class TwoStageCRF(MetaEstimatorMixin, BaseEstimator):
             )
         features, offsets = self._stacked_features(X)
         labels = self._flat_labels(X, y, offsets)
-        known = ~unknown_mask(labels, self.unknown_label)
+        known = ~unknown_mask(labels, (self.unknown_label, self.ignore_label))
         if not known.any():
             raise ValueError("y has no known label: stage one needs labelled nodes")
         classes = np.unique(labels[known])
@@ -282,18 +296,31 @@ class TwoStageCRF(MetaEstimatorMixin, BaseEstimator):
 
     # ---- helpers ----------------------------------------------------------------------------
     def _classifier(self):
-        return clone(
+        classifier = clone(
             self.classifier if self.classifier is not None else LogisticRegression(max_iter=1000)
         )
+        return self._with_class_weight(classifier)
+
+    def _with_class_weight(self, estimator):
+        if self.class_weight is not None and "class_weight" in estimator.get_params(deep=False):
+            estimator.set_params(class_weight=self.class_weight)
+        return estimator
 
     def _crf(self):
-        """Stage two, with this estimator's ``unknown_label`` (so one marker serves both)."""
+        """Stage two, with this estimator's ``unknown_label`` and ``ignore_label`` (so one
+        marker serves both stages)."""
         crf = clone(self.crf) if self.crf is not None else PerturbMAPCRF("chain")
         if self.crf is None:
             crf.set_params(random_state=self.random_state)
-        if "unknown_label" in crf.get_params(deep=False):
-            crf.set_params(unknown_label=self.unknown_label)
-        return crf
+        own = crf.get_params(deep=False)
+        crf.set_params(
+            **{
+                name: getattr(self, name)
+                for name in ("unknown_label", "ignore_label")
+                if name in own
+            }
+        )
+        return self._with_class_weight(crf)
 
     def _grids(self) -> bool:
         structure = (self.crf if self.crf is not None else PerturbMAPCRF()).get_params()[
@@ -339,7 +366,7 @@ class TwoStageCRF(MetaEstimatorMixin, BaseEstimator):
         for i, x in enumerate(X):
             block = scores[offsets[i] : offsets[i + 1]]
             if isinstance(x, GraphSample):
-                samples.append(GraphSample(block, x.edges, x.edge_features, x.node_sizes))
+                samples.append(dataclasses.replace(x, node_features=block))
             elif grids or np.ndim(x) == 3:
                 samples.append(block.reshape(np.shape(x)[:2] + (-1,)))
             else:

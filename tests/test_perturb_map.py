@@ -286,3 +286,30 @@ def test_the_logistic_start_is_per_node_logistic_regression(chains):
     for init in ("zeros", "auto"):  # "auto" on chains: zeros
         zeros = PerturbMAPCRF(init=init, max_iter=1, learning_rate="constant", eta0=1e-300)
         assert np.abs(zeros.fit(X, y).coef_).max() < 1e-200
+
+
+def test_class_weighted_gradient_is_weighted_logistic_regression_without_edges():
+    """On one-node chains the Gumbel-perturbed MAP samples the softmax of the unary scores, so
+    the mean class-weighted oracle gradient is the gradient of class-weighted logistic
+    regression, Σ_d c_{y_d} φ(x_d) ⊗ (e_{y_d} − softmax(u_d))."""
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(1, 2)) for _ in range(6)]
+    y = [np.array([t]) for t in (0, 1, 2, 0, 0, 1)]
+    weights = {0: 0.5, 1: 2.0, 2: 3.0}
+    model = PerturbMAPCRF("chain", class_weight=weights, max_iter=1, random_state=0).fit(X, y)
+    batch = model.structure_.prepare(X)
+    codes = np.concatenate(y)
+    oracle = model._make_oracle(batch, codes)
+    w = rng.normal(size=model.coef_.shape)
+    draws = 20_000
+    mean = sum(np.asarray(oracle(np.arange(6), w, rng)[0]) for _ in range(draws)) / draws
+    unary, _ = model.structure_.unpack(w)
+    features = np.column_stack([np.vstack(X), np.ones(6)])  # the bias feature
+    scores = features @ unary
+    softmax = np.exp(scores - scores.max(1, keepdims=True))
+    softmax /= softmax.sum(1, keepdims=True)
+    c = np.array([weights[t] for t in codes])
+    expected = features.T @ (c[:, None] * (np.eye(3)[codes] - softmax))
+    n_unary = model.structure_.n_unary_weights_
+    np.testing.assert_allclose(mean[:n_unary].reshape(expected.shape), expected, atol=0.06)
+    np.testing.assert_allclose(mean[n_unary:], 0)  # no edges: no pairwise statistics

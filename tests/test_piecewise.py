@@ -54,29 +54,36 @@ CASES = {
 }
 
 
-def _fitted(case, rng):
+def _fitted(case, rng, class_weight=None):
     structure, X, y = CASES[case](rng)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        model = PiecewiseCRF(structure, alpha=0.1, max_iter=3).fit(X, y)
+        model = PiecewiseCRF(structure, alpha=0.1, max_iter=3, class_weight=class_weight)
+        model.fit(X, y)
     batch = model.structure_.prepare(X)
     labels = model.structure_.prepare_labels(batch, [np.ravel(t) for t in y])
     return model, batch, labels
 
 
+@pytest.mark.parametrize("class_weight", [None, {0: 3.0, 1: 0.5}])
 @pytest.mark.parametrize("case", list(CASES))
-def test_objective_is_the_sum_of_independently_normalised_pieces(case, rng):
-    model, batch, labels = _fitted(case, rng)
+def test_objective_is_the_sum_of_independently_normalised_pieces(case, class_weight, rng):
+    """The (class-weighted) sum of the pieces' log-losses, and its gradient."""
+    model, batch, labels = _fitted(case, rng, class_weight)
     w = model.coef_ + 0.5 * rng.normal(size=model.coef_.shape)
     potentials = model.structure_.potentials(batch, w)
     k = model.structure_.n_states_
+    weight = np.ones(k)
+    for label, value in (class_weight or {}).items():
+        weight[label] = value
     expected = 0.0
     for d, label in enumerate(labels):  # each node's own softmax
-        expected -= potentials.unary[d, label] - logsumexp(potentials.unary[d])
+        expected -= weight[label] * (potentials.unary[d, label] - logsumexp(potentials.unary[d]))
     tables = np.asarray(potentials.edge_tables())
     for e, (i, j) in enumerate(batch.edges):  # each edge's own softmax over the K² pairs
         pairs = [tables[e, a, b] for a, b in itertools.product(range(k), repeat=2)]
-        expected -= tables[e, labels[i], labels[j]] - logsumexp(pairs)
+        edge_weight = (weight[labels[i]] + weight[labels[j]]) / 2
+        expected -= edge_weight * (tables[e, labels[i], labels[j]] - logsumexp(pairs))
     value, gradient = model._objective(batch, labels, w)
     regulariser = 0.5 * model.alpha * w @ w
     np.testing.assert_allclose(value, expected / batch.n_samples + regulariser)
@@ -90,16 +97,21 @@ def test_without_edges_it_is_multinomial_logistic_regression():
     labels = rng.integers(0, 3, size=60)
     X = [(np.eye(3)[t] + rng.normal(size=3)).reshape(1, 1, 3) for t in labels]
     y = [np.array([[t]]) for t in labels]
-    model = PiecewiseCRF(GridStructure(bias=False), alpha=0.5, tol=1e-10).fit(X, y)
-    unary, _ = model.structure_.unpack(model.coef_)
-    reference = LogisticRegression(C=1 / (0.5 * 60), fit_intercept=False, tol=1e-10)
-    reference.fit(np.vstack([x.reshape(1, 3) for x in X]), labels)
-    # softmax weights are defined up to a constant per feature: compare centred columns
-    np.testing.assert_allclose(
-        unary - unary.mean(axis=1, keepdims=True),
-        reference.coef_.T - reference.coef_.T.mean(axis=1, keepdims=True),
-        atol=1e-4,
-    )
+    for class_weight in (None, "balanced"):
+        model = PiecewiseCRF(
+            GridStructure(bias=False), alpha=0.5, tol=1e-10, class_weight=class_weight
+        ).fit(X, y)
+        unary, _ = model.structure_.unpack(model.coef_)
+        reference = LogisticRegression(
+            C=1 / (0.5 * 60), fit_intercept=False, tol=1e-10, class_weight=class_weight
+        )
+        reference.fit(np.vstack([x.reshape(1, 3) for x in X]), labels)
+        # softmax weights are defined up to a constant per feature: compare centred columns
+        np.testing.assert_allclose(
+            unary - unary.mean(axis=1, keepdims=True),
+            reference.coef_.T - reference.coef_.T.mean(axis=1, keepdims=True),
+            atol=1e-4,
+        )
 
 
 def _blocky(rng, n, size=16, k=4):

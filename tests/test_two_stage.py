@@ -139,3 +139,24 @@ def test_grid_search_clone_and_pickle():
     for a, b in zip(model.predict(X), again.predict(X), strict=True):
         np.testing.assert_array_equal(a, b)
     assert clone(model).get_params()["crf__alpha"] == model.get_params()["crf__alpha"]
+
+
+def test_class_weight_reaches_both_stages_and_balances_a_rare_class():
+    rng = np.random.default_rng(0)
+    X, y = [], []
+    for _ in range(40):  # class 1 is rare (about 5 % of the nodes) and hard to see
+        labels = (rng.random(12) < 0.05).astype(int)
+        X.append(np.column_stack([labels + rng.normal(0, 0.8, 12), np.ones(12)]))
+        y.append(labels)
+    plain = TwoStageCRF(crf=PerturbMAPCRF("chain", random_state=0), random_state=0).fit(X, y)
+    balanced = TwoStageCRF(
+        crf=PerturbMAPCRF("chain", random_state=0), random_state=0, class_weight="balanced"
+    ).fit(X, y)
+    assert balanced.classifier_.class_weight == "balanced"
+    assert balanced.crf_.class_weight == "balanced"
+
+    def recall(model):
+        predicted, truth = np.concatenate(model.predict(X)), np.concatenate(y)
+        return np.mean(predicted[truth == 1] == 1)
+
+    assert recall(balanced) > recall(plain) + 0.2

@@ -39,6 +39,11 @@ class ChainCRF(BaseStructuredEstimator):
     unknown_label : int, float, str or None, default=-1
         The label that marks an unknown node in ``y`` (use e.g. ``"?"`` with string labels;
         None: every label is known).
+    ignore_label : int, float, str or None, default=None
+        The label that marks a node to ignore (e.g. void pixels): ignored nodes are removed
+        from the samples for the fit — they neither count in the loss nor get filled in, unlike
+        ``unknown_label`` — and are not counted by :meth:`score`. Chains are cut at them;
+        grids cannot lose nodes (give GraphSample objects instead).
 
     Attributes
     ----------
@@ -85,6 +90,7 @@ class ChainCRF(BaseStructuredEstimator):
         warm_start=False,
         verbose=0,
         unknown_label=-1,
+        ignore_label=None,
     ):
         self.structure = structure
         self.alpha = alpha
@@ -93,6 +99,7 @@ class ChainCRF(BaseStructuredEstimator):
         self.warm_start = warm_start
         self.verbose = verbose
         self.unknown_label = unknown_label
+        self.ignore_label = ignore_label
 
     def _solver_needs(self, has_unknown):
         return {"marginals": True, "clamps": has_unknown}

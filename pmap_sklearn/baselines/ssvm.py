@@ -102,6 +102,11 @@ class StructuredSVM(BaseStructuredEstimator):
     unknown_label : int, float, str or None, default=-1
         The label that marks an unknown node in ``y`` (use e.g. ``"?"`` with string labels;
         None: every label is known).
+    ignore_label : int, float, str or None, default=None
+        The label that marks a node to ignore (e.g. void pixels): ignored nodes are removed
+        from the samples for the fit — they neither count in the loss nor get filled in, unlike
+        ``unknown_label`` — and are not counted by :meth:`score`. Chains are cut at them;
+        grids cannot lose nodes (give GraphSample objects instead).
 
     Attributes
     ----------
@@ -179,6 +184,7 @@ class StructuredSVM(BaseStructuredEstimator):
         n_jobs=None,
         verbose=0,
         unknown_label=-1,
+        ignore_label=None,
     ):
         self.structure = structure
         self.solver = solver
@@ -193,6 +199,7 @@ class StructuredSVM(BaseStructuredEstimator):
         self.n_jobs = n_jobs
         self.verbose = verbose
         self.unknown_label = unknown_label
+        self.ignore_label = ignore_label
 
     def _new_state(self, rng):
         size = self.structure_.size_

@@ -1,5 +1,6 @@
 """Data sets: loaders for the shared experiment data and generators for demos and tests."""
 
+from ._camvid import load_camvid
 from ._conll2002 import load_conll2002
 from ._horses import (
     horse_split,
@@ -16,6 +17,7 @@ __all__ = [
     "load_ocr",
     "load_ud_treebank",
     "load_conll2002",
+    "load_camvid",
     "token_features",
     "load_weizmann_horses",
     "load_weizmann_horse_masks",

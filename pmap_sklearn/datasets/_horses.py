@@ -18,7 +18,7 @@ import numpy as np
 from joblib import Memory, Parallel, delayed
 from sklearn.utils import Bunch
 
-from ..samples import GraphSample
+from ..superpixels import _sample, _slic
 from ._paths import candidate_roots
 
 HORSE_URL = "the Weizmann Horse Database page (Borenstein & Ullman; files rgb/ and figure_ground/)"
@@ -120,22 +120,6 @@ def _read_pair(photo: Path, mask_file: Path):
     return image, (mask >= 128).astype(np.intp)
 
 
-def _per_node(segments, values, n_nodes):
-    """Mean of ``values`` (pixels × channels) over each superpixel: (n_nodes, channels)."""
-    flat = segments.ravel()
-    counts = np.bincount(flat, minlength=n_nodes).astype(float)
-    values = values.reshape(len(flat), -1)
-    sums = np.stack([np.bincount(flat, v, minlength=n_nodes) for v in values.T], axis=1)
-    return sums / counts[:, None]
-
-
-def _histogram(segments, codes, n_bins, n_nodes, weights=None):
-    """Per-superpixel normalised histogram of integer ``codes`` in 0..n_bins-1."""
-    flat = segments.ravel() * n_bins + codes.ravel()
-    hist = np.bincount(flat, weights, minlength=n_nodes * n_bins).reshape(n_nodes, n_bins)
-    return hist / np.maximum(hist.sum(axis=1, keepdims=True), 1e-12)
-
-
 def superpixel_graph(image, mask, n_segments=150, compactness=10.0):
     """Superpixel graph of one photo.
 
@@ -162,75 +146,18 @@ def superpixel_graph(image, mask, n_segments=150, compactness=10.0):
     segments : ndarray of shape (H, W)
         Superpixel index of each pixel.
     """
-    color, feature, filters = _skimage("color"), _skimage("feature"), _skimage("filters")
-    height, width = mask.shape
-    segments = _skimage("segmentation").slic(
-        image, n_segments=n_segments, compactness=compactness, start_label=0
+    segments = _slic(image, n_segments, compactness)
+    sample = _sample(image, segments, filter_bank=False, neighbour_context=False)
+    n_nodes = sample.n_nodes
+    labels = (np.bincount(segments.ravel(), mask.ravel(), n_nodes) >= sample.node_sizes / 2).astype(
+        np.intp
     )
-    _, segments = np.unique(segments, return_inverse=True)  # consecutive labels
-    segments = segments.reshape(height, width)
-    n_nodes = int(segments.max()) + 1
-    sizes = np.bincount(segments.ravel(), minlength=n_nodes).astype(float)
-
-    lab = color.rgb2lab(image)
-    lab_mean = _per_node(segments, lab, n_nodes)
-    lab_std = np.sqrt(np.maximum(_per_node(segments, lab**2, n_nodes) - lab_mean**2, 0))
-    scale = np.array([100.0, 128.0, 128.0])
-    bins = np.clip(((lab + [0, 128, 128]) / (2 * scale) * [16, 8, 8]).astype(int), 0, 7)
-    colour_hist = [_histogram(segments, bins[..., c], 8, n_nodes) for c in range(3)]
-
-    gray = color.rgb2gray(image)
-    gy, gx = filters.sobel_h(gray), filters.sobel_v(gray)
-    magnitude = np.hypot(gx, gy)
-    orientation = np.clip(((np.arctan2(gy, gx) % np.pi) / np.pi * 8).astype(int), 0, 7)
-    gradient_hist = _histogram(segments, orientation, 8, n_nodes, magnitude.ravel())
-    gradient_mean = _per_node(segments, magnitude, n_nodes)
-    lbp = feature.local_binary_pattern((gray * 255).astype(np.uint8), 8, 1, "uniform").astype(int)
-    texture_hist = _histogram(segments, lbp, 10, n_nodes)
-
-    rows, cols = np.mgrid[:height, :width]
-    centre = _per_node(segments, np.stack([rows / height, cols / width], -1), n_nodes)
-    cy, cx = centre[:, 0], centre[:, 1]
-    position = np.column_stack([cy, cx, cy**2, cx**2, cy * cx])
-    features = np.column_stack(
-        [
-            lab_mean / scale,
-            lab_std / scale,
-            *colour_hist,
-            gradient_hist,
-            gradient_mean,
-            texture_hist,
-            position,
-            sizes / sizes.sum(),
-        ]
-    )
-
-    # Superpixel adjacency: neighbouring pixels (4-connected) with different superpixels.
-    first = np.concatenate([segments[:, :-1].ravel(), segments[:-1, :].ravel()])
-    second = np.concatenate([segments[:, 1:].ravel(), segments[1:, :].ravel()])
-    touching = first != second
-    low = np.minimum(first[touching], second[touching])
-    high = np.maximum(first[touching], second[touching])
-    codes, boundary = np.unique(low * n_nodes + high, return_counts=True)
-    edges = np.column_stack([codes // n_nodes, codes % n_nodes])
-    colour_distance = ((lab_mean[edges[:, 0]] - lab_mean[edges[:, 1]]) ** 2).sum(axis=1)
-    beta = 1.0 / (2.0 * colour_distance.mean()) if len(edges) and colour_distance.mean() else 0
-    edge_features = np.column_stack(
-        [
-            np.ones(len(edges)),
-            np.exp(-beta * colour_distance),
-            boundary / boundary.mean() if len(edges) else boundary.astype(float),  # one segment
-        ]
-    )
-
-    labels = (_per_node(segments, mask.astype(float), n_nodes)[:, 0] >= 0.5).astype(np.intp)
     box = np.zeros_like(mask, dtype=float)
     if mask.any():
         r, c = np.flatnonzero(mask.any(axis=1)), np.flatnonzero(mask.any(axis=0))
         box[r[0] : r[-1] + 1, c[0] : c[-1] + 1] = 1.0
     touches_box = np.bincount(segments.ravel(), box.ravel(), minlength=n_nodes) > 0
     box_labels = np.where(touches_box, -1, 0).astype(np.intp)
-    sample = GraphSample(features, edges, edge_features, sizes)
     return sample, labels, box_labels, segments
 
 
@@ -269,6 +196,24 @@ def _cache_dir(cache) -> str | None:
         default = Path.home() / ".cache" / "pmap_sklearn"
         return os.environ.get("PMAP_SKLEARN_CACHE", str(default))
     return str(cache)
+
+
+def cached_map(function, jobs: list, location, n_jobs, what: str) -> list:
+    """``[function(*job) for job in jobs]`` over ``n_jobs`` processes, each result cached with
+    ``joblib.Memory`` in ``location`` (None: no cache); progress of ``what`` goes to standard
+    error while some results are not cached yet."""
+    load = Memory(location, verbose=0).cache(function) if location else function
+    pending = len(jobs)
+    if location:
+        pending = sum(not load.check_call_in_cache(*job) for job in jobs)
+    results = []
+    stream = Parallel(n_jobs=n_jobs, return_as="generator")(delayed(load)(*job) for job in jobs)
+    for done, result in enumerate(stream, start=1):
+        results.append(result)
+        if pending and (done % max(1, len(jobs) // 10) == 0 or done == len(jobs)):
+            where = f" (cached in {location})" if location else ""
+            print(f"{what}: {done}/{len(jobs)} images{where}", file=sys.stderr, flush=True)
+    return results
 
 
 def load_weizmann_horses(
@@ -324,26 +269,11 @@ def load_weizmann_horses(
         raise ValueError(f"compactness must be > 0, got {compactness!r}")
     folder = _horse_folder(path)
     pairs = _select(_pairs(folder), indices, "horse images")
-    location = _cache_dir(cache)
-    load = Memory(location, verbose=0).cache(_load_one) if location else _load_one
     jobs = [
         (str(photo), str(mask), int(n_segments), float(compactness), _stamps(photo, mask))
         for photo, mask in pairs
     ]
-    pending = len(jobs)
-    if location:
-        pending = sum(not load.check_call_in_cache(*job) for job in jobs)
-    results = []
-    stream = Parallel(n_jobs=n_jobs, return_as="generator")(delayed(load)(*job) for job in jobs)
-    for done, result in enumerate(stream, start=1):
-        results.append(result)
-        if pending and (done % max(1, len(jobs) // 10) == 0 or done == len(jobs)):
-            where = f" (cached in {location})" if location else ""
-            print(
-                f"superpixel features: {done}/{len(jobs)} images{where}",
-                file=sys.stderr,
-                flush=True,
-            )
+    results = cached_map(_load_one, jobs, _cache_dir(cache), n_jobs, "superpixel features")
     return Bunch(
         data=[r[0] for r in results],
         target=[r[1] for r in results],
