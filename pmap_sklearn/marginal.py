@@ -49,8 +49,8 @@ class MarginalPerturbMAPCRF(BaseStructuredSGD):
     max_iter : int or "auto", default="auto"
         Epochs. The marginal objective supervises one node per term, so it needs more passes
         than :class:`~pmap_sklearn.PerturbMAPCRF` (about 100 epochs on OCR). ``"auto"``: 8
-        with sparse node features (AdaGrad converges in few passes over a corpus), 100
-        otherwise.
+        with sparse node features (AdaGrad converges in few passes over a corpus), 30 (with
+        AdaGrad) on ``GraphStructure`` graphs with more than two labels, 100 otherwise.
     batch_size : int or "auto", default="auto"
         Samples per SGD step; ``"auto"``: ``min(32, max(2, n_samples // 5))``, about 5
         steps per epoch (with 10 training images a batch of 32 would make one step per
@@ -66,7 +66,8 @@ class MarginalPerturbMAPCRF(BaseStructuredSGD):
         nodes), 1e-4 otherwise.
     learning_rate : {"auto", "optimal", "constant", "invscaling", "adagrad"}, default="auto"
         Step-size schedule or AdaGrad, as in :class:`~pmap_sklearn.PerturbMAPCRF`
-        (``"auto"``: AdaGrad with sparse node features, ``"optimal"`` otherwise).
+        (``"auto"``: AdaGrad with sparse node features and on ``GraphStructure`` graphs with
+        more than two labels, ``"optimal"`` otherwise).
     eta0 : float or "auto", default="auto"
         Initial step size; ``"auto"`` calibrates it on a subsample before the first epoch.
     power_t : float, default=0.5

@@ -60,7 +60,9 @@ class PerturbMAPCRF(ClassWeightedSGD):
         word's weights does not grow with the corpus), 1e-4 otherwise.
     max_iter : int or "auto", default="auto"
         Maximum number of epochs. ``"auto"``: 8 with sparse node features (a fixed budget,
-        see ``average``), 50 otherwise.
+        see ``average``), 30 without a stopping rule on ``GraphStructure`` graphs with more than two
+        labels,
+        50 otherwise.
     batch_size : int or "auto", default="auto"
         Samples per SGD step; ``"auto"``: ``min(16, max(2, n_samples // 5))``, about 5
         steps per epoch (with 10 training images a batch of 16 would make one step per
@@ -73,7 +75,8 @@ class PerturbMAPCRF(ClassWeightedSGD):
         g_s^2}` for the K weights of each node feature, the sum over the feature's past gradients,
         and the L2 penalty by its proximal step — large steps for rare features, small for frequent
         ones. ``"auto"``: ``"adagrad"`` with sparse node features (token features of words, see
-        "Sequence labelling" in the user guide), ``"optimal"`` otherwise.
+        "Sequence labelling" in the user guide) and on ``GraphStructure`` graphs with more
+        than two labels (superpixels: see "Scene segmentation"), ``"optimal"`` otherwise.
     eta0 : float or "auto", default="auto"
         Initial step size. ``"auto"`` calibrates it on a subsample of up to 256 samples before
         the first epoch (Bottou's trick: the step size whose one-epoch objective is best),
@@ -89,7 +92,8 @@ class PerturbMAPCRF(ClassWeightedSGD):
         Stop when the epoch objective (or validation score) has not improved by ``tol`` for
         ``n_iter_no_change`` epochs; None runs ``max_iter`` epochs. ``"auto"``: 1e-3 with
         ``early_stopping``; otherwise None with sparse node features (the fixed budget of
-        tail averaging), 1e-3 on dense ones.
+        tail averaging) and on ``GraphStructure`` graphs with more than two labels, 1e-3
+        on other dense ones.
     n_iter_no_change : int, default=5
     early_stopping : bool, default=False
         Hold out ``validation_fraction`` of the samples and stop on their score (1 − Hamming).

@@ -308,18 +308,21 @@ class SuperpixelGraphs(TransformerMixin, BaseEstimator):
         return tags
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X=None, y=None):
-        """Check the parameters (the transformer learns nothing).
+    def fit(self, X, y=None):
+        """Check the parameters and the photos (the transformer learns nothing).
 
         Parameters
         ----------
-        X : ignored
+        X : sequence of array-like of shape (H, W, 3) or (H, W)
+            Photos.
         y : ignored
 
         Returns
         -------
         self : object
         """
+        for i, image in enumerate(X):
+            _as_rgb(image, i)
         return self
 
     def transform(self, X, segments=None):

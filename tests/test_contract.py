@@ -35,6 +35,7 @@ from pmap_sklearn._backend import GraphCutSolver
 from pmap_sklearn._utils import NonFiniteError
 from pmap_sklearn.bounds import log_partition_exact
 from pmap_sklearn.datasets import add_flip_noise, make_chain_data, make_grid_data
+from pmap_sklearn.superpixels import SuperpixelGraphs
 
 SUPERVISED = [
     PerturbMAPCRF,
@@ -386,6 +387,7 @@ def _estimators():
         LogSupermodularDenoiser(max_iter=2),
         NodeTransformer(StandardScaler()),
         SequenceVectorizer(),
+        SuperpixelGraphs(n_segments=4),
         TwoStageCRF(crf=PerturbMAPCRF(max_iter=2), cv=2),
         MeanFieldCRF("chain", max_iter=2),
         PiecewiseCRF("chain", max_iter=5),
@@ -399,7 +401,7 @@ def test_scikit_learn_estimator_checks(estimator):
     name = type(estimator).__name__
     for check in APPLICABLE_CHECKS:
         getattr(checks, check)(name, estimator)
-    if isinstance(estimator, NodeTransformer | SequenceVectorizer):  # transformers
+    if isinstance(estimator, NodeTransformer | SequenceVectorizer | SuperpixelGraphs):
         return
     for names in NOT_APPLICABLE.values():
         for check in names:

@@ -46,9 +46,9 @@ class MeanFieldModel:
         """``E_q[f] + H(q)`` per sample: a lower bound of the log-partition function."""
         p = self.potentials
         pair = np.einsum("ek,ekl,el->e", q[self.edges[:, 0]], self.tables, q[self.edges[:, 1]])
-        with np.errstate(divide="ignore", invalid="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore"):  # 0 · log 0, 0 · (−inf): 0
             entropy = -np.where(q > 0, q * np.log(q), 0.0).sum(axis=1)
-        node = np.where(q > 0, q * self.unary, 0.0).sum(axis=1) + entropy  # −inf: clamped away
+            node = np.where(q > 0, q * self.unary, 0.0).sum(axis=1) + entropy
         return np.bincount(p.node_sample, node, minlength=p.n_samples) + np.bincount(
             p.edge_sample, pair, minlength=p.n_samples
         )

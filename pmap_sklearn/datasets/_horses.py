@@ -18,7 +18,7 @@ import numpy as np
 from joblib import Memory, Parallel, delayed
 from sklearn.utils import Bunch
 
-from ..superpixels import _sample, _slic
+from ..superpixels import _sample, _slic, to_pixels
 from ._paths import candidate_roots
 
 HORSE_URL = "the Weizmann Horse Database page (Borenstein & Ullman; files rgb/ and figure_ground/)"
@@ -284,7 +284,8 @@ def load_weizmann_horses(
 
 
 def paint(segments: np.ndarray, node_values: np.ndarray) -> np.ndarray:
-    """Pixel image of per-node values (labels or marginals).
+    """Pixel image of per-node values (labels or marginals), as
+    :func:`~pmap_sklearn.superpixels.to_pixels`.
 
     Parameters
     ----------
@@ -298,7 +299,7 @@ def paint(segments: np.ndarray, node_values: np.ndarray) -> np.ndarray:
     ndarray of shape (H, W, ...)
         ``node_values[segments]``.
     """
-    return np.asarray(node_values)[segments]
+    return to_pixels(segments, node_values)
 
 
 def _read_mask(file: Path, size) -> np.ndarray:
