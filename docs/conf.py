@@ -168,13 +168,15 @@ html_css_files = ["custom.css"]
 # pages with no sub-pages have nothing to show in the left sidebar
 html_sidebars = {"getting_started": [], "api": []}
 
-# Examples on the shared data (OCR, horses, treebank, CoNLL-2002) leave the gallery without it.
+# Examples on the shared data (OCR, horses, treebank, CoNLL-2002, CamVid) leave the gallery
+# without it.
 _NEEDS = {
     "plot_ocr_words": "ocr/letter.data.gz",
     "plot_horse_segmentation": "weizmann_horse/rgb",
     "plot_semi_supervised": "weizmann_horse/rgb",
     "plot_pos_tagging": "ud_english_ewt/en_ewt-ud-train.conllu.gz",
     "plot_named_entities": "conll2002/esp.train.gz",
+    "plot_scene_segmentation": "camvid/testannot",
 }
 _MISSING = [
     name

@@ -36,7 +36,12 @@ def _graphs(rng, n=12):
 
 def test_without_ignored_keeps_the_subgraph_and_cuts_chains():
     features = np.arange(10.0).reshape(5, 2)
-    graph = GraphSample(features, [[0, 1], [1, 2], [2, 3], [3, 4], [0, 4]], [[1], [2], [3], [4], [5]], [1, 2, 3, 4, 5])
+    graph = GraphSample(
+        features,
+        [[0, 1], [1, 2], [2, 3], [3, 4], [0, 4]],
+        [[1], [2], [3], [4], [5]],
+        [1, 2, 3, 4, 5],
+    )
     (kept,), (labels,) = without_ignored([graph], [[0, 1, 9, 1, 0]], 9, "graph")
     np.testing.assert_array_equal(kept.node_features, features[[0, 1, 3, 4]])
     np.testing.assert_array_equal(kept.edges, [[0, 1], [2, 3], [0, 3]])  # renumbered
@@ -86,7 +91,9 @@ def test_an_ignored_node_is_the_same_as_a_removed_node(make, rng):
 
 def test_chain_learners_and_two_stage_ignore_too(rng):
     data = make_chain_data(n_samples=30, random_state=0)
-    y = [np.where(rng.random(len(t)) < 0.15, "void", np.array(list("abcde"))[t]) for t in data.target]
+    y = [
+        np.where(rng.random(len(t)) < 0.15, "void", np.array(list("abcde"))[t]) for t in data.target
+    ]
     for model in (
         ChainCRF(ignore_label="void"),
         PerturbMAPCRF(ignore_label="void", unknown_label=None, random_state=0),

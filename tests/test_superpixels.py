@@ -54,7 +54,9 @@ def test_options_change_the_width_and_features_are_finite(rng):
     assert full[0].node_features.shape[1] == 140
     assert all(np.isfinite(g.node_features).all() for g in full)
     # uint8 photos are read as their floats (Lab means agree to the quantisation)
-    np.testing.assert_allclose(full[0].node_features[:, :3], full[1].node_features[:, :3], atol=0.01)
+    np.testing.assert_allclose(
+        full[0].node_features[:, :3], full[1].node_features[:, :3], atol=0.01
+    )
     GraphStructure().fit(full, [np.zeros(g.n_nodes, int) for g in full]).prepare(full)
 
 
