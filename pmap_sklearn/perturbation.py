@@ -192,9 +192,6 @@ def _perturb_chunk(solver, part, n_perturbations, seeds, kind, clamp, maxima, ma
     as one call per round), the block holding at most ``max_nodes`` nodes × K draws."""
     streams = [np.random.default_rng(seed) for seed in seeds]
     k, offsets, lengths = part.n_states, part.node_offsets, part.lengths.tolist()
-    # a solver that takes a starting labelling (α-expansion) starts every perturbed MAP from
-    # the unperturbed one: on coupled graphs they mostly agree, and fewer move cycles pass
-    warm = {"init": solver.map(part, clamp)} if solver.capabilities.warm_start else {}
     counts = np.zeros(part.n_nodes * k)
     flat = np.arange(part.n_nodes) * k
     total, squares = np.zeros(part.n_samples), np.zeros(part.n_samples)
@@ -208,7 +205,7 @@ def _perturb_chunk(solver, part, n_perturbations, seeds, kind, clamp, maxima, ma
             )
         for perturbation in block:
             perturbed = part.add_unary(perturbation)
-            labels = solver.map(perturbed, clamp, **warm)
+            labels = solver.map(perturbed, clamp)
             counts += np.bincount(flat + labels, minlength=counts.size)
             if maxima:
                 values = perturbed.score(labels)

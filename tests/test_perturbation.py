@@ -61,28 +61,3 @@ def test_draws():
         draw(rng, 5, 3, "logistic")
     with pytest.raises(ValueError, match="perturbation must be one of"):
         draw(rng, 5, 3, "normal")
-
-
-def test_alpha_expansion_starts_each_perturbed_map_from_the_unperturbed_one():
-    """α-expansion takes a starting labelling: the perturbed MAPs start from the unperturbed
-    MAP (fewer move cycles); solvers without warm starts are called as before."""
-    from pmap_sklearn._backend import AlphaExpansionSolver
-    from pmap_sklearn.samples import grid_edges
-
-    rng = np.random.default_rng(0)
-    edges = grid_edges((6, 6))
-    potentials = Potentials(rng.normal(size=(36, 3)), edges, -np.ones(len(edges)))
-    starts = []
-
-    class Recording(AlphaExpansionSolver):
-        def map(self, potentials, clamp=None, n_jobs=None, init=None):
-            starts.append(init)
-            return super().map(potentials, clamp, n_jobs=n_jobs, init=init)
-
-    solver = Recording()
-    unperturbed = solver.map(potentials)
-    starts.clear()
-    average = perturb_and_map(solver, potentials, 5, 0, maxima=False)
-    assert starts[0] is None and len(starts) == 6  # the unperturbed MAP, then 5 warm starts
-    assert all(np.array_equal(s, unperturbed) for s in starts[1:])
-    np.testing.assert_allclose(average.marginals.sum(axis=1), 1)
