@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from numbers import Integral, Real
 
-import numpy as np
 from sklearn.utils._param_validation import StrOptions
 
 from ._backend import (
@@ -192,9 +191,9 @@ class MeanFieldCRF(ClassWeightedSGD):
         structure = self.structure_
         node_loss = log_loss_gradient if self.loss == "log" else hamming_gradient
         node_weight = 1.0 / batch.lengths[batch.node_sample]
-        label_weight = getattr(self, "_label_weights", None)
+        label_weight = self._node_weights(labels)
         if label_weight is not None:
-            node_weight = node_weight * np.where(labels >= 0, label_weight[labels], 0.0)
+            node_weight = node_weight * label_weight
 
         def oracle(part, w, rng):
             sub = batch.subset(part)

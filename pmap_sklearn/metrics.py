@@ -572,6 +572,11 @@ def segmentation_confusion(y_true, y_pred, *, labels=None, void=None, sample_wei
         ``C[i, j]``: (weighted) count of nodes of true class ``labels[i]`` predicted
         ``labels[j]``.
     """
+    return _labelled_confusion(y_true, y_pred, labels, void, sample_weight)[0]
+
+
+def _labelled_confusion(y_true, y_pred, labels, void, sample_weight):
+    """:func:`segmentation_confusion` and the labels of its rows and columns."""
     pairs = list(_pairs(y_true, y_pred))
     if sample_weight is not None and len(sample_weight) != len(pairs):
         raise ValueError(f"{len(pairs)} samples but {len(sample_weight)} sample_weight arrays")
@@ -593,7 +598,7 @@ def segmentation_confusion(y_true, y_pred, *, labels=None, void=None, sample_wei
             None if weight is None else weight[scored],
             minlength=k * k,
         ).reshape(k, k)
-    return confusion
+    return confusion, labels
 
 
 def _codes(values, labels, what: str) -> np.ndarray:
@@ -640,9 +645,7 @@ def segmentation_scores(y_true, y_pred, *, labels=None, void=None, sample_weight
     >>> s["global_accuracy"], s["class_average_accuracy"], s["mean_iou"]
     (0.6666666666666666, 0.75, 0.5)
     """
-    confusion = segmentation_confusion(
-        y_true, y_pred, labels=labels, void=void, sample_weight=sample_weight
-    )
+    confusion, labels = _labelled_confusion(y_true, y_pred, labels, void, sample_weight)
     if confusion.sum() == 0:
         raise ValueError("no scored label in y_true (every label is void)")
     true_counts, hits = confusion.sum(axis=1), np.diag(confusion)
@@ -650,16 +653,13 @@ def segmentation_scores(y_true, y_pred, *, labels=None, void=None, sample_weight
     with np.errstate(invalid="ignore", divide="ignore"):
         accuracy = np.where(present, hits / true_counts, np.nan)
         iou = np.where(present, hits / (true_counts + confusion.sum(axis=0) - hits), np.nan)
-    if labels is None:
-        seen = np.concatenate([t[~unknown_mask(t, void)] for _, t, _ in _pairs(y_true, y_pred)])
-        labels = np.unique(seen)
     return {
         "global_accuracy": float(hits.sum() / confusion.sum()),
         "class_average_accuracy": float(np.nanmean(accuracy)),
         "mean_iou": float(np.nanmean(iou)),
         "class_accuracy": accuracy,
         "iou": iou,
-        "labels": np.asarray(labels),
+        "labels": labels,
         "confusion": confusion,
     }
 

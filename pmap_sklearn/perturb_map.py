@@ -21,10 +21,17 @@ class ClassWeightedSGD(BaseStructuredSGD):
         self._label_weights = label_weights(self.class_weight, self.classes_, targets)
         super()._optimise(batch, targets, state, rng, validation_score)
 
+    def _node_weights(self, labels: np.ndarray) -> np.ndarray | None:
+        """Each node's label weight (0 for an unknown label, -1), or None without
+        ``class_weight``."""
+        label_weight = getattr(self, "_label_weights", None)
+        if label_weight is None:
+            return None
+        return np.where(labels >= 0, label_weight[np.maximum(labels, 0)], 0.0)
+
     def _node_targets(self, targets):
         nodes, labels, _ = super()._node_targets(targets)
-        label_weight = getattr(self, "_label_weights", None)
-        return nodes, labels, None if label_weight is None else label_weight[labels]
+        return nodes, labels, self._node_weights(labels)
 
 
 class PerturbMAPCRF(ClassWeightedSGD):
@@ -60,9 +67,8 @@ class PerturbMAPCRF(ClassWeightedSGD):
         word's weights does not grow with the corpus), 1e-4 otherwise.
     max_iter : int or "auto", default="auto"
         Maximum number of epochs. ``"auto"``: 8 with sparse node features (a fixed budget,
-        see ``average``), 30 without a stopping rule on ``GraphStructure`` graphs with more than two
-        labels,
-        50 otherwise.
+        see ``average``), 30 without a stopping rule on ``GraphStructure`` graphs with more
+        than two labels, 50 otherwise.
     batch_size : int or "auto", default="auto"
         Samples per SGD step; ``"auto"``: ``min(16, max(2, n_samples // 5))``, about 5
         steps per epoch (with 10 training images a batch of 16 would make one step per
@@ -234,12 +240,12 @@ class PerturbMAPCRF(ClassWeightedSGD):
     _exact_marginals_are_the_model = True
 
     def _make_oracle(self, batch, labels):
-        label_weight = getattr(self, "_label_weights", None)
-        node_weight = None
-        if label_weight is not None:  # each node weighs its label's weight
-            node_weight = np.where(labels >= 0, label_weight[np.maximum(labels, 0)], 0.0)
         return perturb_and_map_oracle(
-            self.structure_, batch, labels, node_weight=node_weight, n_jobs=self.n_jobs
+            self.structure_,
+            batch,
+            labels,
+            node_weight=self._node_weights(labels),
+            n_jobs=self.n_jobs,
         )
 
 

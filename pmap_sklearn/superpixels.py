@@ -35,13 +35,14 @@ LOG_SIGMAS = (2.0, 4.0)
 DERIVATIVE_SIGMAS = (2.0, 4.0)
 
 
-def _skimage(module: str):
-    """A scikit-image module, or an ImportError that names the extra to install."""
+def _skimage(module: str, what: str = "superpixel graphs"):
+    """A scikit-image module, or an ImportError that names ``what`` needs it and the extra to
+    install."""
     try:
         return importlib.import_module(f"skimage.{module}")
     except ImportError:
         raise ImportError(
-            "superpixel graphs need scikit-image: pip install 'pmap_sklearn[datasets]'"
+            f"{what} need scikit-image: pip install 'pmap_sklearn[datasets]'"
         ) from None
 
 

@@ -9,7 +9,7 @@ import numpy as np
 from sklearn.utils import Bunch
 
 from ..superpixels import SuperpixelGraphs, node_labels
-from ._horses import _cache_dir, _read, _select, _stamps, cached_map
+from ._images import _cache_dir, _read, _select, _stamps, cached_map
 from ._paths import candidate_roots
 
 CAMVID_URL = (
@@ -139,8 +139,9 @@ def load_camvid(
     """
     if split not in SPLITS:
         raise ValueError(f"split must be one of {list(SPLITS)}, got {split!r}")
-    params = SuperpixelGraphs(n_segments=n_segments, compactness=compactness).get_params()
-    SuperpixelGraphs(**params)._validate_params()
+    transformer = SuperpixelGraphs(n_segments=n_segments, compactness=compactness)
+    transformer._validate_params()
+    params = transformer.get_params()
     folder = _camvid_folder(path)
     pairs = _select(_frames(folder, split), indices, f"{split} frames")
     jobs = [(str(p), str(lab), params, _stamps(p, lab)) for p, lab in pairs]

@@ -9,20 +9,19 @@ loss). Features are computed in parallel over images and cached on disk with
 
 from __future__ import annotations
 
-import importlib
-import os
-import sys
 from pathlib import Path
 
 import numpy as np
-from joblib import Memory, Parallel, delayed
 from sklearn.utils import Bunch
 
-from ..superpixels import _sample, _slic, to_pixels
+from ..superpixels import _sample, _skimage, _slic, to_pixels
+from ._images import _cache_dir, _read, _select, _stamps, cached_map
 from ._paths import candidate_roots
 
 HORSE_URL = "the Weizmann Horse Database page (Borenstein & Ullman; files rgb/ and figure_ground/)"
 N_IMAGES = 328
+#: What needs scikit-image here, for its ImportError.
+WHAT = "the Weizmann horse loaders"
 
 
 def horse_split(n_images: int = N_IMAGES, seed: int = 0) -> Bunch:
@@ -85,24 +84,6 @@ def _pairs(folder: Path) -> list[tuple[Path, Path]]:
     return pairs
 
 
-def _skimage(module: str):
-    """A scikit-image module, or an ImportError that names the extra to install."""
-    try:
-        return importlib.import_module(f"skimage.{module}")
-    except ImportError:
-        raise ImportError(
-            "the Weizmann horse loaders need scikit-image: pip install 'pmap_sklearn[datasets]'"
-        ) from None
-
-
-def _read(file: Path) -> np.ndarray:
-    io = _skimage("io")
-    try:
-        return io.imread(file)
-    except Exception as exc:  # noqa: BLE001 - any decoder error becomes a clear message
-        raise ValueError(f"cannot read image {file}: {exc}") from None
-
-
 def _read_mask_levels(file: Path) -> np.ndarray:
     """Grey levels (0-255) of a figure/ground mask (JPEG: threshold at 128)."""
     mask = _read(file)
@@ -111,7 +92,7 @@ def _read_mask_levels(file: Path) -> np.ndarray:
 
 def _read_pair(photo: Path, mask_file: Path):
     """Photo resized to the mask's shape (float RGB in [0, 1]) and the binary mask."""
-    color, transform = _skimage("color"), _skimage("transform")
+    color, transform = _skimage("color", WHAT), _skimage("transform", WHAT)
     mask = _read_mask_levels(mask_file)
     image = _read(photo)
     if image.ndim == 2:
@@ -166,54 +147,6 @@ def _load_one(photo: str, mask: str, n_segments: int, compactness: float, stamps
     only key the cache, so that a changed image is recomputed."""
     image, binary = _read_pair(Path(photo), Path(mask))
     return superpixel_graph(image, binary, n_segments, compactness)
-
-
-def _stamps(*files: Path) -> tuple:
-    return tuple((f.stat().st_size, f.stat().st_mtime_ns) for f in files)
-
-
-def _select(items: list, indices, what: str) -> list:
-    """``items[i]`` for i in ``indices`` (all when None), or a ValueError naming the bad one."""
-    if indices is None:
-        return items
-    chosen = []
-    for i in indices:
-        if isinstance(i, bool) or not isinstance(i, int | np.integer):
-            raise ValueError(f"indices must be ints, got {i!r}")
-        if not 0 <= i < len(items):
-            raise ValueError(
-                f"index {i} is out of range: there are {len(items)} {what}, indices 0.."
-                f"{len(items) - 1}"
-            )
-        chosen.append(items[i])
-    return chosen
-
-
-def _cache_dir(cache) -> str | None:
-    if cache is False or cache is None:
-        return None
-    if cache is True:
-        default = Path.home() / ".cache" / "pmap_sklearn"
-        return os.environ.get("PMAP_SKLEARN_CACHE", str(default))
-    return str(cache)
-
-
-def cached_map(function, jobs: list, location, n_jobs, what: str) -> list:
-    """``[function(*job) for job in jobs]`` over ``n_jobs`` processes, each result cached with
-    ``joblib.Memory`` in ``location`` (None: no cache); progress of ``what`` goes to standard
-    error while some results are not cached yet."""
-    load = Memory(location, verbose=0).cache(function) if location else function
-    pending = len(jobs)
-    if location:
-        pending = sum(not load.check_call_in_cache(*job) for job in jobs)
-    results = []
-    stream = Parallel(n_jobs=n_jobs, return_as="generator")(delayed(load)(*job) for job in jobs)
-    for done, result in enumerate(stream, start=1):
-        results.append(result)
-        if pending and (done % max(1, len(jobs) // 10) == 0 or done == len(jobs)):
-            where = f" (cached in {location})" if location else ""
-            print(f"{what}: {done}/{len(jobs)} images{where}", file=sys.stderr, flush=True)
-    return results
 
 
 def load_weizmann_horses(
@@ -303,7 +236,7 @@ def paint(segments: np.ndarray, node_values: np.ndarray) -> np.ndarray:
 
 
 def _read_mask(file: Path, size) -> np.ndarray:
-    small = _skimage("transform").resize(
+    small = _skimage("transform", WHAT).resize(
         _read_mask_levels(file).astype(float) / 255.0, size, anti_aliasing=True
     )
     return (small >= 0.5).astype(np.int8)
