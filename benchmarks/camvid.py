@@ -75,11 +75,16 @@ def per_frame(values, data):
     return np.split(values, np.cumsum([g.n_nodes for g in data.data])[:-1])
 
 
-def pixel_scores(data, node_labels) -> dict:
-    """Scores over the pixels (void excluded) of node labellings painted on the frames."""
-    painted = [to_pixels(g, p) for g, p in zip(data.data, node_labels, strict=True)]
-    s = segmentation_scores(data.pixel_target, painted, labels=np.arange(K), void=VOID)
+def scores_of(truth, painted) -> dict:
+    """The three scores (%) of pixel labellings, void excluded."""
+    s = segmentation_scores(truth, painted, labels=np.arange(K), void=VOID)
     return {key: 100 * s[key] for key in ("global_accuracy", "class_average_accuracy", "mean_iou")}
+
+
+def pixel_scores(data, node_labels) -> dict:
+    """Scores over the pixels of node labellings painted on the frames."""
+    painted = [to_pixels(g, p) for g, p in zip(data.data, node_labels, strict=True)]
+    return scores_of(data.pixel_target, painted)
 
 
 def calibration(data, marginals) -> float:
@@ -142,15 +147,12 @@ def densecrf(photo_file, pixel_proba, bilateral_weight):
     return np.array(crf.inference(5)).reshape(k, height, width).argmax(axis=0)
 
 
-def dense_scores(data, proba, weight, frames=None) -> dict:
-    frames = range(len(data.data)) if frames is None else frames
-    painted = [
-        densecrf(data.filenames[i], to_pixels(data.data[i], p), weight)
-        for i, p in zip(frames, [per_frame(proba, data)[i] for i in frames], strict=True)
+def dense_painted(data, proba, weight, frames) -> list:
+    """DenseCRF's pixel labelling of the frames ``frames`` from the node probabilities."""
+    node_proba = per_frame(proba, data)
+    return [
+        densecrf(data.filenames[i], to_pixels(data.data[i], node_proba[i]), weight) for i in frames
     ]
-    truth = [data.pixel_target[i] for i in frames]
-    s = segmentation_scores(truth, painted, labels=np.arange(K), void=VOID)
-    return {key: 100 * s[key] for key in ("global_accuracy", "class_average_accuracy", "mean_iou")}
 
 
 STAGE_TWO = {
@@ -235,8 +237,9 @@ def main(quick: bool) -> None:
     F_val, F_test = (stacked(d)[0] for d in (val, test))
     n_frames = len(test.data)
 
-    def add(method, labels, fit=None, predict=None, marginals=None, **extra):
-        row = dict(method=method, **pixel_scores(test, labels), fit=fit, predict_ms=predict)
+    def add(method, labels, fit=None, predict=None, marginals=None, scores=None, **extra):
+        scores = pixel_scores(test, labels) if scores is None else scores
+        row = dict(method=method, **scores, fit=fit, predict_ms=predict)
         if marginals is not None:
             row["ece"] = calibration(test, marginals)
         row.update(extra)
@@ -343,24 +346,19 @@ def main(quick: bool) -> None:
         print("pydensecrf is not installed: no DenseCRF row", flush=True)
     else:
         subset = list(range(0, len(val.data), 4))
-        dense_val = {w: dense_scores(val, proba_val, w, subset) for w in DENSE_WEIGHTS}
+        truth = [val.pixel_target[i] for i in subset]
+        dense_val = {
+            w: scores_of(truth, dense_painted(val, proba_val, w, subset)) for w in DENSE_WEIGHTS
+        }
         best = max(DENSE_WEIGHTS, key=lambda w: dense_val[w]["mean_iou"])
-        start = time.perf_counter()
-        painted = [
-            densecrf(test.filenames[i], to_pixels(g, p), best)
-            for i, (g, p) in enumerate(zip(test.data, per_frame(proba_test, test), strict=True))
-        ]
-        seconds = time.perf_counter() - start
-        s = segmentation_scores(test.pixel_target, painted, labels=np.arange(K), void=VOID)
-        row = dict(
-            method=f"HistGradientBoosting + DenseCRF, bilateral weight {best} (set on val)",
-            **{k: 100 * s[k] for k in ("global_accuracy", "class_average_accuracy", "mean_iou")},
-            fit=None,
-            predict_ms=1000 * seconds / n_frames,
+        painted, seconds = timed(dense_painted, test, proba_test, best, range(n_frames))
+        add(
+            f"HistGradientBoosting + DenseCRF, bilateral weight {best} (set on val)",
+            None,
+            predict=1000 * seconds / n_frames,
+            scores=scores_of(test.pixel_target, painted),
             val_mean_iou={str(w): v["mean_iou"] for w, v in dense_val.items()},
         )
-        results["rows"].append(row)
-        print(row, flush=True)
 
     results["ceiling"] = pixel_scores(test, test.target)
     results["minutes"] = (time.perf_counter() - started) / 60
