@@ -83,6 +83,38 @@ def test_no_move_improves_the_result_and_potts_expansion_is_within_factor_two(rn
             assert energy - shift <= 2.0 * (optimum - shift) + 1e-9
 
 
+@pytest.mark.parametrize("kind", ["potts", "tables"])
+def test_nodes_too_sure_of_their_label_stay_out_of_the_cuts_and_change_nothing(
+    rng, monkeypatch, kind
+):
+    """A node whose unary score drops by more than its edges' total spread when it takes α
+    is left out of the move's cut: the labels equal those of moves over every node, and are
+    still optimal for every move (by enumeration)."""
+    problems = []
+    for scale in (0.5, 3.0, 10.0):
+        p = _random_potts(rng, shape=(8, 9), k=4, coupling=1.5, n_samples=3)
+        p = Potentials(scale * p.unary, p.edges, p.pairwise, p.node_offsets, p.edge_offsets)
+        if kind == "tables":
+            tables = _metric_tables(rng, p.n_edges, 4)
+            p = Potentials(p.unary, p.edges, tables, p.node_offsets, p.edge_offsets)
+        problems.append(p)
+    pruned = [AlphaExpansionSolver().map(p) for p in problems]
+    assert (expansion._MoveGraph(problems[-1]).total < np.ptp(problems[-1].unary, axis=1)).any()
+    monkeypatch.setattr(
+        expansion._MoveGraph, "candidates", lambda self, movable, loss, at: np.flatnonzero(movable)
+    )
+    for p, labels in zip(problems, pruned, strict=True):
+        np.testing.assert_array_equal(labels, AlphaExpansionSolver().map(p))
+    small = _random_potts(rng, shape=(2, 3), k=3, coupling=1.0)
+    small = Potentials(4.0 * small.unary, small.edges, small.pairwise)
+    monkeypatch.undo()
+    labels = AlphaExpansionSolver().map(small)
+    assert (
+        -small.score(labels)[0]
+        <= min(-small.score(moved)[0] for moved in _moves(labels, 3, "expansion")) + 1e-9
+    )
+
+
 def test_two_labels_give_exactly_the_graph_cut_map(rng):
     for _ in range(10):
         p = _random_potts(rng, shape=(4, 5), k=2, coupling=2.0, n_samples=3)

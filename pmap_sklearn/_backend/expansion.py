@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._parallel import map_samples
+from .._utils import ranges
 from .base import (
     CHUNK_NODES,
     ClampedSolution,
@@ -195,18 +196,18 @@ def _query_chunks(p: Potentials, neighbours, nodes: np.ndarray, hops: int) -> li
     return chunks_by_size(sizes, CHUNK_NODES)
 
 
-def _move_pair_costs(p: Potentials, first, second):
-    """``V_e`` of every edge at the four corners of a move: ``(first_i, first_j)``,
+def _move_pair_costs(p: Potentials, first, second, edges=slice(None)):
+    """``V_e`` of the edges ``edges`` at the four corners of a move: ``(first_i, first_j)``,
     ``(first_i, second_j)``, ``(second_i, first_j)``, ``(second_i, second_j)``."""
-    i, j = p.edges[:, 0], p.edges[:, 1]
+    i, j = p.edges[edges, 0], p.edges[edges, 1]
     fi, fj, si, sj = first[i], first[j], second[i], second[j]
     ends = [(fi, fj), (fi, sj), (si, fj), (si, sj)]
     if p.pairwise_kind is PairwiseKind.POTTS:
-        cost = -p.pairwise
+        cost = -p.pairwise[edges]
         return [cost * (u != v) for u, v in ends]
     if p.pairwise_kind is PairwiseKind.SHARED:
         return [-p.pairwise[u, v] for u, v in ends]
-    rows = np.arange(p.n_edges)
+    rows = np.arange(p.n_edges)[edges]
     return [-p.pairwise[rows, u, v] for u, v in ends]
 
 
@@ -270,73 +271,139 @@ def _cycle_moves(p: Potentials, labels: np.ndarray, clamp, moves: str, max_cycle
         cycle = [(a, b) for a in range(k) for b in range(a + 1, k)]
     free = np.ones(p.n_nodes, bool) if clamp is None else clamp < 0
     idle = np.zeros(p.n_samples, np.intp)  # moves since the sample last changed
+    rows, graph = np.arange(p.n_nodes), _MoveGraph(p)
     for _ in range(max_cycles):
         for alpha, beta in cycle:
             running = idle[p.node_sample] < len(cycle)
             if not running.any():
                 return labels
             if beta is None:  # expansion: stay (first = y) or take α (second = α)
-                movable = free & running & (labels != alpha)
-                first = labels
+                loss = p.unary[rows, labels] - p.unary[:, alpha]
+                nodes = graph.candidates(free & running & (labels != alpha), loss, labels == alpha)
+                first, second = labels, labels.copy()
+                second[nodes] = alpha
             else:  # swap: the nodes labelled α or β choose between them
-                movable = free & running & ((labels == alpha) | (labels == beta))
-                first = np.where(movable, alpha, labels)
-            second = np.where(movable, alpha if beta is None else beta, labels)
-            proposal, better = _best_move(p, labels, first, second, movable)
+                nodes = np.flatnonzero(free & running & ((labels == alpha) | (labels == beta)))
+                first, second = labels.copy(), labels.copy()
+                first[nodes], second[nodes] = alpha, beta
+            proposal, better = _best_move(p, graph, labels, first, second, nodes)
             labels = np.where(better[p.node_sample], proposal, labels)
             idle = np.where(better, 0, idle + 1)
     return labels
 
 
-def _best_move(p: Potentials, labels, first, second, movable):
-    """The minimum-energy move ``x`` (labels ``where(x, second, first)``) and, per sample,
-    whether it lowers the energy of ``labels`` (else the sample keeps them)."""
+class _MoveGraph:
+    """The node → edge incidence of a chunk of samples, so that a move visits the nodes that
+    can change and the edges touching them, not the whole chunk.
+
+    It also says which nodes an expansion on α can move: a node whose unary score loses more
+    by taking α (``loss``) than its edges can give back keeps its label in every optimal move
+    — swap it back in a move that takes it and the energy falls — so it stays out of the cut.
+    An edge gives back at most its range of scores (its Potts cost; max − min of a table),
+    and a Potts edge gives anything back only if its other end ends at α: it is labelled α
+    already, or may take it. From the free nodes, those whose reachable gain cannot make up
+    their loss are dropped until none is (at most ``_REFINEMENTS`` rounds; every round keeps
+    every node an optimal move takes).
+    """
+
+    _REFINEMENTS = 3
+
+    def __init__(self, p: Potentials):
+        self.p = p
+        self.starts, self.edge_ids = incidence(p.edges, p.n_nodes)  # one entry per edge end
+        self.degree = np.diff(self.starts)
+        owner = np.repeat(np.arange(p.n_nodes), self.degree)
+        ends = p.edges[self.edge_ids]
+        self.other = np.where(ends[:, 0] == owner, ends[:, 1], ends[:, 0])
+        if not p.n_edges:
+            spread = np.zeros(0)
+        elif p.pairwise_kind is PairwiseKind.POTTS:
+            spread = np.abs(p.pairwise)
+        elif p.pairwise_kind is PairwiseKind.SHARED:
+            spread = np.full(p.n_edges, np.ptp(p.pairwise))
+        else:
+            spread = np.ptp(p.pairwise.reshape(p.n_edges, -1), axis=1)
+        self.spread = (spread * (1.0 + 1e-9) + 1e-12)[self.edge_ids]  # a margin for rounding
+        self.total = np.bincount(owner, self.spread, minlength=p.n_nodes)
+
+    def _entries(self, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The incidence entries of ``nodes`` and, for each, the position of its node."""
+        return ranges(self.starts, nodes), np.repeat(np.arange(len(nodes)), self.degree[nodes])
+
+    def candidates(self, movable, loss, at_alpha) -> np.ndarray:
+        """The nodes of ``movable`` that some optimal expansion on α may move."""
+        nodes = np.flatnonzero(movable & (loss <= self.total))
+        if self.p.pairwise_kind is not PairwiseKind.POTTS:
+            return nodes
+        for _ in range(self._REFINEMENTS):
+            entries, position = self._entries(nodes)
+            inside = at_alpha.copy()
+            inside[nodes] = True
+            gain = self.spread[entries] * inside[self.other[entries]]
+            keep = loss[nodes] <= np.bincount(position, gain, minlength=len(nodes))
+            if keep.all():
+                break
+            nodes = nodes[keep]
+        return nodes
+
+    def touching(self, nodes: np.ndarray, moving: np.ndarray) -> np.ndarray:
+        """The edges with an end in ``nodes`` (``moving`` their mask), each once."""
+        entries, position = self._entries(nodes)
+        other = self.other[entries]
+        once = ~moving[other] | (nodes[position] < other)  # both ends move: from the lower
+        return self.edge_ids[entries[once]]
+
+
+def _best_move(p: Potentials, graph: _MoveGraph, labels, first, second, nodes):
+    """The minimum-energy move ``x`` (labels ``where(x, second, first)``) of the nodes
+    ``nodes`` (the others keep theirs) and, per sample, whether it lowers the energy of
+    ``labels`` (else the sample keeps them).
+
+    Only these nodes and the edges that touch them take part: every other node keeps its
+    label, so its terms are the same on both sides of the move."""
     no_change = labels, np.zeros(p.n_samples, bool)
-    if not movable.any():
+    if not nodes.size:
         return no_change
-    rows = np.arange(p.n_nodes)
+    local = np.full(p.n_nodes, -1)
+    local[nodes] = np.arange(len(nodes))
+    touching = graph.touching(nodes, local >= 0)
+    i, j = local[p.edges[touching, 0]], local[p.edges[touching, 1]]  # -1: a fixed end
     # unary: x_i = 1 costs V_i(second) − V_i(first)
-    linear = p.unary[rows, first] - p.unary[rows, second]
-    i, j = p.edges[:, 0], p.edges[:, 1]
-    a, b, c, d = _move_pair_costs(p, first, second)
+    linear = p.unary[nodes, first[nodes]] - p.unary[nodes, second[nodes]]
+    a, b, c, d = _move_pair_costs(p, first, second, touching)
     # E(x_i, x_j) = a + (c − a) x_i + (d − c) x_j + (b + c − a − d) [x_i = 0][x_j = 1]; an
     # edge with a fixed end has b + c − a − d = 0 and adds to its free end's unary term only
-    linear += np.bincount(i, c - a, minlength=p.n_nodes)
-    linear += np.bincount(j, d - c, minlength=p.n_nodes)
-    capacity = np.maximum(b + c - a - d, 0.0)  # >= 0 up to rounding (checked costs)
-    x = _min_cut(p, linear, capacity, movable)
+    tail, head = i >= 0, j >= 0
+    linear += np.bincount(i[tail], (c - a)[tail], minlength=len(nodes))
+    linear += np.bincount(j[head], (d - c)[head], minlength=len(nodes))
+    capacity = np.where(tail & head, np.maximum(b + c - a - d, 0.0), 0.0)  # >= 0 up to rounding
+    cut = capacity > 0
+    x = min_cut(len(nodes), linear, i[cut], j[cut], capacity[cut])
     # the energy change of each sample, from the move's energy at x and at the labels
-    now = movable & (labels == second)  # the labels in move coordinates
+    now = labels[nodes] == second[nodes]  # the labels in move coordinates
+    x_i, x_j = x[i] & tail, x[j] & head
+    now_i, now_j = now[i] & tail, now[j] & head
     node_change = linear * (x.astype(float) - now)
-    edge_change = capacity * ((~x[i] & x[j]).astype(float) - (~now[i] & now[j]))
-    change, scale = _per_sample(p, node_change, edge_change)
+    edge_change = capacity * ((~x_i & x_j).astype(float) - (~now_i & now_j))
+    change, scale = _per_sample(
+        p, p.node_sample[nodes], node_change, p.edge_sample[touching], edge_change
+    )
     better = change < -1e-10 * (1.0 + scale)
     if not better.any():
         return no_change
-    return np.where(x, second, first), better
+    proposal = labels.copy()
+    proposal[nodes] = np.where(x, second[nodes], first[nodes])
+    return proposal, better
 
 
-def _per_sample(p: Potentials, node_values, edge_values):
+def _per_sample(p: Potentials, node_sample, node_values, edge_sample, edge_values):
     """Per sample: the sum of node and edge values, and the sum of their magnitudes."""
     if p.n_samples == 1:
         total = node_values.sum() + edge_values.sum()
         size = np.abs(node_values).sum() + np.abs(edge_values).sum()
         return np.array([total]), np.array([size])
-    total = np.bincount(p.node_sample, node_values, minlength=p.n_samples)
-    total += np.bincount(p.edge_sample, edge_values, minlength=p.n_samples)
-    size = np.bincount(p.node_sample, np.abs(node_values), minlength=p.n_samples)
-    size += np.bincount(p.edge_sample, np.abs(edge_values), minlength=p.n_samples)
+    total = np.bincount(node_sample, node_values, minlength=p.n_samples)
+    total += np.bincount(edge_sample, edge_values, minlength=p.n_samples)
+    size = np.bincount(node_sample, np.abs(node_values), minlength=p.n_samples)
+    size += np.bincount(edge_sample, np.abs(edge_values), minlength=p.n_samples)
     return total, size
-
-
-def _min_cut(p: Potentials, linear, capacity, movable) -> np.ndarray:
-    """``argmin_x Σ linear_i x_i + Σ_e capacity_e [x_i = 0][x_j = 1]`` with the fixed nodes
-    at 0, as a bool array over all nodes."""
-    x = np.zeros(p.n_nodes, bool)
-    nodes = np.flatnonzero(movable)
-    local = np.full(p.n_nodes, -1)
-    local[nodes] = np.arange(len(nodes))
-    cut = capacity > 0  # > 0 only between two movable nodes
-    i, j = local[p.edges[cut, 0]], local[p.edges[cut, 1]]
-    x[nodes] = min_cut(len(nodes), linear[nodes], i, j, capacity[cut])
-    return x
