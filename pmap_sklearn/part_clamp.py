@@ -107,7 +107,7 @@ class _LbfgsSurrogateCRF(_FullBatchCRF):
 
     def _optimise(self, batch, labels, state, rng, validation_score):
         w, n_iter, value = minimise(
-            lambda w: self._objective(batch, labels, w),
+            self._objective_of(batch, labels),
             state.coef,
             name=type(self).__name__,
             max_iter=self.max_iter,
@@ -117,6 +117,10 @@ class _LbfgsSurrogateCRF(_FullBatchCRF):
         )
         state.coef, state.n_iter = w, state.n_iter + n_iter
         self.objective_ = value
+
+    def _objective_of(self, batch, labels):
+        """``w -> (value, gradient)`` of the surrogate on these samples."""
+        return lambda w: self._objective(batch, labels, w)
 
 
 class PseudoLikelihoodCRF(_LbfgsSurrogateCRF):
@@ -348,33 +352,60 @@ class PiecewiseCRF(_LbfgsSurrogateCRF):
     def _objective(self, batch, labels, w):
         """Negative mean piecewise log-likelihood (regularised) and its gradient: for every
         piece, its expected statistics minus the observed ones (Sutton & McCallum 2005, §3)."""
-        potentials = self.structure_.potentials(batch, w)
-        k = self.structure_.n_states_
-        nodes = np.arange(len(labels))
+        return self._objective_of(batch, labels)(w)
+
+    def _objective_of(self, batch, labels):
+        """:meth:`_objective` of these samples as ``w -> (value, gradient)``, what depends on
+        the labels alone (the pieces' weights, the observed pairs) computed once."""
         weights = label_weights(self.class_weight, self.classes_, labels)
         node_weight = np.ones(len(labels)) if weights is None else weights[labels]
         edge_weight = 0.5 * node_weight[batch.edges].sum(axis=1)
-        unary_norm, node = _normalised(potentials.unary)
-        value = node_weight @ (unary_norm - potentials.unary[nodes, labels])
-        node[nodes, labels] -= 1.0
-        node *= node_weight[:, None]
-        observed = labels[batch.edges[:, 0]] * k + labels[batch.edges[:, 1]]
-        if potentials.pairwise_kind is PairwiseKind.SHARED:  # one table: one normaliser
-            table = potentials.pairwise.reshape(1, k * k)
-            pair_norm, pair = _normalised(table)
-            counts = np.bincount(observed, edge_weight, minlength=k * k)
-            value += edge_weight.sum() * pair_norm[0] - counts @ table[0]
-            pair = edge_weight.sum() * pair - counts  # (1, K²): summed over the edges
-        else:
-            tables = np.asarray(potentials.edge_tables()).reshape(len(batch.edges), k * k)
-            pair_norm, pair = _normalised(tables)
-            edges = np.arange(len(observed))
-            value += edge_weight @ (pair_norm - tables[edges, observed])
-            pair[edges, observed] -= 1.0
-            pair *= edge_weight[:, None]
-        gradient = self._joint(batch, node, pair.reshape(-1, k, k))
-        n = batch.n_samples
-        return value / n + 0.5 * self.alpha * w @ w, gradient / n + self.alpha * w
+        first, second = labels[batch.edges[:, 0]], labels[batch.edges[:, 1]]
+        nodes, n = np.arange(len(labels)), batch.n_samples
+
+        def objective(w):
+            potentials = self.structure_.potentials(batch, w)
+            unary_norm, node = _normalised(potentials.unary)
+            value = node_weight @ (unary_norm - potentials.unary[nodes, labels])
+            node[nodes, labels] -= 1.0
+            node *= node_weight[:, None]
+            pair_value, pair = _pairwise_pieces(potentials, first, second, edge_weight)
+            gradient = self.structure_.joint_feature_of(batch, Statistics(node, pair))
+            value += pair_value
+            return value / n + 0.5 * self.alpha * w @ w, gradient / n + self.alpha * w
+
+        return objective
+
+
+def _pairwise_pieces(potentials, first, second, edge_weight) -> tuple[float, np.ndarray]:
+    """The pairwise pieces of the piecewise likelihood: ``Σ_e c_e [log Z_e − t_e(y_i, y_j)]``
+    over the edges (``Z_e`` the sum of ``exp t_e`` over the K² label pairs, ``c_e`` the edge
+    weights) and its gradient with respect to the pairwise scores, as pairwise statistics of
+    the potentials' kind (expected minus observed)."""
+    k = potentials.n_states
+    if potentials.pairwise_kind is PairwiseKind.POTTS:
+        # K agreeing pairs score 0 and K² − K disagreeing ones t: Z = K + (K² − K) e^t, in
+        # one exponential per edge instead of a table of K² scores
+        t, differ = potentials.pairwise, first != second
+        top = np.maximum(t, 0.0)
+        agree, disagree = k * np.exp(-top), (k * k - k) * np.exp(t - top)
+        log_z = top + np.log(agree + disagree)
+        value = edge_weight @ (log_z - t * differ)
+        return float(value), edge_weight * (disagree / (agree + disagree) - differ)
+    observed = first * k + second
+    if potentials.pairwise_kind is PairwiseKind.SHARED:  # one table: one normaliser
+        table = potentials.pairwise.reshape(1, k * k)
+        pair_norm, pair = _normalised(table)
+        counts = np.bincount(observed, edge_weight, minlength=k * k)
+        value = edge_weight.sum() * pair_norm[0] - counts @ table[0]
+        return float(value), (edge_weight.sum() * pair[0] - counts).reshape(k, k)
+    tables = np.asarray(potentials.edge_tables()).reshape(len(observed), k * k)
+    pair_norm, pair = _normalised(tables)
+    edges = np.arange(len(observed))
+    value = edge_weight @ (pair_norm - tables[edges, observed])
+    pair[edges, observed] -= 1.0
+    pair *= edge_weight[:, None]
+    return float(value), pair.reshape(-1, k, k)
 
 
 class ContrastiveDivergenceCRF(_FullBatchCRF):

@@ -47,6 +47,7 @@ CASES = {
         GridStructure(untied=True),
         *(lambda d: (d.data, d.target))(make_grid_data(n_samples=3, shape=(3, 3), random_state=0)),
     ),
+    "graph potts": lambda rng: (GraphStructure(solver="alpha_expansion"), *_graphs(rng)),
     "graph tables": lambda rng: (
         GraphStructure(pairwise="table", solver="message_passing"),
         *_graphs(rng),
