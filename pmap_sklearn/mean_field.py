@@ -9,10 +9,8 @@ from sklearn.utils._param_validation import StrOptions
 from ._backend import (
     MeanFieldModel,
     MeanFieldSolver,
-    Statistics,
     hamming_gradient,
     log_loss_gradient,
-    pairwise_statistics,
     unrolled,
     unrolled_backward,
 )
@@ -201,12 +199,7 @@ class MeanFieldCRF(ClassWeightedSGD):
             model = MeanFieldModel(structure.potentials(sub, w))
             iterates = unrolled(model, self.n_iterations, self.damping)
             value, gradient_q = node_loss(iterates[-1], labels[nodes], node_weight[nodes])
-            gradient_unary, gradient_tables = unrolled_backward(
-                model, iterates, gradient_q, self.damping
-            )
-            statistics = Statistics(
-                gradient_unary, pairwise_statistics(gradient_tables, structure.pairwise_kind)
-            )
+            statistics = unrolled_backward(model, iterates, gradient_q, self.damping)
             return -structure.joint_feature_of(sub, statistics), -value
 
         return oracle

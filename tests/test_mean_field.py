@@ -49,6 +49,23 @@ def test_sequential_updates_never_lower_the_bound(rng):
     assert np.all(np.diff(bounds) >= -1e-12), bounds
 
 
+def test_potts_products_equal_those_of_their_tables(rng):
+    """The O(E K) Potts field, pairwise statistics and bound are those of the (E, K, K) tables
+    the Potts weights stand for."""
+    weights = rng.normal(size=len(LOOP))
+    unary = rng.normal(size=(4, 3))
+    potts = MeanFieldModel(Potentials(unary, LOOP, weights))
+    tables = MeanFieldModel(Potentials(unary, LOOP, weights[:, None, None] * (1 - np.eye(3))))
+    q = softmax(rng.normal(size=(4, 3)), axis=1)
+    np.testing.assert_allclose(potts.field(q), tables.field(q))
+    np.testing.assert_allclose(potts.free_energy_bound(q), tables.free_energy_bound(q))
+    u, v = rng.normal(size=(2, len(LOOP), 3))
+    pair = np.einsum("ek,el->ekl", u, v)
+    np.testing.assert_allclose(
+        potts.pair_statistics(u, v), pair.sum((1, 2)) - np.trace(pair, 0, 1, 2)
+    )
+
+
 def test_clamped_nodes_keep_their_label(rng):
     potentials = _loopy(rng)
     clamp = np.array([2, -1, 0, -1])
@@ -59,21 +76,27 @@ def test_clamped_nodes_keep_their_label(rng):
     np.testing.assert_allclose(q[[0, 2]], np.eye(3)[[2, 0]])
 
 
+@pytest.mark.parametrize("kind", ["tables", "potts"])
 @pytest.mark.parametrize("damping", [0.0, 0.4])
-def test_backpropagation_matches_finite_differences(damping, rng):
-    """∂/∂(unary, tables) of a loss of the T-th iterate, to 1e-6 relative."""
+def test_backpropagation_matches_finite_differences(damping, kind, rng):
+    """∂/∂(unary, pairwise scores) of a loss of the T-th iterate, to 1e-6 relative: per-edge
+    tables, and Potts weights (their O(E K) products)."""
     potentials = _loopy(rng)
+    if kind == "potts":
+        potentials = Potentials(potentials.unary, LOOP, rng.normal(size=len(LOOP)))
     target = rng.normal(size=(4, 3))
 
     def loss(theta):
-        unary, tables = theta[:12].reshape(4, 3), theta[12:].reshape(len(LOOP), 3, 3)
-        iterates = unrolled(MeanFieldModel(Potentials(unary, LOOP, tables)), 4, damping)
+        unary, pairwise = theta[:12].reshape(4, 3), theta[12:]
+        if kind == "tables":
+            pairwise = pairwise.reshape(len(LOOP), 3, 3)
+        iterates = unrolled(MeanFieldModel(Potentials(unary, LOOP, pairwise)), 4, damping)
         return float((target * iterates[-1]).sum())
 
     model = MeanFieldModel(potentials)
     iterates = unrolled(model, 4, damping)
-    gradient_unary, gradient_tables = unrolled_backward(model, iterates, target, damping)
-    analytic = np.concatenate([gradient_unary.ravel(), gradient_tables.ravel()])
+    gradient = unrolled_backward(model, iterates, target, damping)
+    analytic = np.concatenate([gradient.unary.ravel(), gradient.pairwise.ravel()])
     theta = np.concatenate([potentials.unary.ravel(), potentials.pairwise.ravel()])
     numeric = approx_fprime(theta, loss, 1e-7)
     assert np.abs(numeric - analytic).max() / np.abs(analytic).max() < 1e-6

@@ -20,32 +20,61 @@ from scipy.special import softmax
 from sklearn.utils import check_scalar
 
 from .base import Marginals, Solver
-from .capabilities import Capabilities
+from .capabilities import Capabilities, PairwiseKind
 from .messages import colour_nodes, pairwise_statistics
 from .potentials import Potentials, Statistics
 
 
 class MeanFieldModel:
-    """A model's scores in the form the iterations read: unary (n, K), per-edge tables
-    (E, K, K) and the incidence of the edges."""
+    """A model's scores in the form the iterations read: the unary scores (n, K), the
+    incidence of the edges and the pairwise scores — one weight per edge for Potts terms
+    (every product then costs O(E K), not O(E K²)), per-edge tables (E, K, K) otherwise."""
 
     def __init__(self, potentials: Potentials):
         self.potentials = potentials
         self.unary = potentials.unary
-        self.tables = np.ascontiguousarray(potentials.edge_tables())
+        self.potts = potentials.pairwise_kind is PairwiseKind.POTTS
+        if self.potts:
+            self.weights = np.asarray(potentials.pairwise, dtype=float)[:, None]
+        else:
+            self.tables = np.ascontiguousarray(potentials.edge_tables())
         self.edges = potentials.edges
         self.first, self.second = potentials.edge_ends
 
+    def to_ends(self, at_first: np.ndarray, at_second: np.ndarray):
+        """``(Σ_l t_e(k, l) v_l, Σ_k t_e(k, l) u_k)`` of every edge for rows ``u`` at its first
+        ends and ``v`` at its second: what each end receives, (E, K) each. For Potts terms
+        ``t_e(k, l) = w_e [k ≠ l]``, ``Σ_{l ≠ k} v_l = Σ_l v_l − v_k``."""
+        if self.potts:
+            to_first = self.weights * (at_second.sum(axis=1, keepdims=True) - at_second)
+            to_second = self.weights * (at_first.sum(axis=1, keepdims=True) - at_first)
+            return to_first, to_second
+        to_first = np.einsum("ekl,el->ek", self.tables, at_second)
+        to_second = np.einsum("ekl,ek->el", self.tables, at_first)
+        return to_first, to_second
+
     def field(self, q: np.ndarray) -> np.ndarray:
         """``u_d(k) + Σ_j Σ_l t_dj(k, l) q_j(l)``: the neighbours' expected scores, (n, K)."""
-        to_first = np.einsum("ekl,el->ek", self.tables, q[self.edges[:, 1]])
-        to_second = np.einsum("ekl,ek->el", self.tables, q[self.edges[:, 0]])
+        to_first, to_second = self.to_ends(q[self.edges[:, 0]], q[self.edges[:, 1]])
         return self.unary + self.first @ to_first + self.second @ to_second
+
+    def pair_statistics(self, at_first: np.ndarray, at_second: np.ndarray) -> np.ndarray:
+        """The pairwise statistics (of the potentials' kind) of the outer products
+        ``u_e ⊗ v_e`` of rows at the edges' two ends: for Potts terms
+        ``Σ_{k ≠ l} u_k v_l = Σ u Σ v − Σ_k u_k v_k`` per edge."""
+        if self.potts:
+            return at_first.sum(axis=1) * at_second.sum(axis=1) - (at_first * at_second).sum(1)
+        pair = np.einsum("ek,el->ekl", at_first, at_second)
+        return pairwise_statistics(pair, self.potentials.pairwise_kind)
 
     def free_energy_bound(self, q: np.ndarray) -> np.ndarray:
         """``E_q[f] + H(q)`` per sample: a lower bound of the log-partition function."""
         p = self.potentials
-        pair = np.einsum("ek,ekl,el->e", q[self.edges[:, 0]], self.tables, q[self.edges[:, 1]])
+        at_first, at_second = q[self.edges[:, 0]], q[self.edges[:, 1]]
+        if self.potts:
+            pair = self.weights[:, 0] * self.pair_statistics(at_first, at_second)
+        else:
+            pair = np.einsum("ek,ekl,el->e", at_first, self.tables, at_second)
         with np.errstate(divide="ignore", invalid="ignore"):  # 0 · log 0, 0 · (−inf): 0
             entropy = -np.where(q > 0, q * np.log(q), 0.0).sum(axis=1)
             node = np.where(q > 0, q * self.unary, 0.0).sum(axis=1) + entropy
@@ -65,17 +94,22 @@ def unrolled(model: MeanFieldModel, n_iterations: int, damping: float) -> list[n
     return iterates
 
 
-def unrolled_backward(model: MeanFieldModel, iterates, gradient_q, damping):
-    """Backpropagation through :func:`unrolled`: ``(∂L/∂u, ∂L/∂t)`` from ``∂L/∂q_T``.
+def unrolled_backward(model: MeanFieldModel, iterates, gradient_q, damping) -> Statistics:
+    """Backpropagation through :func:`unrolled`: the gradient of a loss with respect to the
+    unary and pairwise scores, as :class:`Statistics` of the potentials' kind (``∂L/∂u``, and
+    ``∂L/∂t`` summed as the pairwise scores are shared: per edge for Potts weights and
+    tables, over the edges for a shared table), from ``∂L/∂q_T``.
 
     Each step ``q_{s+1} = δ q_s + (1 − δ) p_s``, ``p_s = softmax(a_s)``, ``a_s = u + M(q_s)``
     sends ``(1 − δ) g`` through the softmax (``p ⊙ (g − <p, g>)``) to ``a_s``, which reaches
-    ``u`` directly, the tables through ``q_s`` at both ends of each edge, and ``q_s`` through the
-    tables; ``δ g`` goes to ``q_s`` directly. The first iterate is ``softmax(u)``.
+    ``u`` directly, the pairwise scores through ``q_s`` at both ends of each edge, and ``q_s``
+    through the pairwise scores; ``δ g`` goes to ``q_s`` directly. The first iterate is
+    ``softmax(u)``.
     """
     first_end, second_end = model.edges[:, 0], model.edges[:, 1]
     grad_unary = np.zeros_like(model.unary)
-    grad_tables = np.zeros_like(model.tables)
+    no_rows = np.zeros((len(first_end), model.unary.shape[1]))
+    grad_pairwise = model.pair_statistics(no_rows, no_rows)
     g = gradient_q
     for s in range(len(iterates) - 2, -1, -1):
         q = iterates[s]
@@ -85,15 +119,14 @@ def unrolled_backward(model: MeanFieldModel, iterates, gradient_q, damping):
         grad_unary += g_a
         g_first, g_second = g_a[first_end], g_a[second_end]  # (E, K) at each end
         # a_i(k) += Σ_l t(k, l) q_j(l) and a_j(l) += Σ_k t(k, l) q_i(k)
-        grad_tables += np.einsum("ek,el->ekl", g_first, q[second_end])
-        grad_tables += np.einsum("ek,el->ekl", q[first_end], g_second)
-        g_q = damping * g
-        g_q += model.second @ np.einsum("ekl,ek->el", model.tables, g_first)
-        g_q += model.first @ np.einsum("ekl,el->ek", model.tables, g_second)
-        g = g_q
+        grad_pairwise += model.pair_statistics(g_first, q[second_end])
+        grad_pairwise += model.pair_statistics(q[first_end], g_second)
+        # a_i's gradient reaches q_j as Σ_k t(k, l) g_i(k), a_j's reaches q_i as Σ_l t(k, l) g_j(l)
+        back_to_first, back_to_second = model.to_ends(g_first, g_second)
+        g = damping * g + model.second @ back_to_second + model.first @ back_to_first
     q0 = iterates[0]
     grad_unary += q0 * (g - (q0 * g).sum(axis=1, keepdims=True))
-    return grad_unary, grad_tables
+    return Statistics(grad_unary, grad_pairwise)
 
 
 class MeanFieldSolver(Solver):
@@ -172,8 +205,8 @@ class MeanFieldSolver(Solver):
         Marginals
         """
         model, q = self._iterate(potentials, clamp)
-        pair = np.einsum("ek,el->ekl", q[potentials.edges[:, 0]], q[potentials.edges[:, 1]])
-        statistics = Statistics(q, pairwise_statistics(pair, potentials.pairwise_kind))
+        pair = model.pair_statistics(q[potentials.edges[:, 0]], q[potentials.edges[:, 1]])
+        statistics = Statistics(q, pair)
         return Marginals(statistics, model.free_energy_bound(q))
 
     def map(self, potentials: Potentials, clamp=None, n_jobs=None) -> np.ndarray:
