@@ -16,6 +16,7 @@ from __future__ import annotations
 from numbers import Integral, Real
 
 import numpy as np
+from scipy import sparse
 from scipy.special import softmax
 from sklearn.utils import check_scalar
 
@@ -26,37 +27,42 @@ from .potentials import Potentials, Statistics
 
 
 class MeanFieldModel:
-    """A model's scores in the form the iterations read: the unary scores (n, K), the
-    incidence of the edges and the pairwise scores — one weight per edge for Potts terms
-    (every product then costs O(E K), not O(E K²)), per-edge tables (E, K, K) otherwise."""
+    """A model's scores in the form the iterations read: the unary scores (n, K) and the
+    pairwise scores — for Potts terms the weighted adjacency matrix of the nodes (every
+    product then costs one sparse product of O(E K), not O(E K²)), per-edge tables (E, K, K)
+    and the incidence of the edges otherwise."""
 
     def __init__(self, potentials: Potentials):
         self.potentials = potentials
         self.unary = potentials.unary
+        self.edges = potentials.edges
         self.potts = potentials.pairwise_kind is PairwiseKind.POTTS
         if self.potts:
-            self.weights = np.asarray(potentials.pairwise, dtype=float)[:, None]
+            weights = np.asarray(potentials.pairwise, dtype=float)
+            first, second = self.edges[:, 0], self.edges[:, 1]
+            self.weights = weights[:, None]
+            self.adjacency = sparse.csr_matrix(
+                (np.concatenate([weights, weights]), (np.r_[first, second], np.r_[second, first])),
+                shape=(potentials.n_nodes, potentials.n_nodes),
+            )
         else:
             self.tables = np.ascontiguousarray(potentials.edge_tables())
-        self.edges = potentials.edges
-        self.first, self.second = potentials.edge_ends
+            self.first, self.second = potentials.edge_ends
 
-    def to_ends(self, at_first: np.ndarray, at_second: np.ndarray):
-        """``(Σ_l t_e(k, l) v_l, Σ_k t_e(k, l) u_k)`` of every edge for rows ``u`` at its first
-        ends and ``v`` at its second: what each end receives, (E, K) each. For Potts terms
-        ``t_e(k, l) = w_e [k ≠ l]``, ``Σ_{l ≠ k} v_l = Σ_l v_l − v_k``."""
+    def neighbours(self, rows: np.ndarray) -> np.ndarray:
+        """``Σ_j Σ_l t_dj(k, l) rows_j(l)`` of every node d, (n, K): what its neighbours'
+        rows send it through the pairwise scores. The map is self-adjoint (node j receives
+        ``Σ_k t_dj(k, l) rows_d(k)`` from d), so the backward pass sends gradients through it
+        too. For Potts terms ``t_dj(k, l) = w_dj [k ≠ l]``: ``Σ_{l ≠ k} v_l = Σ_l v_l − v_k``."""
         if self.potts:
-            to_first = self.weights * (at_second.sum(axis=1, keepdims=True) - at_second)
-            to_second = self.weights * (at_first.sum(axis=1, keepdims=True) - at_first)
-            return to_first, to_second
-        to_first = np.einsum("ekl,el->ek", self.tables, at_second)
-        to_second = np.einsum("ekl,ek->el", self.tables, at_first)
-        return to_first, to_second
+            return (self.adjacency @ rows.sum(axis=1))[:, None] - self.adjacency @ rows
+        to_first = np.einsum("ekl,el->ek", self.tables, rows[self.edges[:, 1]])
+        to_second = np.einsum("ekl,ek->el", self.tables, rows[self.edges[:, 0]])
+        return self.first @ to_first + self.second @ to_second
 
     def field(self, q: np.ndarray) -> np.ndarray:
         """``u_d(k) + Σ_j Σ_l t_dj(k, l) q_j(l)``: the neighbours' expected scores, (n, K)."""
-        to_first, to_second = self.to_ends(q[self.edges[:, 0]], q[self.edges[:, 1]])
-        return self.unary + self.first @ to_first + self.second @ to_second
+        return self.unary + self.neighbours(q)
 
     def pair_statistics(self, at_first: np.ndarray, at_second: np.ndarray) -> np.ndarray:
         """The pairwise statistics (of the potentials' kind) of the outer products
@@ -122,8 +128,7 @@ def unrolled_backward(model: MeanFieldModel, iterates, gradient_q, damping) -> S
         grad_pairwise += model.pair_statistics(g_first, q[second_end])
         grad_pairwise += model.pair_statistics(q[first_end], g_second)
         # a_i's gradient reaches q_j as Σ_k t(k, l) g_i(k), a_j's reaches q_i as Σ_l t(k, l) g_j(l)
-        back_to_first, back_to_second = model.to_ends(g_first, g_second)
-        g = damping * g + model.second @ back_to_second + model.first @ back_to_first
+        g = damping * g + model.neighbours(g_a)
     q0 = iterates[0]
     grad_unary += q0 * (g - (q0 * g).sum(axis=1, keepdims=True))
     return Statistics(grad_unary, grad_pairwise)
