@@ -101,7 +101,9 @@ def test_nodes_too_sure_of_their_label_stay_out_of_the_cuts_and_change_nothing(
     pruned = [AlphaExpansionSolver().map(p) for p in problems]
     assert (expansion._MoveGraph(problems[-1]).total < np.ptp(problems[-1].unary, axis=1)).any()
     monkeypatch.setattr(
-        expansion._MoveGraph, "candidates", lambda self, movable, loss, at: np.flatnonzero(movable)
+        expansion._MoveGraph,
+        "candidates",
+        lambda self, movable, labels, alpha: np.flatnonzero(movable),
     )
     for p, labels in zip(problems, pruned, strict=True):
         np.testing.assert_array_equal(labels, AlphaExpansionSolver().map(p))
