@@ -807,6 +807,9 @@ class BaseStructuredSGD(BaseStructuredEstimator):
         belong instead of at zero, where the first perturbed MAPs are noise and the pairwise
         weights run ahead of the unary ones.
         """
+        if self.structure_.unary == "scaled":  # the scores as they are: λ = 1, no bias
+            self.structure_.unpack(coef)[0][0] = 1.0
+            return
         nodes, labels, weights = self._node_targets(targets)
         total = max(len(nodes), 1)
         if len(nodes) > LOGISTIC_ROWS:  # a start needs no more: a random subset, seeded

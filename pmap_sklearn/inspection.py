@@ -61,10 +61,10 @@ def explain_weights(estimator, feature_names=None, top: int = 10) -> Bunch:
                 feature_names = None
     check_is_fitted(model, "coef_")
     structure = getattr(model, "structure_", None)
-    if structure is None or structure.n_node_weight_sets_ != 1:
+    if structure is None or structure.n_node_weight_sets_ != 1 or structure.unary != "linear":
         raise ValueError(
-            f"{type(model).__name__} has no single table of node weights to explain (untied or "
-            "non-linear unary terms)"
+            f"{type(model).__name__} has no single table of node weights to explain (untied, "
+            "scaled or non-linear unary terms)"
         )
     unary, _ = structure.unpack(model.coef_)
     n_features = structure.n_features_in_

@@ -78,6 +78,8 @@ class BaseStructure(BaseEstimator):
 
     pairwise_kind = PairwiseKind.POTTS
     graph_kind = GraphKind.ANY
+    #: How node features make unary scores (structures that take it as a parameter override it)
+    unary = "linear"
     #: K when neither ``n_states`` nor labels give it (None: an error)
     _default_n_states: int | None = None
 
@@ -104,11 +106,21 @@ class BaseStructure(BaseEstimator):
                 raise ValueError(
                     f"{type(self).__name__}({flag}=...) must be True or False, got {value!r}"
                 )
+        if self.unary not in ("linear", "scaled"):
+            raise ValueError(f"unary must be 'linear' or 'scaled', got {self.unary!r}")
+        if self.unary == "scaled" and getattr(self, "untied", False):
+            raise ValueError("unary='scaled' shares one weight by every node: not with untied=True")
         self.n_states_ = self._infer_n_states(y)
         self.solver_ = check_solver(self._auto_solver() if self.solver == "auto" else self.solver)
         first = self._parse_sample(X[0], 0)
         self.n_features_in_ = first.features.shape[1]
         self.n_edge_features_ = first.edge_features.shape[1]
+        if self.unary == "scaled" and self.n_features_in_ != self.n_states_:
+            raise ValueError(
+                f"unary='scaled' takes one score per label as node features (K = "
+                f"{self.n_states_}), got {self.n_features_in_} node features: give each node "
+                "its K scores (e.g. a classifier's log-probabilities), or use unary='linear'"
+            )
         check_capabilities(self.solver_, self.requirements(), type(self).__name__)
         self._check_size()
         return self
@@ -206,6 +218,8 @@ class BaseStructure(BaseEstimator):
 
     @property
     def n_unary_weights_(self) -> int:
+        if self.unary == "scaled":  # the scale, and a bias per label
+            return 1 + self.n_states_ * int(self.bias)
         return self.n_node_features_ * self.n_states_ * self.n_node_weight_sets_
 
     @property
@@ -225,11 +239,14 @@ class BaseStructure(BaseEstimator):
         -------
         unary : ndarray of shape (n_node_features, K)
             Weights of the node features for each label (a view of ``w``); with untied
-            weights, shape (n_node_weight_sets, n_node_features, K).
+            weights, shape (n_node_weight_sets, n_node_features, K); with ``unary="scaled"``,
+            shape (1 + K,) (``bias=True``) or (1,): the scale of the scores, then the biases.
         pairwise : ndarray
             The pairwise weights (a view of ``w``): the K×K transition table for chains, one
             Potts weight per edge feature for grids and graphs.
         """
+        if self.unary == "scaled":
+            return w[: self.n_unary_weights_], w[self.n_unary_weights_ :]
         shape = (self.n_node_features_, self.n_states_)
         if self.n_node_weight_sets_ > 1:
             shape = (self.n_node_weight_sets_,) + shape
@@ -334,6 +351,8 @@ class BaseStructure(BaseEstimator):
     def _stack_features(self, features: list):
         """The samples' node features stacked, with the bias column (sparse stays sparse)."""
         stacked = stack_rows(features)
+        if sparse.issparse(stacked) and self.unary == "scaled":
+            stacked = stacked.toarray()  # K scores a node: dense
         if sparse.issparse(stacked):  # sparse features stay sparse (memory ∝ non-zeros)
             return append_ones_column(stacked) if self.bias else stacked
         if self.bias:
@@ -414,7 +433,12 @@ class BaseStructure(BaseEstimator):
         )
 
     def _unary_potentials(self, batch, unary_weights) -> np.ndarray:
-        """Unary scores (n_nodes, K) = node features @ W (each node's own W when untied)."""
+        """Unary scores (n_nodes, K) = node features @ W (each node's own W when untied); with
+        ``unary="scaled"``, ``λ x_d[k] (+ b_k)``."""
+        if self.unary == "scaled":
+            k = self.n_states_
+            scores = unary_weights[0] * batch.features[:, :k]
+            return scores + unary_weights[1:] if self.bias else scores
         sets = self._node_weight_sets(batch)
         if sets is None:
             return batch.features @ unary_weights
@@ -501,6 +525,8 @@ class BaseStructure(BaseEstimator):
         """Width of the rows of ``w`` that sparse gradients and lazy updates work on: K (one
         row per node feature) when the pairwise weights fill whole rows, else 1."""
         k = self.n_states_
+        if self.unary == "scaled":
+            return 1
         return k if self._n_pairwise_weights() % k == 0 else 1
 
     def _support_rows(self, columns: np.ndarray) -> np.ndarray:
@@ -531,9 +557,21 @@ class BaseStructure(BaseEstimator):
         return self._support_rows(_present_columns(batch.features))
 
     def _unary_joint_feature(self, batch, values, rows, per_sample):
-        """``Σ_d φ(x_d) ⊗ values_d`` over the nodes ``rows`` (all when None), flattened like W."""
+        """``Σ_d φ(x_d) ⊗ values_d`` over the nodes ``rows`` (all when None), flattened like W;
+        with ``unary="scaled"``, ``[Σ_d Σ_k x_d[k] values_d[k], Σ_d values_d]``."""
         rows = slice(None) if rows is None else rows
         features = batch.features[rows]
+        if self.unary == "scaled":
+            parts = [(features[:, : self.n_states_] * values).sum(axis=1, keepdims=True)]
+            if self.bias:
+                parts.append(values)
+            per_node = np.hstack(parts)
+            if not per_sample:
+                return per_node.sum(axis=0)
+            samples = batch.node_sample[np.arange(batch.n_nodes)[rows]]
+            summed = np.zeros((batch.n_samples, per_node.shape[1]))
+            np.add.at(summed, samples, per_node)
+            return summed
         sets = self._node_weight_sets(batch)
         if sets is not None:
             return _sum_by_set(
@@ -684,15 +722,30 @@ class ChainStructure(BaseStructure):
         The solver of the potentials: ``"viterbi"`` (exact MAP, clamps and marginals),
         ``"brute_force"`` (tiny models) or ``"graph_cut"`` (K = 2; the transition table is then
         kept attractive, ``T00 + T11 >= T01 + T10``).
+    unary : {"linear", "scaled"}, default="linear"
+        How node features make the unary scores. ``"linear"``: one weight per feature and
+        label, :math:`u_d(k) = \sum_f x_{df} W_{fk}`. ``"scaled"``: the node features are one
+        score per label — a classifier's log-probabilities, as :class:`~pmap_sklearn.TwoStageCRF`
+        gives them — and one weight says how far to trust them, :math:`u_d(k) = \lambda
+        x_{dk}` (plus a bias per label with ``bias=True``): the two-stage CRFs of the lecture
+        and of the classic pipelines.
     """
 
     pairwise_kind = PairwiseKind.SHARED
     graph_kind = GraphKind.CHAIN
 
-    def __init__(self, n_states: int | None = None, bias: bool = True, solver="viterbi"):
+    def __init__(
+        self,
+        n_states: int | None = None,
+        bias: bool = True,
+        solver="viterbi",
+        *,
+        unary: str = "linear",
+    ):
         self.n_states = n_states
         self.bias = bias
         self.solver = solver
+        self.unary = unary
 
     def prepare(self, X) -> SampleBatch:
         """Validate chains and stack them into one batch (the edges of all chains at once: a
@@ -910,6 +963,13 @@ class GraphStructure(_EdgeFeatureStructure):
         with K > 2 (approximate, within a factor 2 of the optimum), ``"message_passing"`` for
         K > 2 tables. Or any of them by name, ``"brute_force"`` (tiny models), or a
         :class:`~pmap_sklearn.solvers.Solver`; ``solver_`` holds the one fitted.
+    unary : {"linear", "scaled"}, default="linear"
+        How node features make the unary scores. ``"linear"``: one weight per feature and
+        label, :math:`u_d(k) = \sum_f x_{df} W_{fk}`. ``"scaled"``: the node features are one
+        score per label — a classifier's log-probabilities, as :class:`~pmap_sklearn.TwoStageCRF`
+        gives them — and one weight says how far to trust them, :math:`u_d(k) = \lambda
+        x_{dk}` (plus a bias per label with ``bias=True``): the two-stage CRFs of the lecture
+        and of the classic pipelines.
     """
 
     def __init__(
@@ -919,11 +979,13 @@ class GraphStructure(_EdgeFeatureStructure):
         n_states: int | None = None,
         pairwise: str = "potts",
         solver="auto",
+        unary: str = "linear",
     ):
         self.bias = bias
         self.n_states = n_states
         self.pairwise = pairwise
         self.solver = solver
+        self.unary = unary
 
     def _parse_sample(self, x, index):
         if isinstance(x, tuple | list) and not isinstance(x, GraphSample):
@@ -996,6 +1058,13 @@ class GridStructure(_EdgeFeatureStructure):
         with K > 2 (approximate, within a factor 2 of the optimum), ``"message_passing"`` for
         K > 2 tables. Or any of them by name, ``"brute_force"`` (tiny models), or a
         :class:`~pmap_sklearn.solvers.Solver`; ``solver_`` holds the one fitted.
+    unary : {"linear", "scaled"}, default="linear"
+        How node features make the unary scores. ``"linear"``: one weight per feature and
+        label, :math:`u_d(k) = \sum_f x_{df} W_{fk}`. ``"scaled"``: the node features are one
+        score per label — a classifier's log-probabilities, as :class:`~pmap_sklearn.TwoStageCRF`
+        gives them — and one weight says how far to trust them, :math:`u_d(k) = \lambda
+        x_{dk}` (plus a bias per label with ``bias=True``): the two-stage CRFs of the lecture
+        and of the classic pipelines.
     """
 
     def __init__(
@@ -1008,6 +1077,7 @@ class GridStructure(_EdgeFeatureStructure):
         pairwise: str = "potts",
         untied: bool = False,
         solver="auto",
+        unary: str = "linear",
     ):
         self.connectivity = connectivity
         self.contrast = contrast
@@ -1016,6 +1086,7 @@ class GridStructure(_EdgeFeatureStructure):
         self.pairwise = pairwise
         self.untied = untied
         self.solver = solver
+        self.unary = unary
 
     def fit(self, X, y=None):
         """Learn the dimensions (and, with ``untied``, the image shape) from training images.

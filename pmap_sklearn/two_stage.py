@@ -77,6 +77,14 @@ class TwoStageCRF(MetaEstimatorMixin, BaseEstimator):
         Set on both stages where they take it (e.g. ``LogisticRegression``,
         ``HistGradientBoostingClassifier``, :class:`~pmap_sklearn.PerturbMAPCRF`); None leaves
         theirs as given.
+    unary : {"matrix", "scale"}, default="matrix"
+        What stage two learns of the log-probabilities. ``"matrix"``: a K×K matrix and a bias,
+        :math:`u_d(k) = \sum_j w_{kj} \log p_j(x_d) + b_k` — it can correct the classifier,
+        and re-learns the class frequencies of the training nodes. ``"scale"``: one weight,
+        :math:`u_d(k) = \lambda \log p_k(x_d)` (stage two's structure with
+        ``unary="scaled", bias=False``) — the lecture's two-stage learning: the unary terms are
+        frozen and only how far to trust them is learned with the pairwise weights, so a class
+        balance set in stage one (``class_weight="balanced"``) is kept.
 
     Attributes
     ----------
@@ -119,6 +127,7 @@ class TwoStageCRF(MetaEstimatorMixin, BaseEstimator):
         "unknown_label": "no_validation",
         "ignore_label": "no_validation",
         "class_weight": [None, StrOptions({"balanced"}), dict],
+        "unary": [StrOptions({"matrix", "scale"})],
     }
 
     def __init__(
@@ -133,6 +142,7 @@ class TwoStageCRF(MetaEstimatorMixin, BaseEstimator):
         unknown_label=-1,
         ignore_label=None,
         class_weight=None,
+        unary="matrix",
     ):
         self.classifier = classifier
         self.crf = crf
@@ -143,6 +153,7 @@ class TwoStageCRF(MetaEstimatorMixin, BaseEstimator):
         self.unknown_label = unknown_label
         self.ignore_label = ignore_label
         self.class_weight = class_weight
+        self.unary = unary
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -320,6 +331,15 @@ class TwoStageCRF(MetaEstimatorMixin, BaseEstimator):
                 if name in own
             }
         )
+        if self.unary == "scale":  # one weight on the log-probabilities, no bias
+            structure = check_structure(own["structure"])
+            if "unary" not in structure.get_params():
+                raise ValueError(
+                    f"unary='scale' needs a stage-two structure with a unary parameter "
+                    f"(ChainStructure, GridStructure, GraphStructure), got "
+                    f"{type(structure).__name__}"
+                )
+            crf.set_params(structure=structure.set_params(unary="scaled", bias=False))
         return self._with_class_weight(crf)
 
     def _grids(self) -> bool:

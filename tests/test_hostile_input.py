@@ -16,6 +16,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.utils._param_validation import InvalidParameterError
 
 from pmap_sklearn import (
+    ChainStructure,
     ContinuousLogSupermodularDenoiser,
     EpsilonCRF,
     GridStructure,
@@ -272,6 +273,13 @@ def test_explain_weights_falls_back_to_x_names():
     explanation = explain_weights(pipeline.fit(data.data, data.target), top=2)
     named = {name for pairs in explanation.positive.values() for name, _ in pairs}
     assert named and named <= {"x0", "x1", "x2", "<bias>"}
+
+
+def test_explain_weights_refuses_scaled_scores():
+    data = make_chain_data(n_samples=20, n_states=2, n_features=2, random_state=0)
+    model = PerturbMAPCRF(ChainStructure(unary="scaled"), max_iter=2, tol=None, random_state=0)
+    with pytest.raises(ValueError, match="scaled"):
+        explain_weights(model.fit(data.data, data.target))
 
 
 # ---- property tests -------------------------------------------------------------------------

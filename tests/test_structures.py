@@ -24,6 +24,14 @@ def _samples(kind, rng):
             solver="brute_force",
         )
         return structure, [rng.normal(size=(2, 3, 2)) for _ in range(2)]
+    if kind == "chain_scaled":  # one score per label, one weight scaling them, biases
+        return ChainStructure(n_states=3, unary="scaled"), [rng.normal(size=(d, 3)) for d in (1, 4)]
+    if kind == "grid_scaled":
+        return GridStructure(unary="scaled", bias=False), [rng.normal(size=(2, 3, 2))] * 2
+    if kind == "graph_scaled":
+        edges = np.array([[0, 1], [1, 2], [2, 0]])
+        sample = GraphSample(rng.normal(size=(3, 3)), edges, rng.random((3, 2)))
+        return GraphStructure(n_states=3, unary="scaled"), [sample] * 2
     if kind == "graph_table":
         edges = np.array([[0, 1], [1, 2], [2, 0]])
         sample = GraphSample(rng.normal(size=(3, 2)), edges, rng.normal(size=(3, 2)))
@@ -36,7 +44,17 @@ def _samples(kind, rng):
     ]
 
 
-KINDS = ["chain", "grid", "graph", "grid_table", "grid_untied", "graph_table"]
+KINDS = [
+    "chain",
+    "grid",
+    "graph",
+    "grid_table",
+    "grid_untied",
+    "graph_table",
+    "chain_scaled",
+    "grid_scaled",
+    "graph_scaled",
+]
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -82,6 +100,33 @@ def test_joint_feature_of_marginals_is_the_expected_joint_feature(kind, rng):
         structure.joint_feature_of(batch, marginals.statistics),
         exact_expected_joint_feature(structure, batch, w),
     )
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_scaled_unary_scores_are_one_weight_times_the_scores_plus_biases(bias, rng):
+    structure = GraphStructure(n_states=3, unary="scaled", bias=bias)
+    scores = rng.normal(size=(4, 3))
+    X = [GraphSample(scores, [[0, 1], [1, 2], [2, 3]])]
+    batch = structure.fit(X).prepare(X)
+    assert structure.n_unary_weights_ == 1 + 3 * bias
+    w = rng.normal(size=structure.size_)
+    unary, _ = structure.unpack(w)
+    expected = w[0] * scores + (w[1:4] if bias else 0.0)
+    np.testing.assert_allclose(structure.potentials(batch, w).unary, expected)
+    assert structure.weight_row_width_ == 1 and not structure.has_sparse_features(batch)
+
+
+@pytest.mark.parametrize(
+    "structure, X, match",
+    [
+        (GraphStructure(unary="scaled"), [GraphSample(np.zeros((2, 3)), [[0, 1]])], "one score"),
+        (GridStructure(unary="scaled", untied=True), [np.zeros((2, 2, 2))], "untied"),
+        (ChainStructure(unary="affine"), [np.zeros((2, 2))], "'linear' or 'scaled'"),
+    ],
+)
+def test_scaled_unary_refuses_what_it_cannot_scale(structure, X, match):
+    with pytest.raises(ValueError, match=match):
+        structure.fit(X, [np.zeros(np.shape(x)[:-1] if np.ndim(x) == 3 else 2, int) for x in X])
 
 
 def test_subset_matches_preparing_the_subset(rng):

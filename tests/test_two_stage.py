@@ -15,6 +15,7 @@ from sklearn.utils._param_validation import InvalidParameterError
 
 from pmap_sklearn import (
     GraphSample,
+    GraphStructure,
     PerturbMAPCRF,
     SequenceVectorizer,
     StructuredSVM,
@@ -160,3 +161,51 @@ def test_class_weight_reaches_both_stages_and_balances_a_rare_class():
         return np.mean(predicted[truth == 1] == 1)
 
     assert recall(balanced) > recall(plain) + 0.2
+
+
+def _rare_class_graphs(edges):
+    rng = np.random.default_rng(0)
+    X, y = [], []
+    for _ in range(40):  # class 1 is rare (about 5 % of the nodes) and hard to see
+        labels = (rng.random(12) < 0.05).astype(int)
+        features = np.column_stack([labels + rng.normal(0, 0.8, 12), np.ones(12)])
+        X.append(GraphSample(features, edges))
+        y.append(labels)
+    return X, y
+
+
+def test_scale_learns_one_weight_and_keeps_the_balance_of_stage_one():
+    """``unary="scale"``: stage two scales the log-probabilities by one weight (no bias), so
+    without edges it decides as the balanced classifier does; the K×K matrix re-learns the
+    class frequencies instead and loses the rare class."""
+    X, y = _rare_class_graphs(np.empty((0, 2), int))
+    classifier = LogisticRegression(class_weight="balanced")
+    crf = PerturbMAPCRF("graph", random_state=0)
+    scale = TwoStageCRF(classifier, crf, random_state=0, unary="scale").fit(X, y)
+    matrix = TwoStageCRF(classifier, crf, random_state=0).fit(X, y)
+    structure = scale.crf_.structure_
+    assert structure.unary == "scaled" and structure.bias is False
+    assert structure.n_unary_weights_ == 1 and scale.crf_.coef_[0] > 0
+    alone = [scale.classifier_.predict(x.node_features) for x in X]
+    np.testing.assert_array_equal(np.concatenate(scale.predict(X)), np.concatenate(alone))
+    truth = np.concatenate(y)
+    recall = np.mean(np.concatenate(matrix.predict(X))[truth == 1] == 1)
+    assert recall < np.mean(np.concatenate(alone)[truth == 1] == 1) - 0.3
+    # with edges the learned Potts weight smooths the scaled scores
+    X, y = _rare_class_graphs(np.column_stack([np.arange(11), np.arange(1, 12)]))
+    scale = TwoStageCRF(classifier, crf, random_state=0, unary="scale").fit(X, y)
+    assert scale.crf_.coef_[0] > 0 and scale.crf_.coef_[-1] < 0
+
+
+def test_scale_needs_a_structure_that_can_scale():
+    class Fixed(GraphStructure):
+        def __init__(self, bias=True):
+            self.bias = bias
+            self.n_states, self.pairwise, self.solver = None, "potts", "auto"
+
+    X, y = _rare_class_graphs(np.empty((0, 2), int))
+    model = TwoStageCRF(crf=PerturbMAPCRF(Fixed()), unary="scale")
+    with pytest.raises(ValueError, match="unary parameter"):
+        model.fit(X, y)
+    with pytest.raises(InvalidParameterError):
+        TwoStageCRF(unary="diagonal").fit(X, y)
