@@ -706,7 +706,7 @@ class BaseStructure(BaseEstimator):
 
 
 class ChainStructure(BaseStructure):
-    """Linear chains (sequences) with any number of labels.
+    r"""Linear chains (sequences) with any number of labels.
 
     A sample is an array of shape (D, F): the features of its D nodes in order. The pairwise
     part of Ψ counts the transitions ``(y_d, y_{d+1})`` (K×K unconstrained weights); MAP is
@@ -942,7 +942,7 @@ class _EdgeFeatureStructure(BaseStructure):
 
 
 class GraphStructure(_EdgeFeatureStructure):
-    """Labelling of general graphs (superpixels).
+    r"""Labelling of general graphs (superpixels).
 
     A sample is a :class:`~pmap_sklearn.GraphSample` (or a tuple ``(node_features, edges[,
     edge_features[, node_sizes]])``). The pairwise part of Ψ is ``Σ_(i,j) ψ_ij [y_i != y_j]``
