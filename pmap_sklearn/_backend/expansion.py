@@ -285,8 +285,10 @@ def _cycle_moves(p: Potentials, labels: np.ndarray, clamp, moves: str, max_cycle
                 nodes = np.flatnonzero(free & running & ((labels == alpha) | (labels == beta)))
                 first, second = labels.copy(), labels.copy()
                 first[nodes], second[nodes] = alpha, beta
-            proposal, better = _best_move(p, graph, labels, first, second, nodes)
-            labels = np.where(better[p.node_sample], proposal, labels)
+            moved, better = _best_move(p, graph, labels, first, second, nodes)
+            if better.any():  # the nodes of the samples the move improves take it
+                kept = better[p.node_sample[nodes]]
+                labels[nodes[kept]] = moved[kept]
             idle = np.where(better, 0, idle + 1)
     return labels
 
@@ -329,6 +331,7 @@ class _MoveGraph:
         # no node can be left out when none loses more between any two labels than its reach
         self.can_prune = bool(np.any(np.ptp(p.unary, axis=1) > self.total)) if p.n_nodes else False
         self._incidence = None
+        self.local = np.full(p.n_nodes, -1)  # a move's node → its position in the cut, or −1
 
     @property
     def incidence(self):
@@ -357,12 +360,13 @@ class _MoveGraph:
         """The nodes of ``movable`` that some optimal expansion on α may move."""
         if not self.can_prune:
             return np.flatnonzero(movable)
-        unary = self.p.unary
-        loss = unary[np.arange(len(labels)), labels] - unary[:, alpha]
-        at_alpha = labels == alpha
-        nodes = np.flatnonzero(movable & (loss <= self.total))
+        nodes, unary = np.flatnonzero(movable), self.p.unary
+        loss = unary[nodes, labels[nodes]] - unary[nodes, alpha]
+        keep = loss <= self.total[nodes]
+        nodes, loss = nodes[keep], loss[keep]
         if self.p.pairwise_kind is not PairwiseKind.POTTS:
             return nodes
+        at_alpha = labels == alpha
         for _ in range(self._REFINEMENTS):
             inside = at_alpha.copy()
             inside[nodes] = True
@@ -378,9 +382,9 @@ class _MoveGraph:
                 reach = np.bincount(first, spread * inside[second], minlength=self.p.n_nodes)
                 reach += np.bincount(second, spread * inside[first], minlength=self.p.n_nodes)
                 reach = reach[nodes]
-            keep = loss[nodes] <= reach
+            keep = loss <= reach
             dropped = len(nodes) - np.count_nonzero(keep)
-            nodes = nodes[keep]
+            nodes, loss = nodes[keep], loss[keep]
             if dropped <= 0.01 * len(keep):  # another round would drop little more
                 break
         return nodes
@@ -398,17 +402,26 @@ class _MoveGraph:
 
 
 def _best_move(p: Potentials, graph: _MoveGraph, labels, first, second, nodes):
-    """The minimum-energy move ``x`` (labels ``where(x, second, first)``) of the nodes
-    ``nodes`` (the others keep theirs) and, per sample, whether it lowers the energy of
+    """The minimum-energy move ``x`` of the nodes ``nodes`` (the others keep their labels):
+    their labels ``where(x, second, first)``, and per sample whether it lowers the energy of
     ``labels`` (else the sample keeps them).
 
     Only these nodes and the edges that touch them take part: every other node keeps its
     label, so its terms are the same on both sides of the move."""
-    no_change = labels, np.zeros(p.n_samples, bool)
+    no_change = labels[nodes], np.zeros(p.n_samples, bool)
     if not nodes.size:
         return no_change
-    local = np.full(p.n_nodes, -1)
+    local = graph.local
     local[nodes] = np.arange(len(nodes))
+    try:
+        return _solve_move(p, graph, labels, first, second, nodes, local) or no_change
+    finally:
+        local[nodes] = -1  # the scratch map is all −1 between moves
+
+
+def _solve_move(p, graph, labels, first, second, nodes, local):
+    """:func:`_best_move` once ``local`` maps ``nodes`` to their positions (−1 elsewhere);
+    None when no sample's energy falls."""
     touching = graph.touching(nodes, local >= 0)
     i, j = local[p.edges[touching, 0]], local[p.edges[touching, 1]]  # -1: a fixed end
     # unary: x_i = 1 costs V_i(second) − V_i(first)
@@ -433,10 +446,8 @@ def _best_move(p: Potentials, graph: _MoveGraph, labels, first, second, nodes):
     )
     better = change < -1e-10 * (1.0 + scale)
     if not better.any():
-        return no_change
-    proposal = labels.copy()
-    proposal[nodes] = np.where(x, second[nodes], first[nodes])
-    return proposal, better
+        return None
+    return np.where(x, second[nodes], first[nodes]), better
 
 
 def _per_sample(p: Potentials, node_sample, node_values, edge_sample, edge_values):
