@@ -12,6 +12,8 @@ from pmap_sklearn import (
     LogSupermodularDenoiser,
     MarginalPerturbMAPCRF,
     PerturbMAPCRF,
+    PiecewiseCRF,
+    PseudoLikelihoodCRF,
     StructuredSVM,
     _parallel,
 )
@@ -31,6 +33,8 @@ def _runs(n_jobs):
     out["StructuredSVM"] = (
         StructuredSVM("grid", max_iter=2, random_state=0, n_jobs=n_jobs).fit(X, y).coef_
     )
+    for cls in (PiecewiseCRF, PseudoLikelihoodCRF):  # L-BFGS on one BLAS thread either way
+        out[cls.__name__] = cls("grid", max_iter=20, n_jobs=n_jobs).fit(X, y).coef_
     clean = np.stack(y)
     noisy = add_flip_noise(clean, 0.1, random_state=0)
     denoiser = LogSupermodularDenoiser(max_iter=2, n_perturbations=5, random_state=0, n_jobs=n_jobs)
