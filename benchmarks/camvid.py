@@ -21,8 +21,10 @@ Rows:
   its weight set on val, 5 iterations), if pydensecrf is installed;
 - two-stage CRFs (the user guide's recipe): the boosted classifier's out-of-fold
   log-probabilities (5 folds of frames, as ``TwoStageCRF`` computes them) as node features of a
-  CRF learned with its defaults and ``ignore_label=11``; fit seconds are stage two's, the
-  stage-one cost (out-of-fold and final classifier) is given once.
+  CRF learned with its defaults and ``ignore_label=11`` (a K×K matrix and a bias on them); and
+  ``TwoStageCRF(class_weight="balanced", unary="scale")``'s stage two: one weight on the
+  log-probabilities and the pairwise weights, by the class-balanced likelihood; fit seconds
+  are stage two's, the stage-one cost (out-of-fold and final classifier) is given once.
 
 Run: ``python benchmarks/camvid.py`` (needs ``../shared/data/camvid`` and scikit-image; the
 superpixel graphs are cached in ``~/.cache/pmap_sklearn`` after the first run, about 2 minutes
@@ -45,6 +47,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from pmap_sklearn import (
+    GraphStructure,
     MarginalPerturbMAPCRF,
     MeanFieldCRF,
     PerturbMAPCRF,
@@ -160,6 +163,14 @@ STAGE_TWO = {
     "PerturbMAPCRF, class_weight='balanced'": lambda: PerturbMAPCRF(
         "graph", ignore_label=VOID, random_state=SEED, class_weight="balanced"
     ),
+    # TwoStageCRF(class_weight="balanced", unary="scale"): one weight on the log-probabilities
+    # (no bias) and the pairwise weights, the likelihood balanced as stage one is
+    "PerturbMAPCRF, unary='scale', class_weight='balanced'": lambda: PerturbMAPCRF(
+        GraphStructure(unary="scaled", bias=False),
+        ignore_label=VOID,
+        random_state=SEED,
+        class_weight="balanced",
+    ),
     "MarginalPerturbMAPCRF": lambda: MarginalPerturbMAPCRF(
         "graph", ignore_label=VOID, random_state=SEED
     ),
@@ -168,7 +179,13 @@ STAGE_TWO = {
     "PiecewiseCRF": lambda: PiecewiseCRF("graph", ignore_label=VOID),
 }
 #: The rows whose marginals are scored (perturb-and-MAP marginals cost 100 MAPs a frame).
-WITH_MARGINALS = ("PerturbMAPCRF", "MeanFieldCRF")
+WITH_MARGINALS = (
+    "PerturbMAPCRF",
+    "PerturbMAPCRF, unary='scale', class_weight='balanced'",
+    "MeanFieldCRF",
+)
+#: The rows whose marginals are also scored after a temperature fitted on val.
+CALIBRATED = WITH_MARGINALS[:2]
 
 
 def figure(test, rows_labels, entropy, path, frames=(0, 90, 180)):
@@ -312,6 +329,7 @@ def main(quick: bool) -> None:
         fitted[name] = model
         if name == "PerturbMAPCRF":
             entropy = [-(m * np.log(np.maximum(m, 1e-12))).sum(axis=1) for m in marginals]
+        if name in CALIBRATED:
             # the remedy for over-confident marginals: a temperature fitted on val
             model.calibrate_marginals(
                 X_val[::4], [val.target[i] for i in range(0, len(val.data), 4)]
