@@ -96,6 +96,25 @@ class _FullBatchCRF(BaseStructuredEstimator):
     def _new_state(self, rng):
         return FitState(coef=np.zeros(self.structure_.size_), rng=rng)
 
+    def _minimise(self, objective, w0):
+        """``objective(w) -> (value, gradient)`` minimised by L-BFGS-B from ``w0``, within
+        :meth:`_box`: ``(w, n_iter, value)``.
+
+        One BLAS thread whatever ``n_jobs``: L-BFGS-B's vector updates and these objectives'
+        small products leave a second thread waiting (PiecewiseCRF on the horse graphs: 1.34 s
+        with two threads, 0.22 s with one), and the fit is then the same bit for bit with any
+        ``n_jobs``."""
+        with single_blas_thread():
+            return minimise(
+                objective,
+                w0,
+                name=type(self).__name__,
+                max_iter=self.max_iter,
+                tol=self.tol,
+                verbose=self.verbose,
+                bounds=self._box(),
+            )
+
     def _joint(self, batch, node, pair):
         statistics = Statistics(node, pairwise_statistics(pair, self.structure_.pairwise_kind))
         return self.structure_.joint_feature_of(batch, statistics)
@@ -104,23 +123,10 @@ class _FullBatchCRF(BaseStructuredEstimator):
 class _LbfgsSurrogateCRF(_FullBatchCRF):
     """A full-batch learner whose surrogate objective is smooth and deterministic
     (``_objective(batch, labels, w) -> (value, gradient)``): minimised by L-BFGS-B, the
-    attractive weights kept by box constraints.
-
-    One BLAS thread whatever ``n_jobs``: L-BFGS-B's vector updates and these objectives' small
-    products leave a second thread waiting (PiecewiseCRF on the horse graphs: 1.34 s with two
-    threads, 0.22 s with one), and the fit is then the same bit for bit with any ``n_jobs``."""
+    attractive weights kept by box constraints."""
 
     def _optimise(self, batch, labels, state, rng, validation_score):
-        with single_blas_thread():
-            w, n_iter, value = minimise(
-                self._objective_of(batch, labels),
-                state.coef,
-                name=type(self).__name__,
-                max_iter=self.max_iter,
-                tol=self.tol,
-                verbose=self.verbose,
-                bounds=self._box(),
-            )
+        w, n_iter, value = self._minimise(self._objective_of(batch, labels), state.coef)
         state.coef, state.n_iter = w, state.n_iter + n_iter
         self.objective_ = value
 
@@ -819,14 +825,8 @@ class PartClampCRF(_FullBatchCRF):
                 if self._schedule() == "online":
                     self._prune(batch, parts, state.coef)
             state.record(bounds=self._bound(batch, parts, state.coef).total / n)
-            w, n_iter, _ = minimise(
-                lambda w: self._objective(batch, labels, parts, w),
-                state.coef,
-                name=type(self).__name__,
-                max_iter=self.max_iter,
-                tol=self.tol,
-                verbose=self.verbose,
-                bounds=self._box(),
+            w, n_iter, _ = self._minimise(
+                lambda w: self._objective(batch, labels, parts, w), state.coef
             )
             state.coef, state.n_iter = w, state.n_iter + n_iter
         state.record(by_states=self._bound_by_states(batch, parts, state.coef))

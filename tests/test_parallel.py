@@ -11,6 +11,7 @@ from joblib import parallel_config
 from pmap_sklearn import (
     LogSupermodularDenoiser,
     MarginalPerturbMAPCRF,
+    PartClampCRF,
     PerturbMAPCRF,
     PiecewiseCRF,
     PseudoLikelihoodCRF,
@@ -33,7 +34,7 @@ def _runs(n_jobs):
     out["StructuredSVM"] = (
         StructuredSVM("grid", max_iter=2, random_state=0, n_jobs=n_jobs).fit(X, y).coef_
     )
-    for cls in (PiecewiseCRF, PseudoLikelihoodCRF):  # L-BFGS on one BLAS thread either way
+    for cls in (PiecewiseCRF, PseudoLikelihoodCRF, PartClampCRF):  # L-BFGS on one BLAS thread
         out[cls.__name__] = cls("grid", max_iter=20, n_jobs=n_jobs).fit(X, y).coef_
     clean = np.stack(y)
     noisy = add_flip_noise(clean, 0.1, random_state=0)
