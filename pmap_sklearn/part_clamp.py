@@ -30,7 +30,6 @@ from ._base import (
     BaseStructuredEstimator,
 )
 from ._lbfgs import minimise
-from ._parallel import single_blas_thread
 from ._state import FitState
 from ._utils import NumberInterval, onehot
 from .perturb_map import label_weights
@@ -98,22 +97,17 @@ class _FullBatchCRF(BaseStructuredEstimator):
 
     def _minimise(self, objective, w0):
         """``objective(w) -> (value, gradient)`` minimised by L-BFGS-B from ``w0``, within
-        :meth:`_box`: ``(w, n_iter, value)``.
-
-        One BLAS thread whatever ``n_jobs``: L-BFGS-B's vector updates and these objectives'
-        small products leave a second thread waiting (PiecewiseCRF on the horse graphs: 1.34 s
-        with two threads, 0.22 s with one), and the fit is then the same bit for bit with any
-        ``n_jobs``."""
-        with single_blas_thread():
-            return minimise(
-                objective,
-                w0,
-                name=type(self).__name__,
-                max_iter=self.max_iter,
-                tol=self.tol,
-                verbose=self.verbose,
-                bounds=self._box(),
-            )
+        :meth:`_box`: ``(w, n_iter, value)`` (on one BLAS thread, see
+        :func:`~pmap_sklearn._lbfgs.minimise`)."""
+        return minimise(
+            objective,
+            w0,
+            name=type(self).__name__,
+            max_iter=self.max_iter,
+            tol=self.tol,
+            verbose=self.verbose,
+            bounds=self._box(),
+        )
 
     def _joint(self, batch, node, pair):
         statistics = Statistics(node, pairwise_statistics(pair, self.structure_.pairwise_kind))
