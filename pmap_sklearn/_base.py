@@ -636,6 +636,12 @@ class SGDSettings:
 #: The budget on CoNLL-2002 Spanish testa (token F1, second half averaged, alpha 1e-5):
 #: 6 / 10 / 16 epochs 0.769 / 0.774 / 0.777 — 8 keeps a fit 3× faster than crfsuite's.
 SPARSE_AUTO = {"learning_rate": "adagrad", "batch_size": 32, "max_iter": 8, "tol": None}
+#: ``eta0="auto"`` with sparse node features: one pass over 1,024 samples per candidate step,
+#: judged on 512 others. Judged on the pass's own 256 samples (the dense rule) it picked 0.8 on
+#: the treebank, where 0.35 gives 94.30 % against 94.17 % test accuracy and calibration error
+#: 0.008 against 0.018; judged on 256 others it picked 0.1–0.2 on CoNLL-2002 (too little data
+#: for the step a whole fit wants); this picks 0.4 on both, over seeds.
+SPARSE_CALIBRATION = {"n_calibration": 1024, "held_out": 512}
 #: ``alpha="auto"`` with sparse node features: this over the objective's units of evidence
 #: (samples; nodes for the marginal likelihood, whose per-sample terms are node averages). On
 #: the summed likelihood it is crfsuite's ``c2 = 0.1`` (``c2 ‖w‖²``, the tutorial's setting):
@@ -882,6 +888,7 @@ class BaseStructuredSGD(BaseStructuredEstimator):
                     project=self.structure_.project,
                     average=bool(settings.average),
                     make_steps=self._calibration_steps(settings.learning_rate),
+                    **(SPARSE_CALIBRATION if self.structure_.has_sparse_features(batch) else {}),
                 )
         elif self.eta0 != "auto":  # a warm start: an eta0 set since the last fit applies
             state.eta0 = self.eta0

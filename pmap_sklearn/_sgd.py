@@ -218,6 +218,7 @@ def calibrate_eta0(
     average: bool = True,
     make_steps: Callable[[float], StepRule] = lambda eta: Schedule("constant", eta),
     n_calibration: int = 256,
+    held_out: int = 0,
     factor: float = 2.0,
     start: float = 0.1,
 ) -> float:
@@ -225,7 +226,11 @@ def calibrate_eta0(
 
     Each candidate runs one epoch of SGD from ``w`` over up to ``n_calibration`` samples, its
     steps from ``make_steps(eta)`` (constant steps by default), then the regularised
-    objective of the last (or, with ``average``, the averaged) iterate is estimated on them.
+    objective of the last (or, with ``average``, the averaged) iterate is estimated on them —
+    or, with ``held_out``, on up to that many other samples (the subsample is split in
+    proportion when the data has fewer). The pass's own samples reward the steps that
+    memorise them: with sparse token features a large step fits their rare words at once and
+    wins, while the samples it has not seen judge what the step generalises.
     Candidates and evaluations share their perturbations (common random numbers), so they are
     compared on equal terms.
     The step is searched among ``start · factor**m``: upwards first, downwards if a larger step
@@ -233,22 +238,33 @@ def calibrate_eta0(
     objective in O(log |m|) passes (a few on well-scaled features, ~20 when they are scaled by
     1e150). Passes that diverge count as −∞.
     """
-    index = rng.choice(n_samples, size=min(n_samples, n_calibration), replace=False)
+    index = rng.choice(n_samples, size=min(n_samples, n_calibration + held_out), replace=False)
     pass_seed, eval_seed = rng.integers(2**63, size=2)
+    n_judged = min(round(len(index) * held_out / (n_calibration + held_out)), len(index) - 1)
+    judged, index = (index[:n_judged], index[n_judged:]) if n_judged > 0 else (index, index)
     oracle = make_oracle(index)
+    judge = oracle if judged is index else make_oracle(judged)
 
     def objective_after_pass(eta: float) -> float:
-        trial, mean = w.copy(), np.zeros_like(w)
-        pass_rng, steps = np.random.default_rng(pass_seed), make_steps(eta)
-        for n_steps, begin in enumerate(range(0, len(index), batch_size), start=1):
-            part = slice(begin, min(begin + batch_size, len(index)))
-            _step(oracle, part, trial, pass_rng, steps, 0, alpha, project)
-            if not np.all(np.isfinite(trial)):
-                return -np.inf
-            mean += (trial - mean) / n_steps
-        trial = mean if average else trial  # judge what the run would return
-        value = oracle(slice(None), trial, np.random.default_rng(eval_seed))[1]
-        return value / len(index) - _penalty(alpha, trial)
+        state = SGDState(coef=w.copy())
+        run_sgd(
+            lambda order: oracle,  # the subsample in its drawn order
+            state,
+            len(index),
+            rng=np.random.default_rng(pass_seed),
+            alpha=alpha,
+            batch_size=batch_size,
+            steps=make_steps(eta),
+            average=average,
+            max_iter=1,
+            tol=None,
+            n_iter_no_change=1,
+            project=project,
+            shuffle=False,
+        )
+        trial = state.estimate  # judge what the run would return
+        value = judge(slice(None), trial, np.random.default_rng(eval_seed))[1]
+        return value / len(judged) - _penalty(alpha, trial)
 
     values = {}
 

@@ -69,7 +69,8 @@ class MarginalPerturbMAPCRF(BaseStructuredSGD):
         (``"auto"``: AdaGrad with sparse node features and on ``GraphStructure`` graphs with
         more than two labels, ``"optimal"`` otherwise).
     eta0 : float or "auto", default="auto"
-        Initial step size; ``"auto"`` calibrates it on a subsample before the first epoch.
+        Initial step size; ``"auto"`` calibrates it on a subsample before the first epoch
+        (as :class:`PerturbMAPCRF` does: judged on held-out samples with sparse node features).
     power_t : float, default=0.5
         Exponent of the ``"invscaling"`` schedule.
     average : bool, int or "auto", default="auto"

@@ -86,7 +86,9 @@ class PerturbMAPCRF(ClassWeightedSGD):
     eta0 : float or "auto", default="auto"
         Initial step size. ``"auto"`` calibrates it on a subsample of up to 256 samples before
         the first epoch (Bottou's trick: the step size whose one-epoch objective is best),
-        so the default adapts to the scale of the features.
+        so the default adapts to the scale of the features. With sparse node features each
+        candidate's epoch runs over up to 1,024 samples and is judged on up to 512 others:
+        judged on its own samples, a large step wins by memorising their rare words.
     power_t : float, default=0.5
         Exponent of the ``"invscaling"`` schedule.
     average : bool, int or "auto", default="auto"

@@ -22,6 +22,7 @@ from pmap_sklearn import (
     PerturbMAPCRF,
     SequenceVectorizer,
     StructuredSVM,
+    _base,
     _utils,
     grid_edges,
 )
@@ -190,9 +191,11 @@ def _sparse_and_dense(n=40, seed=0):
         lambda: StructuredSVM(random_state=0, max_iter=4, batch_size=4, average=False),
     ],
 )
-def test_sparse_features_fit_exactly_like_dense(make):
+def test_sparse_features_fit_exactly_like_dense(make, monkeypatch):
     """Lazy sparse SGD steps (shrinkage and averaging caught up when a row is read) give the
-    weights of the dense steps."""
+    weights of the dense steps — in the fit and in the step-size search, given the same search
+    (by default sparse features judge it on held-out samples, dense ones on the pass's)."""
+    monkeypatch.setattr(_base, "SPARSE_CALIBRATION", {})
     chains, dense, tags = _sparse_and_dense()
     on_sparse, on_dense = make().fit(chains, tags), make().fit(dense, tags)
     np.testing.assert_allclose(on_sparse.coef_, on_dense.coef_, rtol=1e-9, atol=1e-12)
@@ -497,7 +500,8 @@ def test_treebank_loader_names_what_is_wrong(tmp_path):
     assert loaded.sentences == [["do", "n't"]] and loaded.tags == [["VBP", "RB"]]
 
 
-def test_graphs_take_sparse_node_features_too():
+def test_graphs_take_sparse_node_features_too(monkeypatch):
+    monkeypatch.setattr(_base, "SPARSE_CALIBRATION", {})  # the same step-size search
     images = make_grid_data(n_samples=8, shape=(6, 6), noise=1.0, random_state=0)
     edges = grid_edges((6, 6))
     dense = [GraphSample(np.c_[x.reshape(-1, 1), x.reshape(-1, 1) > 0], edges) for x in images.data]
@@ -552,3 +556,23 @@ def test_fit_hands_freed_heap_memory_back():
     PerturbMAPCRF(max_iter=1, random_state=0).fit(data.data, data.target)
     assert before - resident_mb() > 30
     del last
+
+
+def test_sparse_features_judge_the_step_size_on_held_out_sentences(monkeypatch):
+    """``eta0="auto"`` on sparse token features: each candidate step's pass is judged on
+    sentences it did not pass over (the pass's own reward memorising their rare words); dense
+    features keep the search judged on the pass's samples."""
+    searches = []
+    search = _base._sgd.calibrate_eta0
+
+    def recorded(*args, **kwargs):
+        searches.append(kwargs)
+        return search(*args, **kwargs)
+
+    monkeypatch.setattr(_base._sgd, "calibrate_eta0", recorded)
+    chains, dense, tags = _sparse_and_dense()
+    on_sparse = PerturbMAPCRF(random_state=0, max_iter=2).fit(chains, tags)
+    on_dense = PerturbMAPCRF(random_state=0, max_iter=2).fit(dense, tags)
+    assert searches[0]["held_out"] == _base.SPARSE_CALIBRATION["held_out"] > 0
+    assert "held_out" not in searches[1]
+    assert on_sparse.eta0_ > 0 and on_dense.eta0_ > 0

@@ -122,3 +122,44 @@ def test_full_batch_runs_make_the_oracle_once_and_project():
     shuffled = []
     _run(Schedule("constant", 0.5), shuffled, np.array([1.0]), max_iter=3)
     assert shuffled == [4, 4, 4]
+
+
+def test_step_size_search_can_judge_on_samples_it_did_not_pass_over():
+    """``held_out``: each candidate's pass runs over one part of the subsample and is judged
+    on the other (disjoint, split in proportion); without it the pass's samples judge."""
+    from pmap_sklearn._sgd import calibrate_eta0
+
+    target = np.random.default_rng(1).normal(size=(30, 2))
+    made = []
+
+    def make_oracle(order):
+        order = np.asarray(order)
+        made.append(order)
+        calls = {"step": 0, "judge": 0}
+        made.append(calls)
+
+        def oracle(part, w, rng):  # ℓ_n(w) = −‖w − t_n‖² / 2: the best w is the mean
+            rows = target[order[part]]
+            calls["judge" if part == slice(None) else "step"] += 1
+            return (rows - w).sum(axis=0), -0.5 * float(((rows - w) ** 2).sum())
+
+        return oracle
+
+    def search(**kwargs):
+        made.clear()
+        eta = calibrate_eta0(
+            make_oracle, np.zeros(2), 30, rng=np.random.default_rng(0), alpha=0.0,
+            batch_size=4, project=lambda w: w, average=False, **kwargs
+        )  # fmt: skip
+        return eta, made[0::2], made[1::2]
+
+    eta, (passed, judged), (pass_calls, judge_calls) = search(n_calibration=20, held_out=10)
+    assert len(passed) == 20 and len(judged) == 10 and not set(passed) & set(judged)
+    assert pass_calls["judge"] == 0 and judge_calls["step"] == 0 and judge_calls["judge"] >= 2
+    # fewer samples than asked: split in the same proportion
+    _, (passed, judged), _ = search(n_calibration=40, held_out=20)
+    assert (len(passed), len(judged)) == (20, 10)
+    # without held-out samples one oracle both steps and judges, on the pass's samples
+    eta_own, orders, (calls,) = search(n_calibration=20)
+    assert len(orders) == 1 and calls["step"] and calls["judge"]
+    assert 0.0 < eta <= 1.0 and 0.0 < eta_own <= 1.0  # a step of the mean's size, not beyond
