@@ -241,9 +241,12 @@ def calibrate_eta0(
     index = rng.choice(n_samples, size=min(n_samples, n_calibration + held_out), replace=False)
     pass_seed, eval_seed = rng.integers(2**63, size=2)
     n_judged = min(round(len(index) * held_out / (n_calibration + held_out)), len(index) - 1)
-    judged, index = (index[:n_judged], index[n_judged:]) if n_judged > 0 else (index, index)
-    oracle = make_oracle(index)
-    judge = oracle if judged is index else make_oracle(judged)
+    if n_judged > 0:  # the first samples judge, the others make the pass
+        judged, index = index[:n_judged], index[n_judged:]
+        oracle, judge = make_oracle(index), make_oracle(judged)
+    else:  # the pass's own samples judge
+        judged = index
+        oracle = judge = make_oracle(index)
 
     def objective_after_pass(eta: float) -> float:
         state = SGDState(coef=w.copy())
