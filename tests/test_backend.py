@@ -19,6 +19,7 @@ from pmap_sklearn._backend import (
     check_solver,
 )
 from pmap_sklearn._backend.potentials import Statistics, add_sample_differences, incidence
+from pmap_sklearn._utils import ranges
 from pmap_sklearn.datasets import make_grid_data
 from pmap_sklearn.perturbation import gumbel
 from pmap_sklearn.samples import GraphSample
@@ -177,9 +178,9 @@ def test_clamped_maps_match_brute_force(seed, case, dynamic, skip):
     scale=st.sampled_from([1.0, 400.0]),
 )
 def test_forward_backward_matches_brute_force(seed, n_states, clamped, scale):
-    """Both recursions — scaled exp-domain and log-domain — and the dispatcher between them
-    are exact; at scale 400 the scores spread over more than 600 nats, where only the
-    log-domain one may run."""
+    """Both recursions — scaled exp-domain (packed) and log-domain (padded) — and the solver's
+    dispatch between them are exact; at scale 400 the scores spread over more than 600 nats,
+    where only the log-domain one may run."""
     rng = np.random.default_rng(seed)
     X = [rng.normal(size=(d, 2)) for d in rng.integers(1, 6, size=3)]
     structure = ChainStructure(n_states=n_states).fit(X)
@@ -187,27 +188,52 @@ def test_forward_backward_matches_brute_force(seed, n_states, clamped, scale):
     p = structure.potentials(batch, scale * 2 * rng.normal(size=structure.size_))
     clamp = _free_or_clamped(rng, batch.n_nodes, n_states) if clamped else None
     unary = p.unary if clamp is None else chain.clamp_scores(p.unary, clamp)
-    padded, position = chain.pad(unary, p.lengths)
-    scaled = chain._scaled_forward_backward(padded, p.lengths, p.pairwise)
-    spread = np.ptp(p.pairwise) + max(
-        np.ptp(padded[i, d][np.isfinite(padded[i, d])])
-        for i, length in enumerate(p.lengths)
-        for d in range(length)
-    )
-    assert (scaled is None) == (spread >= chain._SCALED_MAX_SPREAD)
-    results = [chain._log_forward_backward(padded, p.lengths, p.pairwise)]
-    results += [chain.forward_backward(padded, p.lengths, p.pairwise)]
-    results += [scaled] if scaled is not None else []
-    solver = ChainSolver()
-    marginals = solver.marginals(p, clamp)
     brute = BruteForceSolver().marginals(p, clamp)
+    marginals = ChainSolver().marginals(p, clamp)
     np.testing.assert_allclose(marginals.log_partition, brute.log_partition, rtol=1e-12)
     np.testing.assert_allclose(marginals.node, brute.node, atol=1e-12)
     np.testing.assert_allclose(marginals.statistics.pairwise, brute.statistics.pairwise, atol=1e-12)
-    for log_z, node_padded, pair in results:
-        np.testing.assert_allclose(log_z, brute.log_partition, rtol=1e-12)
-        np.testing.assert_allclose(node_padded[p.node_sample, position], brute.node, atol=1e-12)
-        np.testing.assert_allclose(pair.sum(0), brute.statistics.pairwise, atol=1e-11)
+    padded, position = chain.pad(unary, p.lengths)
+    log_z, node_padded, pair = chain.log_forward_backward(padded, p.lengths, p.pairwise)
+    np.testing.assert_allclose(log_z, brute.log_partition, rtol=1e-12)
+    np.testing.assert_allclose(node_padded[p.node_sample, position], brute.node, atol=1e-12)
+    np.testing.assert_allclose(pair.sum(0), brute.statistics.pairwise, atol=1e-11)
+    spread = np.ptp(p.pairwise) + max(np.ptp(row[np.isfinite(row)]) for row in unary)
+    if spread < chain._SCALED_MAX_SPREAD:  # the scaled recursion, on chains longest first
+        order = np.argsort(-p.lengths, kind="stable")
+        nodes = ranges(p.node_offsets, order)
+        log_z, node, pair = chain.packed_forward_backward(
+            unary[nodes], p.lengths[order], p.pairwise
+        )
+        np.testing.assert_allclose(log_z, brute.log_partition[order], rtol=1e-12)
+        np.testing.assert_allclose(node, brute.node[nodes], atol=1e-12)
+        np.testing.assert_allclose(pair, brute.statistics.pairwise, atol=1e-11)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_packed_marginals_in_groups_with_wide_chains_match_brute_force(seed, monkeypatch):
+    """The solver's marginals: chains sorted longest first, packed position by position in
+    groups of a few scores (here every group holds one to three chains), the chains whose
+    scores spread over more than ~600 nats sent to the log-domain recursion — and put back
+    in the samples' order."""
+    monkeypatch.setattr(chain, "PACKED_ENTRIES", 12)
+    rng = np.random.default_rng(seed)
+    n_states = 3
+    X = [rng.normal(size=(d, 2)) for d in rng.integers(1, 6, size=7)]
+    structure = ChainStructure(n_states=n_states).fit(X)
+    batch = structure.prepare(X)
+    p = structure.potentials(batch, 2 * rng.normal(size=structure.size_))
+    wide = rng.random(batch.n_samples) < 0.4  # these chains' scores spread over 2,000 nats
+    p = replace(p, unary=np.where(wide[p.node_sample, None], 1e3, 1.0) * p.unary)
+    clamp = _free_or_clamped(rng, batch.n_nodes, n_states)
+    for given_clamp in (None, clamp):
+        marginals = ChainSolver().marginals(p, given_clamp)
+        brute = BruteForceSolver().marginals(p, given_clamp)
+        np.testing.assert_allclose(marginals.log_partition, brute.log_partition, rtol=1e-12)
+        np.testing.assert_allclose(marginals.node, brute.node, atol=1e-12)
+        np.testing.assert_allclose(
+            marginals.statistics.pairwise, brute.statistics.pairwise, atol=1e-11
+        )
 
 
 @SETTINGS

@@ -1,11 +1,13 @@
 """Exact inference on a batch of chains: Viterbi, clamped maximisers, forward-backward, and
 :class:`ChainSolver`, the solver of chain-shaped potentials built on them.
 
-The kernels take a padded batch: ``unary`` of shape (B, L, K) holds the node scores of B
-chains of lengths ``lengths`` (B,), padded to the longest length L; ``transition`` (K, K) is the
-score of ``(y_d, y_{d+1})`` shared by all edges. Entries beyond a chain's
-length are ignored. The Python loops run over the L positions only; every step is vectorised
-over chains and labels, so a mini-batch of words costs ~L numpy calls per pass.
+The max-product kernels take a padded batch: ``unary`` of shape (B, L, K) holds the node scores
+of B chains of lengths ``lengths`` (B,), padded to the longest length L; ``transition`` (K, K) is
+the score of ``(y_d, y_{d+1})`` shared by all edges. Entries beyond a chain's length are
+ignored. The Python loops run over the L positions only; every step is vectorised over chains
+and labels, so a mini-batch of words costs ~L numpy calls per pass. Forward-backward packs the
+nodes position by position instead (no padding), so that one loop over the positions serves a
+whole corpus of chains (:func:`packed_forward_backward`).
 
 Maximisers are traced from the max-product messages: the back-pointer of a node is recomputed
 (a (B, K) argmax) only for the label actually traced, instead of storing (B, L, K) pointers.
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._utils import ranges
 from .base import ClampedSolution, Marginals, Solver, chunks_by_size, solved_queries
 from .capabilities import Capabilities, GraphKind, PairwiseKind
 from .potentials import ChainLayout, Potentials, Statistics, add_clamped_differences
@@ -183,83 +186,99 @@ def max_product_messages(unary, lengths, transition):
 
 #: Largest score range (nats) within one step for which the scaled forward-backward is used.
 _SCALED_MAX_SPREAD = 600.0
+#: Node scores (nodes × labels) of one group of :func:`packed_forward_backward`: its five
+#: packed arrays take 8 bytes × this each (a treebank's 200,000 tokens × 17 tags in two groups).
+PACKED_ENTRIES = 2**21
 
 
-def forward_backward(unary: np.ndarray, lengths: np.ndarray, transition: np.ndarray):
-    """Log-partition, node marginals and summed edge marginals of every chain.
+def packed_forward_backward(unary: np.ndarray, lengths: np.ndarray, transition: np.ndarray):
+    """Log-partition, node marginals and summed edge marginals of chains given longest first,
+    by the scaled forward-backward of HMMs in a packed position-major layout.
 
-    The recursion runs in the exp domain with one normaliser per position (the scaled
-    forward-backward of HMMs: one exponential per score instead of one per message entry and
-    step). Where the scores of one step spread over more than ~600 nats, so that a scaled
-    message could underflow, it falls back to the log-domain recursion, exact at any range.
+    The recursion runs in the exp domain with one normaliser per position (one exponential
+    per score instead of one per message entry and step): with ``U_d = exp(u_d − max u_d)``
+    and ``E = exp(T − max T)``, ``a_d ∝ (a_{d-1} E) ∘ U_d`` normalised by ``c_d`` (so
+    ``a_d = P(y_d | nodes 0..d)``), ``b_{d-1} = E (U_d ∘ b_d) / c_d``, node marginals
+    ``a_d ∘ b_d`` and ``log Z = Σ_d (log c_d + max u_d) + (D − 1) max T``. Every entry is at
+    least ``exp(−spread) / K²`` of the largest one, with spread the range of a node's finite
+    scores plus the range of T: the caller sends chains with a spread over ~600 nats, which
+    could underflow, to :func:`log_forward_backward`.
+
+    Row ``offsets[d] + b`` of the packed arrays is node d of chain b; the chains that reach d
+    are a prefix of the sorted chains, so the nodes of position d are a contiguous block
+    whose first rows continue the block of d − 1, and each step is one matrix product over
+    every chain of the group (the Python loop runs over the positions once per group).
+
+    Parameters
+    ----------
+    unary : ndarray of shape (n_nodes, K)
+        Node scores, chains one after the other (``-inf``: a label clamped out).
+    lengths : ndarray of shape (B,)
+        Chain lengths, non-increasing.
+    transition : ndarray of shape (K, K)
 
     Returns
     -------
     log_z : ndarray of shape (B,)
         ``A(x) = log sum_y exp f(y)``.
+    node_marginals : ndarray of shape (n_nodes, K)
+        ``P(y_d = k)``.
+    transition_marginals : ndarray of shape (K, K)
+        ``sum_d P(y_d = i, y_{d+1} = j)`` summed over the chains: the expected transition
+        counts.
+    """
+    n_chains = len(lengths)
+    reaching = n_chains - np.searchsorted(lengths[::-1], np.arange(lengths[0]), "right")
+    offsets = np.concatenate([[0], np.cumsum(reaching)])
+    chain = np.repeat(np.arange(n_chains), lengths)
+    position = np.arange(len(unary)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    rows = offsets[position] + chain  # node → packed row
+    scores = np.empty_like(unary)
+    scores[rows] = unary
+    shift = scores.max(axis=1)
+    with np.errstate(invalid="ignore"):  # -inf - finite: a clamped-out label, exp → 0
+        potentials = np.exp(scores - shift[:, None])
+    top = transition.max()
+    matrix = np.exp(transition - top)  # E(i, j)
+    alpha = np.empty_like(potentials)
+    norm = np.empty(len(potentials))
+    norm[: reaching[0]] = potentials[: reaching[0]].sum(axis=1)
+    alpha[: reaching[0]] = potentials[: reaching[0]] / norm[: reaching[0], None]
+    for d in range(1, len(reaching)):  # a_d ∝ (a_{d-1} E) ∘ U_d
+        here = slice(offsets[d], offsets[d + 1])
+        before = slice(offsets[d - 1], offsets[d - 1] + reaching[d])  # the same chains at d − 1
+        message = (alpha[before] @ matrix) * potentials[here]
+        norm[here] = message.sum(axis=1)
+        alpha[here] = message / norm[here, None]
+    beta = np.ones_like(potentials)
+    after = np.empty_like(potentials)  # U_d ∘ b_d / c_d: the evidence from node d on
+    for d in range(len(reaching) - 1, 0, -1):
+        here = slice(offsets[d], offsets[d + 1])
+        before = slice(offsets[d - 1], offsets[d - 1] + reaching[d])
+        after[here] = potentials[here] * beta[here] / norm[here, None]
+        beta[before] = after[here] @ matrix.T
+    per_node = np.log(norm) + shift
+    log_z = np.add.reduceat(per_node[rows], np.cumsum(lengths) - lengths) + (lengths - 1) * top
+    # Σ_d P(y_d = i, y_{d+1} = j) = E(i, j) Σ_d a_d(i) after_{d+1}(j), over all edges at once
+    later = np.arange(offsets[1], offsets[-1])
+    earlier = later - np.repeat(reaching[:-1], reaching[1:])
+    pair = (alpha[earlier].T @ after[later]) * matrix
+    return log_z, (alpha * beta)[rows], pair
+
+
+def log_forward_backward(unary, lengths, transition):
+    """Log-partition, node marginals and edge marginals of a padded batch of chains with
+    log-domain messages: exact at any score range (for chains whose scores spread too wide
+    for :func:`packed_forward_backward`, so written for robustness rather than speed).
+
+    Returns
+    -------
+    log_z : ndarray of shape (B,)
     node_marginals : ndarray of shape (B, L, K)
         ``P(y_d = k)``; zero on padded positions.
     transition_marginals : ndarray of shape (B, K, K)
-        ``sum_d P(y_d = i, y_{d+1} = j)``: the expected transition counts of each chain.
+        The expected transition counts of each chain.
     """
-    result = _scaled_forward_backward(unary, lengths, transition)
-    return result if result is not None else _log_forward_backward(unary, lengths, transition)
-
-
-def _scaled_forward_backward(unary, lengths, transition):
-    """:func:`forward_backward` with normalised exp-domain messages; None where the
-    score range risks underflow.
-
-    With ``U_d = exp(u_d − max u_d)`` and ``E = exp(T − max T)``: ``a_d ∝ (E^T a_{d-1}) ∘ U_d``
-    normalised by ``c_d`` (so ``a_d = P(y_d | nodes 0..d)``), ``b_d = E (U_{d+1} ∘ b_{d+1}) /
-    c_{d+1}``, node marginals ``a_d ∘ b_d``, ``log Z = Σ_d (log c_d + max u_d) + (D − 1) max T``.
-    """
-    n_chains, n_pos, _ = unary.shape
-    order, inverse, reaching = _longest_first(lengths, n_pos)
-    sorted_lengths = lengths[order]
-    # Label-major (L, K, B) layout, chains longest first: a position touches a prefix.
-    scores = unary[order].transpose(1, 2, 0)
-    valid = np.arange(n_pos)[:, None] < sorted_lengths[None, :]
-    shift = np.where(valid, scores.max(axis=1), 0.0)  # (L, B)
-    lowest = np.where(np.isfinite(scores), scores, np.inf).min(axis=1)
-    # Every forward (backward) entry is at least exp(−spread) / K² of the largest one, where
-    # spread = range of the finite scores of the node + range of T: below ~600 nats no entry
-    # underflows. (-inf scores of clamped labels are exact zeros.)
-    spread = np.where(valid, shift - lowest, 0.0) + (transition.max() - transition.min())
-    if not (np.isfinite(shift).all() and spread.max() < _SCALED_MAX_SPREAD):
-        return None  # (a node with no allowed label has shift −inf)
-    with np.errstate(invalid="ignore"):  # -inf - finite is fine; padding is never read
-        potentials = np.exp(scores - shift[:, None, :])
-    top = transition.max()
-    forward_matrix = np.exp(transition - top).T.copy()  # row j: exp T(i -> j) over i
-    backward_matrix = forward_matrix.T.copy()  # E itself
-    alpha = np.zeros(scores.shape)
-    norm = np.ones((n_pos, n_chains))
-    message = potentials[0]
-    for pos in range(n_pos):
-        n = reaching[pos]
-        if pos:
-            message = (forward_matrix @ alpha[pos - 1, :, :n]) * potentials[pos, :, :n]
-        norm[pos, :n] = message.sum(axis=0)
-        alpha[pos, :, :n] = message / norm[pos, :n]
-    beta = np.ones(scores.shape)
-    # after[d] = U_d ∘ b_d / c_d: the evidence from node d on, seen from node d − 1
-    after = np.zeros(scores.shape)
-    for pos in range(n_pos - 1, 0, -1):
-        n = reaching[pos]
-        after[pos, :, :n] = potentials[pos, :, :n] * beta[pos, :, :n] / norm[pos, :n]
-        beta[pos - 1, :, :n] = backward_matrix @ after[pos, :, :n]
-    log_z = (np.log(norm).sum(axis=0) + shift.sum(axis=0)) + (sorted_lengths - 1) * top
-    node = alpha * beta  # alpha is 0 on padded positions
-    # Σ_d P(y_d = i, y_{d+1} = j) = E(i, j) Σ_d a_d(i) after_{d+1}(j): one batched product.
-    pair = np.matmul(alpha[:-1].transpose(2, 1, 0), after[1:].transpose(2, 0, 1))
-    pair *= backward_matrix
-    return log_z[inverse], node.transpose(2, 0, 1)[inverse], pair[inverse]
-
-
-def _log_forward_backward(unary, lengths, transition):
-    """:func:`forward_backward` with log-domain messages (exact at any score range; the
-    fallback of the scaled recursion, so written for robustness rather than speed)."""
     n_chains, n_pos, _ = unary.shape
     alpha, beta = _messages(unary, lengths, transition, _logsumexp_step)
     rows = np.arange(n_chains)
@@ -369,7 +388,9 @@ class ChainSolver(Solver):
         clamp : ndarray of shape (n_nodes,), optional
             A label ``>= 0`` fixes the node's label; ``-1`` leaves it free.
         chunk : int, default=256
-            Chains processed at a time (small padded arrays stay in cache).
+            Chains processed at a time by the log-domain recursion (chains whose scores
+            spread too wide for the scaled one; the others go through
+            :func:`packed_forward_backward` in groups of :data:`PACKED_ENTRIES` scores).
 
         Returns
         -------
@@ -381,18 +402,38 @@ class ChainSolver(Solver):
         p = potentials
         unary = p.unary if clamp is None else clamp_scores(p.unary, clamp)
         node = np.empty_like(unary)
-        pair = np.empty((p.n_samples, p.n_states, p.n_states))
+        pair = np.zeros((p.n_states, p.n_states))
         log_z = np.empty(p.n_samples)
-        for begin in range(0, p.n_samples, chunk):
-            end = min(begin + chunk, p.n_samples)
-            nodes = slice(p.node_offsets[begin], p.node_offsets[end])
-            lengths = p.lengths[begin:end]
+        # Chains whose scores spread too wide for the scaled recursion take the log domain
+        # (the spread of the unclamped scores bounds that of the labels a clamp leaves).
+        with np.errstate(invalid="ignore"):
+            spread = np.ptp(p.unary, axis=1) + np.ptp(p.pairwise)
+        wide = ~(spread < _SCALED_MAX_SPREAD)
+        wide_chain = np.bincount(p.node_sample, wide, minlength=p.n_samples) > 0
+        # The others longest first, in groups of at most PACKED_ENTRIES node scores.
+        order = np.argsort(-p.lengths, kind="stable")
+        order = order[~wide_chain[order]]
+        sizes = p.lengths[order] * p.n_states
+        for group in chunks_by_size(sizes, PACKED_ENTRIES):
+            chains = order[group]
+            nodes = ranges(p.node_offsets, chains)
+            lengths = p.lengths[chains]
+            log_z[chains], node[nodes], group_pair = packed_forward_backward(
+                unary[nodes], lengths, p.pairwise
+            )
+            pair += group_pair
+        wide_chains = np.flatnonzero(wide_chain)
+        for begin in range(0, len(wide_chains), chunk):
+            chains = wide_chains[begin : begin + chunk]
+            nodes = ranges(p.node_offsets, chains)
+            lengths = p.lengths[chains]
             padded, position = pad(unary[nodes], lengths)
-            log_z[begin:end], node_padded, pair[begin:end] = forward_backward(
+            log_z[chains], node_padded, chain_pair = log_forward_backward(
                 padded, lengths, p.pairwise
             )
-            node[nodes] = node_padded[np.repeat(np.arange(end - begin), lengths), position]
-        return Marginals(Statistics(node, pair.sum(axis=0)), log_z)
+            node[nodes] = node_padded[np.repeat(np.arange(len(chains)), lengths), position]
+            pair += chain_pair.sum(axis=0)
+        return Marginals(Statistics(node, pair), log_z)
 
 
 def clamp_scores(unary: np.ndarray, clamp: np.ndarray) -> np.ndarray:
