@@ -116,6 +116,8 @@ class BaseStructuredEstimator(BaseEstimator):
     _marginal_methods: tuple = ()
     _exact_marginals_are_the_model = False
     _perturbation = "gumbel"
+    #: What ``alpha="auto"`` means with dense features (learners that accept ``"auto"``).
+    _dense_alpha: float | None = None
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -211,6 +213,22 @@ class BaseStructuredEstimator(BaseEstimator):
     def _not_counted(self) -> tuple:
         """The markers of nodes that scores and calibration leave out: unknown and ignored."""
         return (self.unknown_label, getattr(self, "ignore_label", None))
+
+    def _alpha_scale(self, batch: SampleBatch) -> float:
+        """How many units of evidence the objective sums (``alpha="auto"`` on sparse features
+        is ``SPARSE_ALPHA`` over it): one per sample, each sample's likelihood or loss being of
+        a whole labelling."""
+        return float(batch.n_samples)
+
+    def _resolved_alpha(self, batch: SampleBatch) -> float:
+        """``alpha``, with ``"auto"`` resolved from what the data is: on sparse node features
+        ``SPARSE_ALPHA`` over the objective's units of evidence (crfsuite's ``c2 = 0.1``),
+        else the class's :attr:`_dense_alpha`."""
+        if not isinstance(self.alpha, str):
+            return float(self.alpha)
+        if self.structure_.has_sparse_features(batch):
+            return SPARSE_ALPHA / self._alpha_scale(batch)
+        return self._dense_alpha
 
     def _make_structure(self) -> BaseStructure:
         """A fresh structure from the ``structure`` parameter."""
@@ -735,17 +753,12 @@ class BaseStructuredSGD(BaseStructuredEstimator):
     def _new_state(self, rng):
         return _sgd.SGDState(coef=self.structure_.project(np.zeros(self.structure_.size_)), rng=rng)
 
+    _dense_alpha = DENSE_ALPHA
     #: The largest mini-batch of ``batch_size="auto"`` on dense features.
     _auto_batch_size = 16
     #: ``max_iter``, ``tol`` and ``learning_rate`` of ``"auto"`` on dense features.
     _dense_max_iter, _dense_tol = 50, 1e-3
     _dense_learning_rate = "optimal"
-
-    def _alpha_scale(self, batch: SampleBatch) -> float:
-        """How many units of evidence the objective sums (``alpha="auto"`` on sparse features
-        is ``SPARSE_ALPHA`` over it): one per sample, each sample's likelihood being of a
-        whole labelling."""
-        return float(batch.n_samples)
 
     def _settings(self, batch: SampleBatch) -> SGDSettings:
         """The SGD settings of this fit, every ``"auto"`` resolved from what the data is.
@@ -770,9 +783,7 @@ class BaseStructuredSGD(BaseStructuredEstimator):
         )
         if not sparse and graph_multiclass and self._dense_learning_rate == "optimal":
             auto = GRAPH_MULTICLASS_AUTO
-        alpha = self.alpha
-        if isinstance(alpha, str):
-            alpha = SPARSE_ALPHA / self._alpha_scale(batch) if sparse else DENSE_ALPHA
+        alpha = self._resolved_alpha(batch)
         learning_rate = self.learning_rate
         if learning_rate == "auto":
             learning_rate = auto.get("learning_rate", self._dense_learning_rate)

@@ -186,15 +186,16 @@ def _sparse_and_dense(n=40, seed=0):
         lambda: MarginalPerturbMAPCRF(
             random_state=0, max_iter=3, tol=None, learning_rate="optimal", average=True, alpha=1e-4
         ),
-        lambda: ChainCRF(max_iter=30),
-        lambda: StructuredSVM(random_state=0, max_iter=5),
-        lambda: StructuredSVM(random_state=0, max_iter=4, batch_size=4, average=False),
+        lambda: ChainCRF(max_iter=30, alpha=1e-4),
+        lambda: StructuredSVM(random_state=0, max_iter=5, alpha=1e-3, batch_size=1),
+        lambda: StructuredSVM(random_state=0, max_iter=4, batch_size=4, average=False, alpha=1e-3),
     ],
 )
 def test_sparse_features_fit_exactly_like_dense(make, monkeypatch):
     """Lazy sparse SGD steps (shrinkage and averaging caught up when a row is read) give the
     weights of the dense steps — in the fit and in the step-size search, given the same search
-    (by default sparse features judge it on held-out samples, dense ones on the pass's)."""
+    (by default sparse features judge it on held-out samples, dense ones on the pass's) and the
+    same settings (``"auto"`` resolves to others on sparse features)."""
     monkeypatch.setattr(_base, "SPARSE_CALIBRATION", {})
     chains, dense, tags = _sparse_and_dense()
     on_sparse, on_dense = make().fit(chains, tags), make().fit(dense, tags)
@@ -216,7 +217,7 @@ def test_sparse_structured_svm_warm_starts_and_partial_labels_like_dense():
     loss-augmented MAP may pick another of two tied maximisers, whose step is zero in one run
     and skipped in the other — the average counts the steps.)"""
     chains, dense, tags = _sparse_and_dense(30, seed=3)
-    params = dict(random_state=0, tol=0.0, alpha=0.01)
+    params = dict(random_state=0, tol=0.0, alpha=0.01, batch_size=1)
     twice = StructuredSVM(max_iter=2, warm_start=True, **params).fit(chains, tags)
     twice.fit(chains, tags)
     once = StructuredSVM(max_iter=4, **params).fit(chains, tags)
@@ -530,7 +531,7 @@ def test_graphs_take_sparse_node_features_too(monkeypatch):
             alpha=1e-4,
         ),
         # graph cuts: the S-SVM's sparse blocks read the projected (attractive) iterate
-        lambda: StructuredSVM("graph", random_state=0, max_iter=4),
+        lambda: StructuredSVM("graph", random_state=0, max_iter=4, alpha=1e-3, batch_size=1),
     ):
         on_sparse, on_dense = make().fit(sparse_graphs, y), make().fit(dense, y)
         np.testing.assert_allclose(on_sparse.coef_, on_dense.coef_, rtol=1e-9, atol=1e-12)
@@ -576,3 +577,25 @@ def test_sparse_features_judge_the_step_size_on_held_out_sentences(monkeypatch):
     assert searches[0]["held_out"] == _base.SPARSE_CALIBRATION["held_out"] > 0
     assert "held_out" not in searches[1]
     assert on_sparse.eta0_ > 0 and on_dense.eta0_ > 0
+
+
+def test_baselines_resolve_auto_from_what_the_features_are():
+    """``alpha="auto"`` (and the S-SVM's ``batch_size`` / ``max_iter``) on sparse token
+    features is crfsuite's ``c2 = 0.1`` over the samples, mini-batches of 16 and 10 passes;
+    on dense features the classes' former defaults. The fits are those of the settings."""
+    chains, dense, tags = _sparse_and_dense(40, seed=1)
+    n = len(chains)
+    crf = ChainCRF(max_iter=20).fit(chains, tags)
+    assert crf.alpha_ == pytest.approx(0.2 / n)
+    explicit = ChainCRF(max_iter=20, alpha=0.2 / n).fit(chains, tags)
+    np.testing.assert_array_equal(crf.coef_, explicit.coef_)
+    assert ChainCRF(max_iter=2).fit(dense, tags).alpha_ == 1e-4
+
+    svm = StructuredSVM(random_state=0, tol=0.0).fit(chains, tags)
+    assert (svm.alpha_, svm.batch_size_, svm.n_iter_) == (pytest.approx(0.2 / n), 16, 10)
+    same = StructuredSVM(random_state=0, tol=0.0, alpha=0.2 / n, batch_size=16, max_iter=10)
+    np.testing.assert_array_equal(svm.coef_, same.fit(chains, tags).coef_)
+    on_dense = StructuredSVM(random_state=0, tol=0.0).fit(dense, tags)
+    assert (on_dense.alpha_, on_dense.batch_size_, on_dense.n_iter_) == (1e-3, 1, 50)
+    pegasos = StructuredSVM(solver="subgradient", random_state=0).fit(chains, tags)
+    assert (pegasos.alpha_, pegasos.batch_size_, pegasos.n_iter_) == (svm.alpha_, 16, 10)

@@ -22,7 +22,7 @@ def _primal(svm, X, y, w):
         delta = (labellings != truth) @ weights
         true_score = scores[np.ravel_multi_index(truth, (sample.n_states,) * len(truth))]
         total += np.max(delta + scores - true_score)
-    return 0.5 * svm.alpha * w @ w + total / batch.n_samples
+    return 0.5 * svm.alpha_ * w @ w + total / batch.n_samples
 
 
 def _graphs(rng, n_samples=8):
@@ -165,3 +165,22 @@ def test_subgradient_solver_learns_sparse_chains_and_refuses_a_solver_switch():
     warm = StructuredSVM(solver="subgradient", max_iter=2, warm_start=True).fit(X, y)
     with pytest.raises(ValueError, match="cannot go on with solver='bcfw'"):
         warm.set_params(solver="bcfw").fit(X, y)
+
+
+def test_mini_batches_stop_on_the_exact_duality_gap():
+    """A mini-batch's corners are the maximisers at the iterate of its start, so a pass's block
+    gaps underestimate the duality gap (here the first pass's sum is half of it; on the sparse
+    chains of the tagging tests it is negative, which used to stop a fit with ``tol=0`` after
+    one pass). The stop is confirmed by the exact gap: primal (by enumeration) minus dual."""
+    data = make_chain_data(n_samples=12, n_states=3, n_features=4, length=(2, 4), random_state=0)
+    X, y = data.data, data.target
+    params = dict(alpha=0.01, batch_size=6, average=False, random_state=0)
+    # tol above any gap: the first pass's estimate asks to stop, the exact gap confirms it
+    svm = StructuredSVM(tol=1e3, **params).fit(X, y)
+    assert svm.n_iter_ == 1
+    exact = _primal(svm, X, y, svm.coef_) - svm.dual_objective()
+    assert exact > 0
+    assert svm.duality_gaps_[0] == pytest.approx(exact, rel=1e-9)
+    assert svm.loss_curve_[0] == pytest.approx(_primal(svm, X, y, svm.coef_), rel=1e-9)
+    full = StructuredSVM(tol=0.0, max_iter=6, **params).fit(X, y)
+    assert full.n_iter_ == 6 and min(full.duality_gaps_) > -1e-12

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from numbers import Real
+
 import numpy as np
+from sklearn.utils._param_validation import StrOptions
 
 from .._base import SHARED_CONSTRAINTS, TOL_CONSTRAINTS, BaseStructuredEstimator
 from .._lbfgs import minimise
 from .._state import FitState
+from .._utils import NumberInterval
 
 
 class ChainCRF(BaseStructuredEstimator):
@@ -27,8 +31,10 @@ class ChainCRF(BaseStructuredEstimator):
     Parameters
     ----------
     structure : {"chain", "grid", "graph"} or structure instance, default="chain"
-    alpha : float, default=1e-4
-        L2 regularisation strength.
+    alpha : float or "auto", default="auto"
+        L2 regularisation strength. "auto": ``0.2 / n_samples`` with sparse node features
+        (crfsuite's ``c2 = 0.1`` on the summed likelihood, the objective sklearn-crfsuite's
+        tutorial fits), 1e-4 otherwise.
     max_iter : int, default=300
         L-BFGS iterations.
     tol : float, default=1e-6
@@ -53,6 +59,8 @@ class ChainCRF(BaseStructuredEstimator):
     n_features_in_ : int
     n_iter_ : int
         L-BFGS iterations of the last fit.
+    alpha_ : float
+        The regularisation strength of the last fit (``alpha`` with "auto" resolved).
     objective_ : float
         Final regularised mean log-likelihood.
 
@@ -77,14 +85,19 @@ class ChainCRF(BaseStructuredEstimator):
     True
     """
 
-    _parameter_constraints: dict = {**SHARED_CONSTRAINTS, **TOL_CONSTRAINTS}
+    _parameter_constraints: dict = {
+        **SHARED_CONSTRAINTS,
+        **TOL_CONSTRAINTS,
+        "alpha": [NumberInterval(Real, 0, None, closed="left"), StrOptions({"auto"})],
+    }
     _marginal_methods = ("exact",)
+    _dense_alpha = 1e-4
 
     def __init__(
         self,
         structure="chain",
         *,
-        alpha=1e-4,
+        alpha="auto",
         max_iter=300,
         tol=1e-6,
         warm_start=False,
@@ -133,13 +146,14 @@ class ChainCRF(BaseStructuredEstimator):
 
     def _fit_batch(self, batch, labels, state, rng):
         """L-BFGS on the exact regularised conditional log-likelihood, from ``state.coef``."""
+        self.alpha_ = alpha = self._resolved_alpha(batch)
         observed = None
         if (labels >= 0).all():  # Ψ(x_n, y_n) does not depend on w: compute it once
             observed = self.structure_.joint_feature(batch, labels)
 
         def negative_objective(w):
             value, gradient = self._log_likelihood(batch, labels, w, observed)
-            return -(value - 0.5 * self.alpha * w @ w), -(gradient - self.alpha * w)
+            return -(value - 0.5 * alpha * w @ w), -(gradient - alpha * w)
 
         w, n_iter, value = minimise(
             negative_objective,
