@@ -3,6 +3,7 @@ vectorizer of token feature dicts (crfsuite's input) into sparse chains."""
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import itertools
 from collections.abc import Callable, Iterable, Mapping
@@ -182,18 +183,35 @@ def _check_token_dicts(tokens, lengths) -> None:
                 raise ValueError(f"sequence {n}, token {i}: the feature {problem}")
 
 
+#: The attributes of a CSR matrix made from ``(data, indices, indptr)``: a copy of such a
+#: matrix with its three arrays replaced is the matrix of those arrays.
+_CSR_STATE = {"_shape", "maxprint", "data", "indices", "indptr"}
+
+
 def _split_rows(stacked, lengths) -> list:
-    """Cut stacked rows into consecutive blocks of ``lengths`` rows (sparse stays sparse; a CSR
-    block is made from views of the stacked arrays, without scipy's slicing checks)."""
+    """Cut stacked rows into consecutive blocks of ``lengths`` rows (sparse stays sparse).
+
+    A CSR block holds views of the stacked arrays. It is a copy of a checked block of its shape
+    (one per distinct length, made by scipy's constructor) with the three arrays replaced:
+    2 µs a block instead of the constructor's 15 (a treebank's test set is 2,077 sentences)."""
     ends = np.cumsum(lengths)
     if not sparse.isspmatrix_csr(stacked):
         return [stacked[end - n : end] for n, end in zip(lengths, ends, strict=True)]
     data, indices, indptr, width = stacked.data, stacked.indices, stacked.indptr, stacked.shape[1]
+    shaped: dict = {}
     blocks = []
     for start, end in zip((ends - lengths).tolist(), ends.tolist(), strict=True):
         low, high = indptr[start], indptr[end]
         rows = (data[low:high], indices[low:high], indptr[start : end + 1] - low)
-        blocks.append(sparse.csr_matrix(rows, shape=(end - start, width), copy=False))
+        prototype = shaped.get(end - start)
+        if prototype is None:
+            block = sparse.csr_matrix(rows, shape=(end - start, width), copy=False)
+            if set(vars(block)) == _CSR_STATE:  # nothing cached about its arrays
+                shaped[end - start] = block
+        else:
+            block = copy.copy(prototype)
+            block.data, block.indices, block.indptr = rows
+        blocks.append(block)
     return blocks
 
 

@@ -116,6 +116,37 @@ def test_vectorizer_matches_dictvectorizer_on_a_corpus(monkeypatch):
         SequenceVectorizer().fit(with_none)
 
 
+def test_vectorizer_gives_each_sentence_its_own_rows():
+    """A sentence's block is its rows of DictVectorizer's matrix, with its own shape and arrays
+    — also between sentences of one length, whose blocks are copies of one checked block with
+    the arrays replaced — and it behaves as any CSR matrix (products, slices, pickling)."""
+    import pickle
+
+    from sklearn.feature_extraction import DictVectorizer
+
+    sentences, _ = _corpus(40)
+    rng = np.random.default_rng(0)
+    dicts = [  # tokens with different numbers of features
+        [{k: v for k, v in t.items() if rng.random() < 0.7} | {"bias": 1.0} for t in s]
+        for s in _dicts(sentences)
+    ]
+    blocks = SequenceVectorizer().fit_transform(dicts)
+    reference = DictVectorizer().fit_transform([t for s in dicts for t in s]).tocsr()
+    lengths = [len(s) for s in sentences]
+    assert len(set(lengths)) < len(lengths)  # blocks of one shape share a prototype
+    ends = np.cumsum(lengths)
+    for block, n, end in zip(blocks, lengths, ends, strict=True):
+        rows = reference[end - n : end]
+        assert sparse.isspmatrix_csr(block) and block.shape == rows.shape
+        np.testing.assert_array_equal(block.toarray(), rows.toarray())
+        np.testing.assert_array_equal(
+            block @ np.arange(block.shape[1]), rows @ np.arange(rows.shape[1])
+        )
+        np.testing.assert_array_equal(block[1:].toarray(), rows[1:].toarray())
+    copied = pickle.loads(pickle.dumps(blocks))
+    assert all((a != b).nnz == 0 for a, b in zip(copied, blocks, strict=True))
+
+
 def test_vectorizer_builds_dicts_hashes_and_prunes():
     sentences, _ = _corpus(20)
     from_words = SequenceVectorizer(token_features).fit_transform(sentences)
