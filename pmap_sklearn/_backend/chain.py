@@ -43,6 +43,14 @@ def _logsumexp_step(previous: np.ndarray, transition: np.ndarray) -> np.ndarray:
     return _logsumexp(previous[:, None, :] + transition[:, :, None], axis=0)
 
 
+def _node_positions(lengths: np.ndarray):
+    """Of the nodes of consecutive chains: the chain of each, its position in that chain, and
+    each chain's first node."""
+    starts = np.cumsum(lengths) - lengths
+    chain = np.repeat(np.arange(len(lengths)), lengths)
+    return chain, np.arange(len(chain)) - starts[chain], starts
+
+
 def _longest_first(lengths: np.ndarray, n_pos: int):
     """Chains sorted longest first: the ``order``, its ``inverse`` and ``reaching[d]``, the
     number of chains longer than d — a prefix of the sorted chains, so each position of a
@@ -107,8 +115,8 @@ def viterbi(unary: np.ndarray, lengths: np.ndarray, transition: np.ndarray) -> n
     """
     n_pos, k = int(lengths.max()), unary.shape[1]
     order, inverse, reaching = _longest_first(lengths, n_pos)
-    chain = np.repeat(inverse, lengths)  # rank of each node's chain, longest first
-    position = np.arange(len(unary)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    chain, position, _ = _node_positions(lengths)
+    chain = inverse[chain]  # rank of each node's chain, longest first
     alpha = np.zeros((n_pos, k, len(lengths)))
     alpha[position, :, chain] = unary
     for pos in range(1, n_pos):
@@ -227,11 +235,9 @@ def packed_forward_backward(unary: np.ndarray, lengths: np.ndarray, transition: 
         ``sum_d P(y_d = i, y_{d+1} = j)`` summed over the chains: the expected transition
         counts.
     """
-    n_chains = len(lengths)
-    reaching = n_chains - np.searchsorted(lengths[::-1], np.arange(lengths[0]), "right")
+    reaching = _longest_first(lengths, lengths[0])[2]
     offsets = np.concatenate([[0], np.cumsum(reaching)])
-    chain = np.repeat(np.arange(n_chains), lengths)
-    position = np.arange(len(unary)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    chain, position, starts = _node_positions(lengths)
     rows = offsets[position] + chain  # node → packed row
     scores = np.empty_like(unary)
     scores[rows] = unary
@@ -258,7 +264,7 @@ def packed_forward_backward(unary: np.ndarray, lengths: np.ndarray, transition: 
         after[here] = potentials[here] * beta[here] / norm[here, None]
         beta[before] = after[here] @ matrix.T
     per_node = np.log(norm) + shift
-    log_z = np.add.reduceat(per_node[rows], np.cumsum(lengths) - lengths) + (lengths - 1) * top
+    log_z = np.add.reduceat(per_node[rows], starts) + (lengths - 1) * top
     # Σ_d P(y_d = i, y_{d+1} = j) = E(i, j) Σ_d a_d(i) after_{d+1}(j), over all edges at once
     later = np.arange(offsets[1], offsets[-1])
     earlier = later - np.repeat(reaching[:-1], reaching[1:])
@@ -464,9 +470,7 @@ def finite_clamp_scores(unary: np.ndarray, clamp: np.ndarray, pairwise: np.ndarr
 def pad(node_values: np.ndarray, lengths: np.ndarray, fill: float = 0.0):
     """Values of consecutive chains (n_nodes, ...) as a padded (B, L, ...) array, and the
     position of each node in its chain."""
-    starts = np.cumsum(lengths) - lengths
-    chain = np.repeat(np.arange(len(lengths)), lengths)
-    position = np.arange(len(node_values)) - starts[chain]
+    chain, position, _ = _node_positions(lengths)
     out = np.full((len(lengths), lengths.max()) + node_values.shape[1:], fill)
     out[chain, position] = node_values
     return out, position

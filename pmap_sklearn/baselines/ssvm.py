@@ -394,12 +394,10 @@ class StructuredSVM(BaseStructuredEstimator):
         :math:`H_n(w) = \Delta(y_n, y^*_n) + f(y^*_n) - f(y_n)` at every sample's
         loss-augmented MAP (one pass of MAPs, no step)."""
         w = state.current
-        predicted = self._loss_augmented_map(batch, w, labels, theta)
-        difference = self.structure_.joint_feature_difference(
-            batch, labels, predicted, compact=True
-        )  # Σ_n Ψ(x_n, y_n) − Ψ(x_n, y*_n)
-        hinge = float(np.sum(theta * (predicted != labels))) - _sgd.dot(w, difference)
-        return float(self.alpha_ * (w @ w) + hinge / batch.n_samples - state.block_losses.sum())
+        minus_hinge = self._hinge_oracle(batch, labels, theta)(slice(None), w, None)[1]
+        return float(
+            self.alpha_ * (w @ w) - minus_hinge / batch.n_samples - state.block_losses.sum()
+        )
 
     def _block_step(self, state, i, corner, corner_loss) -> float:
         """Frank-Wolfe step on block i towards ``(corner, corner_loss)``; returns its gap."""
