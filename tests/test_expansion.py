@@ -117,6 +117,40 @@ def test_nodes_too_sure_of_their_label_stay_out_of_the_cuts_and_change_nothing(
     )
 
 
+def test_move_candidates_match_the_pruning_rule_by_loops(rng):
+    """The nodes an expansion on α visits are those whose loss of taking α their edges'
+    ranges can make up: first over all their edges, then over the edges whose other end is
+    at α or kept (one round) — after the graph is told of relabelled nodes."""
+    for _ in range(20):
+        p = _random_potts(rng, shape=(4, 5), k=4, coupling=1.0, n_samples=2)
+        p = Potentials(3.0 * p.unary, p.edges, p.pairwise, p.node_offsets, p.edge_offsets)
+        graph = expansion._MoveGraph(p)
+        labels = rng.integers(4, size=p.n_nodes)
+        graph.relabel(labels)
+        changed = rng.choice(p.n_nodes, size=5, replace=False)
+        labels[changed] = rng.integers(4, size=5)
+        graph.relabel(labels, changed)
+        alpha, movable = int(rng.integers(4)), rng.random(p.n_nodes) < 0.8
+        movable &= labels != alpha
+
+        spread = -p.pairwise
+        neighbours = [[] for _ in range(p.n_nodes)]
+        for (a, b), s in zip(p.edges, spread, strict=True):
+            neighbours[a].append((b, s))
+            neighbours[b].append((a, s))
+        loss = p.unary[np.arange(p.n_nodes), labels] - p.unary[:, alpha]
+        first = [
+            d
+            for d in range(p.n_nodes)
+            if movable[d] and loss[d] <= sum(s for _, s in neighbours[d]) + 1e-9
+        ]
+        inside = (labels == alpha) | np.isin(np.arange(p.n_nodes), first)
+        expected = [
+            d for d in first if loss[d] <= sum(s for o, s in neighbours[d] if inside[o]) + 1e-9
+        ]
+        np.testing.assert_array_equal(graph.candidates(movable, labels, alpha), expected)
+
+
 def test_two_labels_give_exactly_the_graph_cut_map(rng):
     for _ in range(10):
         p = _random_potts(rng, shape=(4, 5), k=2, coupling=2.0, n_samples=3)

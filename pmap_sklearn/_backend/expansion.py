@@ -19,6 +19,7 @@ whole cycle left it unchanged, and a move is kept only by the samples whose ener
 from __future__ import annotations
 
 import numpy as np
+from scipy import sparse
 
 from .._parallel import map_samples
 from .._utils import ranges
@@ -196,10 +197,11 @@ def _query_chunks(p: Potentials, neighbours, nodes: np.ndarray, hops: int) -> li
     return chunks_by_size(sizes, CHUNK_NODES)
 
 
-def _move_pair_costs(p: Potentials, first, second, edges=slice(None)):
+def _move_pair_costs(p: Potentials, first, second, edges=slice(None), ends=None):
     """``V_e`` of the edges ``edges`` at the four corners of a move: ``(first_i, first_j)``,
-    ``(first_i, second_j)``, ``(second_i, first_j)``, ``(second_i, second_j)``."""
-    i, j = p.edges[edges, 0], p.edges[edges, 1]
+    ``(first_i, second_j)``, ``(second_i, first_j)``, ``(second_i, second_j)`` (``ends``: the
+    edges' two end nodes, if already gathered)."""
+    i, j = (p.edges[edges, 0], p.edges[edges, 1]) if ends is None else ends
     fi, fj, si, sj = first[i], first[j], second[i], second[j]
     ends = [(fi, fj), (fi, sj), (si, fj), (si, sj)]
     if p.pairwise_kind is PairwiseKind.POTTS:
@@ -272,6 +274,7 @@ def _cycle_moves(p: Potentials, labels: np.ndarray, clamp, moves: str, max_cycle
     free = np.ones(p.n_nodes, bool) if clamp is None else clamp < 0
     idle = np.zeros(p.n_samples, np.intp)  # moves since the sample last changed
     graph = _MoveGraph(p)
+    graph.relabel(labels)
     for _ in range(max_cycles):
         for alpha, beta in cycle:
             running = idle[p.node_sample] < len(cycle)
@@ -289,6 +292,7 @@ def _cycle_moves(p: Potentials, labels: np.ndarray, clamp, moves: str, max_cycle
             if better.any():  # the nodes of the samples the move improves take it
                 kept = better[p.node_sample[nodes]]
                 labels[nodes[kept]] = moved[kept]
+                graph.relabel(labels, nodes[kept])
             idle = np.where(better, 0, idle + 1)
     return labels
 
@@ -305,8 +309,11 @@ class _MoveGraph:
     already, or may take it. From the free nodes, those whose reachable gain cannot make up
     their loss are dropped, ``_REFINEMENTS`` times (each round keeps every node an optimal
     move takes; one round is the cheapest on CamVid's superpixel graphs and on random Potts
-    grids). Sets of more than ``_SPARSE_SHARE`` of the nodes are handled by masks over all
-    edges instead, which cost less than gathering their incidence.
+    grids). The reach of every node is one sparse product of the edge ranges with the mask of
+    the nodes that may end at α, and each node's loss a difference of two contiguous rows (the
+    graph keeps each node's score at its label: :meth:`relabel`). The edges touching a move's
+    nodes are gathered from the incidence; for more than ``_SPARSE_SHARE`` of the nodes, masks
+    over all edges cost less.
     """
 
     #: Rounds of dropping nodes that only neighbours that may end at α could pay for.
@@ -331,7 +338,17 @@ class _MoveGraph:
         # no node can be left out when none loses more between any two labels than its reach
         self.can_prune = bool(np.any(np.ptp(p.unary, axis=1) > self.total)) if p.n_nodes else False
         self._incidence = None
+        self._adjacency = None
         self.local = np.full(p.n_nodes, -1)  # a move's node → its position in the cut, or −1
+        if self.can_prune:  # a move's unary losses from contiguous columns, not gathers
+            self.by_label = np.ascontiguousarray(p.unary.T)
+            self.current = np.zeros(p.n_nodes)  # each node's score at its label (relabel)
+
+    def relabel(self, labels: np.ndarray, nodes=slice(None)) -> None:
+        """Tell the graph that ``nodes`` now have the labels ``labels[nodes]``."""
+        if self.can_prune:
+            index = np.arange(self.p.n_nodes)[nodes]
+            self.current[index] = self.p.unary[index, labels[index]]
 
     @property
     def incidence(self):
@@ -347,6 +364,16 @@ class _MoveGraph:
             self._incidence = starts, edge_ids, other, self.edge_spread[edge_ids]
         return self._incidence
 
+    @property
+    def adjacency(self):
+        """The incidence as a sparse (n_nodes, n_nodes) matrix of edge ranges: ``adjacency @
+        v`` sums each node's edge ranges weighted by ``v`` at their other ends."""
+        if self._adjacency is None:
+            starts, _, other, spread = self.incidence
+            n = self.p.n_nodes
+            self._adjacency = sparse.csr_array((spread, other, starts), shape=(n, n))
+        return self._adjacency
+
     def _sparse(self, nodes: np.ndarray) -> bool:
         return len(nodes) <= self._SPARSE_SHARE * self.p.n_nodes
 
@@ -360,29 +387,19 @@ class _MoveGraph:
         """The nodes of ``movable`` that some optimal expansion on α may move."""
         if not self.can_prune:
             return np.flatnonzero(movable)
-        nodes, unary = np.flatnonzero(movable), self.p.unary
-        loss = unary[nodes, labels[nodes]] - unary[nodes, alpha]
-        keep = loss <= self.total[nodes]
-        nodes, loss = nodes[keep], loss[keep]
+        loss = self.current - self.by_label[alpha]  # of taking α, every node
+        nodes = np.flatnonzero(movable & (loss <= self.total))
         if self.p.pairwise_kind is not PairwiseKind.POTTS:
             return nodes
+        loss = loss[nodes]
         at_alpha = labels == alpha
         for _ in range(self._REFINEMENTS):
             inside = at_alpha.copy()
             inside[nodes] = True
             if inside.all():  # every neighbour may end at α: nothing more to drop
                 break
-            if self._sparse(nodes):
-                entries, position = self._entries(nodes)
-                _, _, other, spread = self.incidence
-                gain = spread[entries] * inside[other[entries]]
-                reach = np.bincount(position, gain, minlength=len(nodes))
-            else:
-                (first, second), spread = self.p.edges.T, self.edge_spread
-                reach = np.bincount(first, spread * inside[second], minlength=self.p.n_nodes)
-                reach += np.bincount(second, spread * inside[first], minlength=self.p.n_nodes)
-                reach = reach[nodes]
-            keep = loss <= reach
+            reach = self.adjacency @ inside.astype(float)
+            keep = loss <= reach[nodes]
             dropped = len(nodes) - np.count_nonzero(keep)
             nodes, loss = nodes[keep], loss[keep]
             if dropped <= 0.01 * len(keep):  # another round would drop little more
@@ -423,10 +440,11 @@ def _solve_move(p, graph, labels, first, second, nodes, local):
     """:func:`_best_move` once ``local`` maps ``nodes`` to their positions (−1 elsewhere);
     None when no sample's energy falls."""
     touching = graph.touching(nodes, local >= 0)
-    i, j = local[p.edges[touching, 0]], local[p.edges[touching, 1]]  # -1: a fixed end
+    ends = p.edges[touching, 0], p.edges[touching, 1]
+    i, j = local[ends[0]], local[ends[1]]  # -1: a fixed end
     # unary: x_i = 1 costs V_i(second) − V_i(first)
     linear = p.unary[nodes, first[nodes]] - p.unary[nodes, second[nodes]]
-    a, b, c, d = _move_pair_costs(p, first, second, touching)
+    a, b, c, d = _move_pair_costs(p, first, second, touching, ends)
     # E(x_i, x_j) = a + (c − a) x_i + (d − c) x_j + (b + c − a − d) [x_i = 0][x_j = 1]; an
     # edge with a fixed end has b + c − a − d = 0 and adds to its free end's unary term only
     tail, head = i >= 0, j >= 0

@@ -172,7 +172,8 @@ def min_cut(n_nodes, linear, tails, heads, capacities, reverse=None) -> np.ndarr
     capacities = np.asarray(capacities, dtype=float)
     reverse = np.zeros_like(capacities) if reverse is None else np.asarray(reverse, float)
     finite = np.isfinite(capacities)
-    capacities = np.where(finite, capacities, hard_capacity(linear, capacities, reverse))
+    if not finite.all():
+        capacities = np.where(finite, capacities, hard_capacity(linear, capacities, reverse))
     graph, nodes = general_graph(linear, tails, heads, capacities, reverse)
     graph.maxflow()
     return segments(graph, nodes).astype(bool)
