@@ -273,8 +273,7 @@ def _cycle_moves(p: Potentials, labels: np.ndarray, clamp, moves: str, max_cycle
         cycle = [(a, b) for a in range(k) for b in range(a + 1, k)]
     free = np.ones(p.n_nodes, bool) if clamp is None else clamp < 0
     idle = np.zeros(p.n_samples, np.intp)  # moves since the sample last changed
-    graph = _MoveGraph(p)
-    graph.relabel(labels)
+    graph = _MoveGraph(p, labels)
     for _ in range(max_cycles):
         for alpha, beta in cycle:
             running = idle[p.node_sample] < len(cycle)
@@ -321,7 +320,7 @@ class _MoveGraph:
     #: Above this share of the nodes, masks over all edges beat gathering the incidence.
     _SPARSE_SHARE = 0.1
 
-    def __init__(self, p: Potentials):
+    def __init__(self, p: Potentials, labels: np.ndarray):
         self.p = p
         if not p.n_edges:
             spread = np.zeros(0)
@@ -342,19 +341,18 @@ class _MoveGraph:
         self.local = np.full(p.n_nodes, -1)  # a move's node → its position in the cut, or −1
         if self.can_prune:  # a move's unary losses from contiguous columns, not gathers
             self.by_label = np.ascontiguousarray(p.unary.T)
-            self.current = np.zeros(p.n_nodes)  # each node's score at its label (relabel)
+            self.current = p.unary[np.arange(p.n_nodes), labels]  # each node's, at its label
 
-    def relabel(self, labels: np.ndarray, nodes=slice(None)) -> None:
+    def relabel(self, labels: np.ndarray, nodes: np.ndarray) -> None:
         """Tell the graph that ``nodes`` now have the labels ``labels[nodes]``."""
         if self.can_prune:
-            index = np.arange(self.p.n_nodes)[nodes]
-            self.current[index] = self.p.unary[index, labels[index]]
+            self.current[nodes] = self.p.unary[nodes, labels[nodes]]
 
     @property
     def incidence(self):
         """``(starts, edge_ids, other, spread)``: the edges of node d are
-        ``edge_ids[starts[d]:starts[d + 1]]``, with their other ends and ranges (built when a
-        move first visits few enough nodes to gather them)."""
+        ``edge_ids[starts[d]:starts[d + 1]]``, with their other ends and ranges (built when
+        first needed)."""
         if self._incidence is None:
             p = self.p
             starts, edge_ids = incidence(p.edges, p.n_nodes)  # one entry per edge end
