@@ -17,7 +17,7 @@ import numpy as np
 from joblib import Parallel, delayed
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, _fit_context, clone
 from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import KFold
+from sklearn.model_selection import GroupKFold, KFold
 from sklearn.utils._param_validation import HasMethods, StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
@@ -58,13 +58,18 @@ class TwoStageCRF(MetaEstimatorMixin, BaseEstimator):
     crf : structured learner of this library, default=None
         The learner of stage two (cloned; its ``structure`` says what the samples are); None:
         ``PerturbMAPCRF("chain", random_state=random_state)``.
-    cv : int, default=5
-        Folds of samples for the out-of-fold probabilities (at most the number of samples).
+    cv : int or cross-validation splitter, default=5
+        The folds of samples for the out-of-fold probabilities. An int: that many folds (at
+        most the number of samples, or of groups), shuffled with ``random_state``, or
+        :class:`~sklearn.model_selection.GroupKFold`'s when ``fit`` is given ``groups``. A
+        splitter (e.g. ``GroupKFold(3)``) is called as ``cv.split(samples, groups=groups)``;
+        its test folds must hold every sample exactly once.
     min_proba : float, default=1e-6
         ε: probabilities are floored at it before the log, so a class the classifier rules out
         costs a finite score.
     random_state : int, Generator, RandomState or None, default=None
-        The split of the samples into folds.
+        The split of the samples into folds (an int ``cv`` without groups), and the default
+        stage two's seed.
     n_jobs : int or None, default=None
         Folds fitted in parallel (joblib).
     unknown_label : int, float, str or None, default=-1
@@ -120,7 +125,10 @@ class TwoStageCRF(MetaEstimatorMixin, BaseEstimator):
     _parameter_constraints: dict = {
         "classifier": [None, HasMethods(["fit", "predict_proba"])],
         "crf": [None, HasMethods(["fit", "predict"])],
-        "cv": [NumberInterval(Integral, 2, None, closed="left")],
+        "cv": [
+            NumberInterval(Integral, 2, None, closed="left"),
+            HasMethods(["split", "get_n_splits"]),
+        ],
         "min_proba": [NumberInterval(Real, 0, 1, closed="neither")],
         "random_state": ["random_state"],
         "n_jobs": [None, NumberInterval(Integral, None, None, closed="neither")],
@@ -163,7 +171,7 @@ class TwoStageCRF(MetaEstimatorMixin, BaseEstimator):
 
     # ---- the two stages ---------------------------------------------------------------------
     @_fit_context(prefer_skip_nested_validation=False)
-    def fit(self, X, y):
+    def fit(self, X, y, groups=None):
         """Fit stage one out of fold, stage two on its log-probabilities, stage one on all.
 
         Parameters
@@ -173,6 +181,10 @@ class TwoStageCRF(MetaEstimatorMixin, BaseEstimator):
             stage-two learner's structure takes them (dense or sparse node features).
         y : sequence of label arrays
             One label per node, of any discrete kind; ``unknown_label`` marks unknown ones.
+        groups : array-like of shape (n_samples,), optional
+            A group per sample (e.g. the video a frame comes from, the document of a
+            sentence): the samples of a group stay in one fold, so stage two learns from
+            probabilities of the quality the classifier has on groups it never saw.
 
         Returns
         -------
@@ -197,13 +209,11 @@ class TwoStageCRF(MetaEstimatorMixin, BaseEstimator):
             raise ValueError(
                 f"y holds {len(classes)} class {list(classes)}: at least two are needed"
             )
-        rng = check_generator(self.random_state)
-        folds = KFold(min(self.cv, len(X)), shuffle=True, random_state=rng.integers(2**31))
         jobs = Parallel(n_jobs=self.n_jobs)(
             delayed(_fold_probabilities)(
                 self._classifier(), features, labels, known, offsets, train, test, classes
             )
-            for train, test in folds.split(np.arange(len(X)))
+            for train, test in self._folds(len(X), groups)
         )
         probabilities = np.zeros((len(labels), len(classes)))
         for nodes, fold in jobs:
@@ -306,6 +316,40 @@ class TwoStageCRF(MetaEstimatorMixin, BaseEstimator):
         return self.crf_.score(samples, y)
 
     # ---- helpers ----------------------------------------------------------------------------
+    def _folds(self, n_samples: int, groups) -> list:
+        """The (train, test) sample indices of the out-of-fold probabilities; the test folds
+        partition the samples."""
+        seed = check_generator(self.random_state).integers(2**31)
+        if groups is not None:
+            groups = np.asarray(groups)
+            if groups.shape != (n_samples,):
+                raise ValueError(
+                    f"groups has shape {groups.shape} but X has {n_samples} samples: give one "
+                    f"group per sample"
+                )
+        samples = np.arange(n_samples)
+        if not isinstance(self.cv, Integral):  # a scikit-learn splitter
+            folds = list(self.cv.split(samples, groups=groups))
+        elif groups is None:
+            folds = list(
+                KFold(min(self.cv, n_samples), shuffle=True, random_state=seed).split(samples)
+            )
+        else:
+            n_groups = len(np.unique(groups))
+            if n_groups < 2:
+                raise ValueError(
+                    "groups holds a single group: the out-of-fold probabilities need at least "
+                    "2 groups"
+                )
+            folds = list(GroupKFold(min(self.cv, n_groups)).split(samples, groups=groups))
+        held_out = [np.asarray(test, dtype=np.intp) for _, test in folds]
+        if len(folds) < 2 or not np.array_equal(np.sort(np.concatenate(held_out)), samples):
+            raise ValueError(
+                f"cv={self.cv!r} does not partition the samples into test folds (each sample "
+                f"held out exactly once, at least 2 folds): use KFold, GroupKFold or an int"
+            )
+        return folds
+
     def _classifier(self):
         classifier = clone(
             self.classifier if self.classifier is not None else LogisticRegression(max_iter=1000)

@@ -8,7 +8,7 @@ import pytest
 from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import KFold
+from sklearn.model_selection import GroupKFold, KFold, ShuffleSplit
 from sklearn.pipeline import make_pipeline
 from sklearn.svm import LinearSVC
 from sklearn.utils._param_validation import InvalidParameterError
@@ -41,19 +41,55 @@ def test_stage_two_learns_from_out_of_fold_probabilities():
     crf = PerturbMAPCRF(max_iter=3, tol=None, random_state=0)
     model = TwoStageCRF(crf=crf, cv=3, random_state=7).fit(X, y)
     seed = check_generator(7).integers(2**31)
-    stage_two = [None] * len(X)
-    for train, test in KFold(3, shuffle=True, random_state=seed).split(np.arange(len(X))):
-        fold = LogisticRegression(max_iter=1000).fit(
-            np.vstack([X[i] for i in train]), np.concatenate([y[i] for i in train])
-        )
-        for i in test:
-            stage_two[i] = np.log(np.maximum(fold.predict_proba(X[i]), 1e-6))
+    folds = KFold(3, shuffle=True, random_state=seed).split(np.arange(len(X)))
+    stage_two = _out_of_fold_by_hand(X, y, folds)
     np.testing.assert_allclose(model.crf_.coef_, clone(crf).fit(stage_two, y).coef_)
     # and at prediction time the classifier fitted on every node gives them
     full = LogisticRegression(max_iter=1000).fit(np.vstack(X), np.concatenate(y))
     np.testing.assert_allclose(
         model.stage_two_samples(X[:1])[0], np.log(np.maximum(full.predict_proba(X[0]), 1e-6))
     )
+
+
+def _out_of_fold_by_hand(X, y, folds):
+    """Stage two's samples rebuilt from ``folds`` with the default classifier."""
+    stage_two = [None] * len(X)
+    for train, test in folds:
+        fold = LogisticRegression(max_iter=1000).fit(
+            np.vstack([X[i] for i in train]), np.concatenate([y[i] for i in train])
+        )
+        for i in test:
+            stage_two[i] = np.log(np.maximum(fold.predict_proba(X[i]), 1e-6))
+    return stage_two
+
+
+@pytest.mark.parametrize("cv", [3, GroupKFold(3)])
+def test_groups_stay_in_one_fold(cv):
+    """With ``groups`` (an int ``cv``, or a group splitter) stage two learns from the folds of
+    GroupKFold: no group is both in a classifier's training nodes and held out by it."""
+    data = make_chain_data(n_samples=30, n_states=3, n_features=4, random_state=0)
+    X, y = data.data, data.target
+    groups = np.repeat(np.arange(6), 5)  # e.g. six documents of five sentences
+    crf = PerturbMAPCRF(max_iter=3, tol=None, random_state=0)
+    model = TwoStageCRF(crf=crf, cv=cv, random_state=7).fit(X, y, groups=groups)
+    folds = list(GroupKFold(3).split(np.arange(len(X)), groups=groups))
+    for train, test in folds:
+        assert not set(groups[train]) & set(groups[test])
+    stage_two = _out_of_fold_by_hand(X, y, folds)
+    np.testing.assert_allclose(model.crf_.coef_, clone(crf).fit(stage_two, y).coef_)
+
+
+def test_bad_groups_and_splitters_are_refused():
+    data = make_chain_data(n_samples=12, random_state=0)
+    X, y = data.data, data.target
+    with pytest.raises(ValueError, match="groups has shape \\(11,\\) but X has 12 samples"):
+        TwoStageCRF(cv=2).fit(X, y, groups=np.arange(11))
+    with pytest.raises(ValueError, match="single group"):
+        TwoStageCRF(cv=2).fit(X, y, groups=np.zeros(12))
+    with pytest.raises(ValueError, match="does not partition the samples"):
+        TwoStageCRF(cv=ShuffleSplit(3, random_state=0)).fit(X, y)
+    with pytest.raises(InvalidParameterError, match="cv"):
+        TwoStageCRF(cv="five").fit(X, y)
 
 
 def test_learned_pairwise_terms_beat_the_classifier_alone():
