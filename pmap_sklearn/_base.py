@@ -504,6 +504,12 @@ class BaseStructuredEstimator(BaseEstimator):
         per-node log-loss of the default marginals (Guo et al. 2017). T > 1 softens
         over-confident marginals; the MAP labelling does not change. A new ``fit`` resets it.
 
+        Perturb-and-MAP marginals are frequencies over ``n_perturbations`` (M) perturbed MAPs,
+        and a frequency of 0 estimates a small probability. The log-loss scores them with one
+        pseudo-count spread over the K labels, :math:`(c_k + 1/K) / (M + 1)` for a label
+        chosen :math:`c_k` times, so the few nodes whose true label no MAP chose do not
+        dictate the temperature.
+
         Parameters
         ----------
         X : sequence of samples
@@ -530,8 +536,13 @@ class BaseStructuredEstimator(BaseEstimator):
 
         def log_loss(log_temperature: float) -> float:
             w = self.coef_ * np.exp(-log_temperature)
-            node = self._node_marginals(batch, w, method, n_perturbations)
-            return -float(np.mean(np.log(np.clip(node[known, labels[known]], 1e-12, None))))
+            node = self._node_marginals(batch, w, method, n_perturbations)[known, labels[known]]
+            if method == "perturb":
+                # frequencies over M perturbed MAPs, with one pseudo-count spread over the K
+                # labels (the mean of their Dirichlet(1/K) posterior): a label that no MAP chose
+                # costs log(K (M + 1)), not whatever a clip would make it
+                node = (node * n_perturbations + 1 / len(self.classes_)) / (n_perturbations + 1)
+            return -float(np.mean(np.log(np.clip(node, 1e-12, None))))
 
         # log T to 0.02 (2 % in T): ~8 evaluations, each n_perturbations MAPs of every sample
         best = minimize_scalar(

@@ -319,7 +319,6 @@ class TwoStageCRF(MetaEstimatorMixin, BaseEstimator):
     def _folds(self, n_samples: int, groups) -> list:
         """The (train, test) sample indices of the out-of-fold probabilities; the test folds
         partition the samples."""
-        seed = check_generator(self.random_state).integers(2**31)
         if groups is not None:
             groups = np.asarray(groups)
             if groups.shape != (n_samples,):
@@ -331,6 +330,7 @@ class TwoStageCRF(MetaEstimatorMixin, BaseEstimator):
         if not isinstance(self.cv, Integral):  # a scikit-learn splitter
             folds = list(self.cv.split(samples, groups=groups))
         elif groups is None:
+            seed = check_generator(self.random_state).integers(2**31)
             folds = list(
                 KFold(min(self.cv, n_samples), shuffle=True, random_state=seed).split(samples)
             )
