@@ -143,20 +143,19 @@ def run_one(name: str, data_file: str) -> dict:
 
 def seed_spread(data_file: str) -> dict:
     """Testb and testa scores of ``PerturbMAPCRF``'s defaults with each of ``SPREAD_SEEDS``."""
-    from sklearn.pipeline import make_pipeline
-
     from pmap_sklearn import PerturbMAPCRF, SequenceVectorizer
 
     with open(data_file, "rb") as handle:
         data = pickle.load(handle)
-    vectorizer = SequenceVectorizer().fit(data["train_dicts"])
-    X = vectorizer.transform(data["train_dicts"])
+    vectorizer = SequenceVectorizer().fit(data["train_dicts"])  # the same for every seed
+    X, X_testb, X_testa = (
+        vectorizer.transform(data[key]) for key in ("train_dicts", "test_dicts", "dev_dicts")
+    )
     spread = {}
     for seed in SPREAD_SEEDS:
-        model = make_pipeline(vectorizer, PerturbMAPCRF(random_state=seed))
-        model[-1].fit(X, data["train_tags"])
-        testb = scores(list(model.predict(data["test_dicts"])), data["test_tags"])
-        testa = scores(list(model.predict(data["dev_dicts"])), data["dev_tags"])
+        model = PerturbMAPCRF(random_state=seed).fit(X, data["train_tags"])
+        testb = scores(list(model.predict(X_testb)), data["test_tags"])
+        testa = scores(list(model.predict(X_testa)), data["dev_tags"])
         spread[seed] = dict(
             token_f1=testb["token_f1"],
             entity_f1=testb["entity_f1"],
