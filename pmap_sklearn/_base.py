@@ -36,7 +36,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from . import _sgd
 from ._backend import GraphKind, Potentials, check_capabilities
-from ._labels import as_samples, encode, without_ignored
+from ._labels import encode, without_ignored
 from ._parallel import N_JOBS_CONSTRAINT, single_blas_thread, uses_workers
 from ._utils import NumberInterval, check_generator, release_freed_memory
 from .metrics import mean_hamming_loss
@@ -410,15 +410,15 @@ class BaseStructuredEstimator(BaseEstimator):
         if decoding == "marginal":
             if not self._marginal_methods:
                 raise ValueError(f"{type(self).__name__} has no marginals: use decoding='map'")
-            marginals = self.predict_marginals(X, known_labels=known_labels)
-            codes = [m.argmax(axis=-1) for m in marginals]
+            batch, marginals = self._label_marginals(X, None, None, known_labels)
+            codes = marginals.argmax(axis=1)
         elif decoding == "map":
             batch = self._prepare_fitted(X)
             clamp = self._known_codes(batch, known_labels)
-            codes = batch.split(self._map(batch, self.coef_, clamp))
+            codes = self.structure_.visible_labels(self._map(batch, self.coef_, clamp))
         else:
             raise ValueError(f"decoding must be 'map' or 'marginal', got {decoding!r}")
-        return as_samples([self.classes_[c] for c in codes])
+        return self.structure_.format_labels(batch, codes, self.classes_)
 
     @uses_workers
     def predict_marginals(
@@ -449,6 +449,12 @@ class BaseStructuredEstimator(BaseEstimator):
             One float array of shape (D, K) (or (H, W, K)) per sample, its last axis over
             ``classes_``; rows sum to 1.
         """
+        batch, marginals = self._label_marginals(X, method, n_perturbations, known_labels)
+        return self.structure_.format_marginals(batch, marginals)
+
+    def _label_marginals(self, X, method, n_perturbations, known_labels):
+        """The checked arguments of :meth:`predict_marginals`, and the prepared batch with the
+        label marginals of its nodes, (n_nodes, K) over ``classes_``."""
         name = type(self).__name__
         if not self._marginal_methods:
             raise ValueError(f"{name} has no marginals: it is not a probabilistic model")
@@ -469,7 +475,7 @@ class BaseStructuredEstimator(BaseEstimator):
         clamp = self._known_codes(batch, known_labels)
         temperature = getattr(self, "marginal_temperature_", 1.0)
         node = self._node_marginals(batch, self.coef_ / temperature, method, n_perturbations, clamp)
-        return as_samples(batch.split(node))
+        return batch, self.structure_.visible_marginals(node)
 
     def _node_marginals(self, batch, w, method, n_perturbations, clamp=None) -> np.ndarray:
         """Marginals (n_nodes, K) of the batch under weights ``w`` by ``method``."""

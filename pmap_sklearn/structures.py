@@ -31,6 +31,7 @@ from ._backend import (
     check_solver,
     label_statistics,
 )
+from ._labels import as_samples
 from ._utils import (
     SparseVector,
     append_ones_column,
@@ -400,6 +401,70 @@ class BaseStructure(BaseEstimator):
                 )
             flat.append(yi)
         return np.concatenate(flat)
+
+    # ---- what users see: labels and marginals of the visible nodes -------------------------
+    def visible_labels(self, states: np.ndarray) -> np.ndarray:
+        """The label codes of labellings of the nodes' states.
+
+        Parameters
+        ----------
+        states : ndarray of shape (n_nodes,)
+            A state per node (a solver's labelling).
+
+        Returns
+        -------
+        ndarray of shape (n_nodes,)
+            The label code (``0..K-1``, the index in ``classes_``) of every node.
+        """
+        return states
+
+    def visible_marginals(self, marginals: np.ndarray) -> np.ndarray:
+        """Label marginals from marginals over the nodes' states.
+
+        Parameters
+        ----------
+        marginals : ndarray of shape (n_nodes, n_states)
+
+        Returns
+        -------
+        ndarray of shape (n_nodes, K)
+            The probability of each label code.
+        """
+        return marginals
+
+    def format_labels(self, batch: SampleBatch, codes: np.ndarray, classes) -> np.ndarray:
+        """What ``predict`` returns: each sample's labels, from label codes of every node.
+
+        Parameters
+        ----------
+        batch : SampleBatch
+        codes : ndarray of shape (n_nodes,)
+            Label codes (indices in ``classes``).
+        classes : ndarray of shape (K,)
+            The estimator's ``classes_``.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,) of arrays
+            One array of ``classes`` per sample, shaped like its labels (a 1-D object array).
+        """
+        return as_samples([classes[c] for c in batch.split(codes)])
+
+    def format_marginals(self, batch: SampleBatch, marginals: np.ndarray) -> np.ndarray:
+        """What ``predict_marginals`` returns: each sample's label marginals.
+
+        Parameters
+        ----------
+        batch : SampleBatch
+        marginals : ndarray of shape (n_nodes, K)
+            Label marginals of every node.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,) of arrays
+            One (D, K) (or (H, W, K)) array per sample (a 1-D object array).
+        """
+        return as_samples(batch.split(marginals))
 
     # ---- potentials ----------------------------------------------------------------------
     def potentials(self, batch: SampleBatch, w: np.ndarray, perturbation=None) -> Potentials:
