@@ -39,6 +39,7 @@ from .messages import counting_numbers as counting_numbers
 from .messages import pairwise_statistics as pairwise_statistics
 from .part_clamp import feedback_vertex_set as feedback_vertex_set
 from .potentials import ChainLayout, GridLayout, Potentials, Statistics
+from .potentials import forbid_states as forbid_states
 from .potentials import label_statistics as label_statistics
 
 SOLVERS = {

@@ -26,7 +26,7 @@ from sklearn.utils import check_scalar
 from .. import _parallel
 from .._utils import NonFiniteError, ranges
 from .capabilities import Capabilities, PairwiseKind, PairwiseTerms
-from .potentials import Potentials, Statistics, add_clamped_differences
+from .potentials import Potentials, Statistics, add_clamped_differences, forbid_states
 
 #: Nodes of clamped copies held at once: bounds the memory of the clamped maximisers.
 CHUNK_NODES = 1 << 18
@@ -243,6 +243,7 @@ class Solver:
         skip_agreeing: bool = False,
         dynamic: bool = True,
         n_jobs=None,
+        sets=None,
     ) -> ClampedSolution:
         """MAP labelling and weighted single-node clamped maximisers.
 
@@ -252,42 +253,70 @@ class Solver:
         nodes : ndarray of shape (Q,)
             Global node of each query, in increasing order.
         labels : ndarray of shape (Q,)
-            The label each query clamps its node to.
+            The label each query clamps its node to; with ``sets``, the set (a row of
+            ``sets``) its node is restricted to.
         weights : ndarray of shape (Q,)
             Weight of each query in the returned statistics.
         skip_agreeing : bool, default=False
-            Gumbel reduction: do not solve the queries whose label is the MAP's label at their
-            node (their maximiser is ``y*_A`` itself: zero contribution).
+            Gumbel reduction: do not solve the queries whose label (set) holds the MAP's label
+            at their node (their maximiser is ``y*_A`` itself: zero contribution).
         dynamic : bool, default=True
             Use the solver's incremental path if it has one (False: solve every clamped problem
             from scratch; both give the same maximisers).
         n_jobs : int, optional
+        sets : ndarray of shape (n_sets, K) of bool, optional
+            Set-valued clamps: query q restricts its node to the labels ``sets[labels[q]]``
+            (the states of a visible label, with hidden states). Its maximiser is the best
+            labelling with the node in the set, the node's own scores included, so the
+            perturbation of a clamped node counts where a single-label clamp leaves it out
+            (the perturb-and-MAP estimate of ``log Σ_{k ∈ S} P(y_d = k)``).
 
         Returns
         -------
         ClampedSolution
         """
         self._check(potentials)
-        nodes, labels, weights = check_queries(potentials, nodes, labels, weights)
+        nodes, labels, weights = check_queries(potentials, nodes, labels, weights, sets)
+        if sets is not None:
+            sets = np.asarray(sets, dtype=bool)
+            if (sets.sum(axis=1)[labels] == 1).all():  # single labels after all
+                labels, sets = sets.argmax(axis=1)[labels], None
         if dynamic and self._incremental_clamped_maps is not None:
-            return self._incremental_clamped_maps(
-                potentials, nodes, labels, weights, skip_agreeing, n_jobs
-            )
-        return self._copied_clamped_maps(potentials, nodes, labels, weights, skip_agreeing, n_jobs)
+            if sets is None:
+                return self._incremental_clamped_maps(
+                    potentials, nodes, labels, weights, skip_agreeing, n_jobs
+                )
+            if self._incremental_sets:
+                return self._incremental_clamped_maps(
+                    potentials, nodes, labels, weights, skip_agreeing, n_jobs, sets=sets
+                )
+        return self._copied_clamped_maps(
+            potentials, nodes, labels, weights, skip_agreeing, n_jobs, sets
+        )
 
-    def _copied_clamped_maps(self, potentials, nodes, labels, weights, skip_agreeing, n_jobs):
+    def _copied_clamped_maps(
+        self, potentials, nodes, labels, weights, skip_agreeing, n_jobs, sets=None
+    ):
         """Every clamped problem solved on its own copy of its sample, in bounded chunks (from
-        the MAP when the solver takes a warm start)."""
+        the MAP when the solver takes a warm start); a set-valued clamp forbids the other
+        labels of its node (:func:`forbid_states`)."""
         map_labels = self.map(potentials, n_jobs=n_jobs)
-        solved = solved_queries(map_labels, nodes, labels, skip_agreeing)
+        solved = solved_queries(map_labels, nodes, labels, skip_agreeing, sets)
         nodes, labels, weights = nodes[solved], labels[solved], weights[solved]
         statistics = Statistics.zeros(potentials)
         copies = potentials.node_sample[nodes]
         for chunk in chunks_by_size(potentials.lengths[copies]):
             replicated = potentials.take(copies[chunk])
-            clamp = np.full(replicated.n_nodes, -1)
             local = nodes[chunk] - potentials.node_offsets[copies[chunk]]
-            clamp[replicated.node_offsets[:-1] + local] = labels[chunk]
+            clamped = replicated.node_offsets[:-1] + local
+            if sets is None:
+                clamp = np.full(replicated.n_nodes, -1)
+                clamp[clamped] = labels[chunk]
+            else:
+                clamp, forbidden = None, np.zeros(replicated.unary.shape, dtype=bool)
+                forbidden[clamped] = ~sets[labels[chunk]]
+                unary = forbid_states(replicated.unary, forbidden, replicated.pairwise)
+                replicated = replace(replicated, unary=unary)
             start = {}
             if self.capabilities.warm_start:  # each clamped copy starts from the MAP
                 start["init"] = map_labels[ranges(potentials.node_offsets, copies[chunk])]
@@ -300,6 +329,8 @@ class Solver:
     #: ``(potentials, nodes, labels, weights, skip_agreeing, n_jobs) -> ClampedSolution`` on
     #: checked queries: a solver's incremental path for ``dynamic=True`` (None: from scratch).
     _incremental_clamped_maps = None
+    #: Whether the incremental path also takes set-valued clamps (``sets=`` keyword).
+    _incremental_sets = False
 
     def marginals(self, potentials: Potentials, clamp=None) -> Marginals:
         """Exact marginals and log-partition of every sample (solvers that can).
@@ -374,7 +405,7 @@ def check_labels(labels, potentials: Potentials, name: str, free: bool) -> np.nd
     return labels.astype(np.intp, copy=False)
 
 
-def check_queries(potentials: Potentials, nodes, labels, weights):
+def check_queries(potentials: Potentials, nodes, labels, weights, sets=None):
     nodes = np.asarray(nodes, dtype=np.intp)
     labels = np.asarray(labels, dtype=np.intp)
     weights = np.asarray(weights, dtype=float)
@@ -387,16 +418,30 @@ def check_queries(potentials: Potentials, nodes, labels, weights):
             raise ValueError("clamped_maps needs the query nodes in increasing order")
         if nodes[0] < 0 or nodes[-1] >= potentials.n_nodes:
             raise ValueError(f"query nodes must lie in 0..{potentials.n_nodes - 1}")
-        if labels.min() < 0 or labels.max() >= potentials.n_states:
-            raise ValueError(f"query labels must lie in 0..{potentials.n_states - 1}")
+        n_choices = potentials.n_states if sets is None else len(sets)
+        if labels.min() < 0 or labels.max() >= n_choices:
+            what = "labels" if sets is None else "sets"
+            raise ValueError(f"query {what} must lie in 0..{n_choices - 1}")
+    if sets is not None:
+        sets = np.asarray(sets)
+        if sets.ndim != 2 or sets.shape[1] != potentials.n_states or sets.dtype != bool:
+            raise ValueError(
+                f"sets must be a bool array of shape (n_sets, {potentials.n_states}), got "
+                f"{sets.dtype} of shape {sets.shape}"
+            )
+        if not sets.any(axis=1).all():
+            raise ValueError("every set of a set-valued clamp must allow at least one label")
     return nodes, labels, weights
 
 
-def solved_queries(map_labels, nodes, labels, skip_agreeing: bool) -> np.ndarray:
-    """The queries to solve: all, or with Gumbel reduction those that disagree with the MAP."""
-    if skip_agreeing:
+def solved_queries(map_labels, nodes, labels, skip_agreeing: bool, sets=None) -> np.ndarray:
+    """The queries to solve: all, or with Gumbel reduction those that disagree with the MAP
+    (whose set, with ``sets``, does not hold the MAP's label)."""
+    if not skip_agreeing:
+        return np.ones(len(nodes), dtype=bool)
+    if sets is None:
         return map_labels[nodes] != labels
-    return np.ones(len(nodes), dtype=bool)
+    return ~sets[labels, map_labels[nodes]]
 
 
 def chunks_by_size(sizes: np.ndarray, limit: int = CHUNK_NODES) -> list[slice]:

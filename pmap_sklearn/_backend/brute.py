@@ -12,8 +12,7 @@ import numpy as np
 
 from .base import Marginals, Solver, check_count
 from .capabilities import Capabilities, PairwiseKind
-from .chain import clamp_scores
-from .potentials import Potentials, Statistics, pair_statistics
+from .potentials import Potentials, Statistics, clamp_scores, pair_statistics
 
 #: Labellings enumerated at once.
 CHUNK = 1 << 16

@@ -20,7 +20,13 @@ import numpy as np
 from .._utils import ranges
 from .base import ClampedSolution, Marginals, Solver, chunks_by_size, solved_queries
 from .capabilities import Capabilities, GraphKind, PairwiseKind
-from .potentials import ChainLayout, Potentials, Statistics, add_clamped_differences
+from .potentials import (
+    ChainLayout,
+    Potentials,
+    Statistics,
+    add_clamped_differences,
+    clamp_scores,
+)
 
 
 def _logsumexp(a: np.ndarray, axis: int) -> np.ndarray:
@@ -354,13 +360,23 @@ class ChainSolver(Solver):
         unary = potentials.unary if clamp is None else clamp_scores(potentials.unary, clamp)
         return viterbi(unary, potentials.lengths, potentials.pairwise)
 
-    def _incremental_clamped_maps(self, potentials, nodes, labels, weights, skip, n_jobs):
-        """All clamped maximisers from one max-product pass, traced in bounded chunks."""
+    _incremental_sets = True
+
+    def _incremental_clamped_maps(
+        self, potentials, nodes, labels, weights, skip, n_jobs, sets=None
+    ):
+        """All clamped maximisers from one max-product pass, traced in bounded chunks; a
+        set-valued clamp takes the label of its set whose max-marginal is largest (the best
+        labelling with the node in the set has the node at that label)."""
         p = potentials
         padded, position = self._padded(p)
         alpha, beta = max_product_messages(padded, p.lengths, p.pairwise)
-        map_padded = (alpha + beta).argmax(axis=2)
+        max_marginals = alpha + beta
+        map_padded = max_marginals.argmax(axis=2)
         map_labels = map_padded[p.node_sample, position]
+        if sets is not None:
+            at = max_marginals[p.node_sample[nodes], position[nodes]]
+            labels = np.where(sets[labels], at, -np.inf).argmax(axis=1)
         solved = solved_queries(map_labels, nodes, labels, skip)
         nodes, labels, weights = nodes[solved], labels[solved], weights[solved]
         chains = p.node_sample[nodes]
@@ -440,31 +456,6 @@ class ChainSolver(Solver):
             node[nodes] = node_padded[np.repeat(np.arange(len(chains)), lengths), position]
             pair += chain_pair.sum(axis=0)
         return Marginals(Statistics(node, pair), log_z)
-
-
-def clamp_scores(unary: np.ndarray, clamp: np.ndarray) -> np.ndarray:
-    """Node scores with ``-inf`` for every label a clamped node (``clamp >= 0``) may not take."""
-    fixed = clamp >= 0
-    forbidden = np.zeros(unary.shape, dtype=bool)
-    forbidden[fixed] = True
-    forbidden[np.flatnonzero(fixed), clamp[fixed]] = False
-    return np.where(forbidden, -np.inf, unary)
-
-
-def finite_clamp_scores(unary: np.ndarray, clamp: np.ndarray, pairwise: np.ndarray) -> np.ndarray:
-    """:func:`clamp_scores` with a finite score instead of ``-inf``, for solvers whose
-    arithmetic needs finite numbers (cuts, message passing).
-
-    The forbidden labels score ``−(2 S + 1000)`` with ``S`` the sum of all absolute scores: a
-    labelling that breaks a clamp scores below every labelling that keeps them, and its
-    probability under ``exp f`` is below ``e^-1000`` (zero in floating point).
-    """
-    scores = clamp_scores(unary, clamp)
-    forbidden = ~np.isfinite(scores)
-    if forbidden.any():
-        spread = np.abs(unary).sum() + np.abs(pairwise).sum()
-        scores[forbidden] = -(2.0 * spread + 1e3)
-    return scores
 
 
 def pad(node_values: np.ndarray, lengths: np.ndarray, fill: float = 0.0):

@@ -26,10 +26,9 @@ import numpy as np
 from .._parallel import map_jobs, map_samples
 from .base import CHUNK_NODES, Solver
 from .capabilities import Capabilities, PairwiseTerms
-from .chain import finite_clamp_scores
 from .level_tree import LevelTree, packed_layout
 from .mincut import min_cut
-from .potentials import Potentials
+from .potentials import Potentials, finite_clamp_scores
 
 
 class _Thresholds:

@@ -33,8 +33,7 @@ from sklearn.utils import check_scalar
 
 from .base import Marginals, Solver, check_count
 from .capabilities import Capabilities, PairwiseKind
-from .chain import finite_clamp_scores
-from .potentials import Potentials, Statistics
+from .potentials import Potentials, Statistics, finite_clamp_scores
 
 #: the counting numbers by name: (edge number, node number or "1 - degree")
 COUNTING_NUMBERS = ("auto", "convex", "bethe")

@@ -695,3 +695,57 @@ def add_sparse_differences(
     statistics.pairwise += pair_statistics(
         first_label, second_label, edge, weight, kind, k, p.n_edges
     ) - pair_statistics(map_labels[first], map_labels[second], edge, weight, kind, k, p.n_edges)
+
+
+def clamp_scores(unary: np.ndarray, clamp: np.ndarray) -> np.ndarray:
+    """Node scores with ``-inf`` for every label a clamped node (``clamp >= 0``) may not take."""
+    return np.where(clamp_mask(unary.shape, clamp), -np.inf, unary)
+
+
+def clamp_mask(shape: tuple, clamp: np.ndarray) -> np.ndarray:
+    """The (node, label) entries a clamp forbids: every label but its own at a clamped node
+    (``clamp >= 0``); nothing at a free one (``-1``)."""
+    fixed = clamp >= 0
+    forbidden = np.zeros(shape, dtype=bool)
+    forbidden[fixed] = True
+    forbidden[np.flatnonzero(fixed), clamp[fixed]] = False
+    return forbidden
+
+
+def finite_clamp_scores(unary: np.ndarray, clamp: np.ndarray, pairwise: np.ndarray) -> np.ndarray:
+    """:func:`clamp_scores` with a finite score instead of ``-inf``, for solvers whose
+    arithmetic needs finite numbers (cuts, message passing).
+
+    The forbidden labels score as in :func:`forbid_states`.
+    """
+    return forbid_states(unary, clamp_mask(unary.shape, clamp), pairwise)
+
+
+def forbid_states(unary: np.ndarray, forbidden: np.ndarray, pairwise: np.ndarray) -> np.ndarray:
+    """Node scores with the ``forbidden`` (node, label) entries at a finite score below every
+    labelling that avoids them: ``−(2 S + 1000)`` with ``S`` the sum of all absolute scores.
+
+    Set-valued clamps (a node restricted to some labels: the states of its visible label, the
+    hidden states of a hidden node) take this form, and so do single-label clamps for solvers
+    whose arithmetic needs finite numbers (:func:`finite_clamp_scores`). A labelling with a
+    forbidden entry scores below every labelling without one, and its probability under
+    ``exp f`` is below ``e^-1000`` (zero in floating point).
+
+    Parameters
+    ----------
+    unary : ndarray of shape (n_nodes, K)
+    forbidden : ndarray of shape (n_nodes, K) of bool
+    pairwise : ndarray
+        The pairwise scores of the model (their size enters ``S``).
+
+    Returns
+    -------
+    ndarray of shape (n_nodes, K)
+        A copy of ``unary`` (``unary`` itself when nothing is forbidden).
+    """
+    if not forbidden.any():
+        return unary
+    scores = np.array(unary, dtype=float)
+    spread = np.abs(unary).sum() + np.abs(pairwise).sum()
+    scores[forbidden] = -(2.0 * spread + 1e3)
+    return scores
