@@ -1,7 +1,7 @@
 """pmap_sklearn: perturb-and-MAP structured prediction with a scikit-learn API."""
 
 from ._backend import Potentials
-from .baselines import ChainCRF, StructuredSVM
+from .baselines import ChainCRF, StructuredSVM, crfsuite_penalty
 from .continuous import ContinuousLogSupermodularDenoiser
 from .denoising import LogSupermodularDenoiser
 from .epsilon import EpsilonCRF
@@ -32,6 +32,7 @@ __all__ = [
     "MarginalPerturbMAPCRF",
     "StructuredSVM",
     "ChainCRF",
+    "crfsuite_penalty",
     "EpsilonCRF",
     "PartClampCRF",
     "PseudoLikelihoodCRF",

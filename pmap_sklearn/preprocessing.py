@@ -125,8 +125,11 @@ def _vectorise(tokens, dtype, vocabulary: dict | None = None):
         columns = rank[columns]
         vocabulary = {name: i for i, name in enumerate(names)}
     counts = np.fromiter(map(len, tokens), dtype=np.intp, count=len(tokens))
-    known = columns >= 0
-    if not known.all():  # features the vocabulary lacks: left out of their rows
+    # features the vocabulary lacks are left out of their rows, and so are zero values (False
+    # booleans): stored zeros would cost every product with the weights (a third of the
+    # entries of sklearn-crfsuite's tutorial features) and change nothing
+    known = (columns >= 0) & (values != 0)
+    if not known.all():
         counts = np.bincount(
             np.repeat(np.arange(len(counts)), counts)[known], minlength=len(counts)
         )

@@ -81,3 +81,168 @@ def test_learning_beats_independent_classification():
     warm = ChainCRF(alpha=1e-3, warm_start=True).fit(X, y)
     objective = warm.objective_
     assert warm.fit(X, y).objective_ >= objective - 1e-9  # continues from the optimum
+
+
+# ---- the elastic net: OWL-QN, crfsuite's c1 / c2 and its observed-states model ---------------
+def _token_data(rng, n_samples=30):
+    """Sentences of five words whose tags mostly follow the word, as crfsuite-style dicts."""
+    X, y = [], []
+    for _ in range(n_samples):
+        words = rng.choice(list("abcde"), rng.integers(2, 6))
+        tags = ["X" if w in "ab" else ("Y" if w == "c" else "Z") for w in words]
+        y.append([t if rng.random() > 0.2 else "Z" for t in tags])
+        X.append([{"w": w, "bias": 1.0} for w in words])
+    return X, y
+
+
+def _penalised_objective(crf, X, y):
+    """``w -> (value, gradient)`` of ChainCRF's negative mean log-likelihood plus its L2 part,
+    and the L1 strength: the fitted objective, recomputed from its definition."""
+    from pmap_sklearn._labels import encode
+
+    structure = crf.structure_
+    batch = structure.prepare(X)
+    codes, _ = encode(y, -1, crf.classes_)
+    labels = structure.prepare_labels(batch, codes)
+    l1, l2 = crf.alpha_ * crf.l1_ratio, crf.alpha_ * (1 - crf.l1_ratio)
+    observed = structure.joint_feature(batch, labels)
+
+    def objective(w):
+        value, gradient = crf._log_likelihood(batch, labels, w, observed)
+        return -value + 0.5 * l2 * w @ w, -gradient + l2 * w
+
+    return objective, l1
+
+
+def test_l1_ratio_zero_is_the_lbfgsb_fit_bit_for_bit():
+    from scipy.optimize import minimize
+
+    data = make_chain_data(n_samples=40, n_states=3, n_features=4, noise=1.0, random_state=0)
+    crf = ChainCRF(alpha=1e-2, l1_ratio=0.0, max_iter=50).fit(data.data, data.target)
+    np.testing.assert_array_equal(
+        crf.coef_, ChainCRF(alpha=1e-2, max_iter=50).fit(data.data, data.target).coef_
+    )
+    objective, l1 = _penalised_objective(crf, data.data, data.target)
+    assert l1 == 0
+    direct = minimize(
+        objective,
+        np.zeros(crf.structure_.size_),
+        jac=True,
+        method="L-BFGS-B",
+        options=dict(maxiter=50, gtol=crf.tol),
+    )
+    np.testing.assert_array_equal(crf.coef_, direct.x)
+    assert crf.n_nonzero_ == crf.coef_.size
+
+
+def test_l1_gives_exact_zeros_at_the_optimum(rng):
+    """OWL-QN's solution meets the subgradient conditions of the elastic net: ``|g_i| <= λ1``
+    where ``w_i = 0``, ``g_i = −λ1 sign w_i`` elsewhere; more L1, fewer non-zeros."""
+    data = make_chain_data(n_samples=60, n_states=3, n_features=8, noise=1.0, random_state=1)
+    previous = None
+    for l1_ratio in (0.5, 0.9):
+        crf = ChainCRF(alpha=0.05, l1_ratio=l1_ratio, tol=1e-10, max_iter=2000)
+        crf.fit(data.data, data.target)
+        objective, l1 = _penalised_objective(crf, data.data, data.target)
+        _, g = objective(crf.coef_)
+        zero = crf.coef_ == 0
+        assert 0 < zero.sum() < zero.size and crf.n_nonzero_ == (~zero).sum()
+        assert np.all(np.abs(g[zero]) <= l1 + 1e-6)
+        np.testing.assert_allclose(g[~zero], -l1 * np.sign(crf.coef_[~zero]), atol=1e-4)
+        value = objective(crf.coef_)[0] + l1 * np.abs(crf.coef_).sum()
+        np.testing.assert_allclose(-crf.objective_, value)
+        if previous is not None:
+            assert crf.n_nonzero_ < previous
+        previous = crf.n_nonzero_
+
+
+def test_crfsuite_penalty_is_crfsuites_objective_over_n(rng):
+    """crfsuite's summed objective ``−Σ log P + c1‖w‖₁ + c2‖w‖²`` is N times ours."""
+    from pmap_sklearn import crfsuite_penalty
+
+    data = make_chain_data(n_samples=20, n_states=3, n_features=4, noise=1.0, random_state=2)
+    c1, c2 = 0.3, 0.05
+    alpha, l1_ratio = crfsuite_penalty(c1, c2, n_samples=20)
+    crf = ChainCRF(alpha=alpha, l1_ratio=l1_ratio, max_iter=1).fit(data.data, data.target)
+    objective, l1 = _penalised_objective(crf, data.data, data.target)
+    w = rng.normal(size=crf.structure_.size_)
+    ours = objective(w)[0] + l1 * np.abs(w).sum()
+    mean_log_likelihood = -(objective(w)[0] - 0.5 * alpha * (1 - l1_ratio) * w @ w)
+    crfsuite = -20 * mean_log_likelihood + c1 * np.abs(w).sum() + c2 * w @ w
+    np.testing.assert_allclose(20 * ours, crfsuite)
+    with pytest.raises(ValueError, match="not both 0"):
+        crfsuite_penalty(0, 0, 10)
+    with pytest.raises(ValueError, match="n_samples must be an int"):
+        crfsuite_penalty(0.1, 0.1, 0)
+
+
+def test_observed_states_only_keeps_the_unseen_pairs_at_zero(rng):
+    from pmap_sklearn import SequenceVectorizer
+
+    X, y = _token_data(rng)
+    chains = SequenceVectorizer().fit_transform(X)
+    crf = ChainCRF(alpha=0.01, l1_ratio=0.2, all_possible_states=False).fit(chains, y)
+    unary, _ = crf.structure_.unpack(crf.coef_)
+    seen = np.zeros(unary.shape, dtype=bool)
+    for chain, tags in zip(chains, y, strict=True):
+        for row, tag in zip(chain.toarray(), tags, strict=True):
+            seen[np.flatnonzero(row), list(crf.classes_).index(tag)] = True
+    seen[-1] = True  # the bias column
+    assert np.all(unary[~seen] == 0) and np.any(unary[seen] != 0)
+    dense = ChainCRF(alpha=0.01, l1_ratio=0.2).fit(chains, y)
+    assert dense.structure_.unpack(dense.coef_)[0][~seen].any()
+    with pytest.raises(ValueError, match="all_possible_states=False needs one table"):
+        ChainCRF(ChainStructure(unary="scaled"), all_possible_states=False).fit(
+            [np.zeros((2, 2))], [[0, 1]]
+        )
+
+
+def test_l1_fit_agrees_with_crfsuite(rng):
+    """The same model and penalty as crfsuite's L-BFGS trainer (OWL-QN, c1 and c2, every state
+    and transition feature), fitted to convergence by both: the same weights."""
+    pycrfsuite = pytest.importorskip("pycrfsuite")
+    import tempfile
+    from pathlib import Path
+
+    from pmap_sklearn import SequenceVectorizer, crfsuite_penalty
+
+    X, y = _token_data(rng)
+    c1, c2 = 0.3, 0.05
+    trainer = pycrfsuite.Trainer(verbose=False)
+    for tokens, tags in zip(X, y, strict=True):
+        trainer.append(pycrfsuite.ItemSequence(tokens), tags)
+    trainer.set_params(
+        {
+            "c1": c1,
+            "c2": c2,
+            "max_iterations": 5000,
+            "epsilon": 1e-12,
+            "delta": 1e-12,
+            "feature.possible_states": True,
+            "feature.possible_transitions": True,
+        }
+    )
+    with tempfile.TemporaryDirectory() as folder:
+        path = str(Path(folder) / "model.crfsuite")
+        trainer.train(path)
+        tagger = pycrfsuite.Tagger()
+        tagger.open(path)
+        info = tagger.info()
+        tagger.close()
+    alpha, l1_ratio = crfsuite_penalty(c1, c2, len(X))
+    vectorizer = SequenceVectorizer().fit(X)
+    crf = ChainCRF(
+        ChainStructure(bias=False), alpha=alpha, l1_ratio=l1_ratio, tol=1e-12, max_iter=5000
+    ).fit(vectorizer.transform(X), y)
+    unary, transitions = crf.structure_.unpack(crf.coef_)
+    classes = list(crf.classes_)
+    names = [name.replace("=", ":") for name in vectorizer.get_feature_names_out()]
+    theirs = np.array(
+        [[info.state_features.get((name, label), 0.0) for label in classes] for name in names]
+    )
+    np.testing.assert_allclose(unary, theirs, atol=1e-3)
+    np.testing.assert_array_equal(unary == 0, theirs == 0)
+    table = np.zeros((len(classes), len(classes)))
+    for (a, b), weight in info.transitions.items():
+        table[classes.index(a), classes.index(b)] = weight
+    np.testing.assert_allclose(transitions.reshape(table.shape), table, atol=1e-3)
