@@ -9,7 +9,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .structures import ChainStructure
 
-__all__ = ["explain_weights"]
+__all__ = ["explain_weights", "state_features", "transition_features"]
 
 
 def explain_weights(estimator, feature_names=None, top: int = 10) -> Bunch:
@@ -51,6 +51,28 @@ def explain_weights(estimator, feature_names=None, top: int = 10) -> Bunch:
     """
     if isinstance(top, bool) or not isinstance(top, int | np.integer) or top < 1:
         raise ValueError(f"top must be an int >= 1, got {top!r}")
+    model, structure, unary, names = _unary_weights(estimator, feature_names)
+    positive, negative = {}, {}
+    for k, label in enumerate(model.classes_):
+        order = np.argsort(-unary[:, k], kind="stable")
+        best, worst = order[:top], order[::-1][:top]
+        positive[label] = [(names[i], float(unary[i, k])) for i in best if unary[i, k] > 0]
+        negative[label] = [(names[i], float(unary[i, k])) for i in worst if unary[i, k] < 0]
+    transitions = None
+    if isinstance(structure, ChainStructure):
+        transitions = structure.transition(model.coef_).copy()
+    return Bunch(
+        positive=positive,
+        negative=negative,
+        transitions=transitions,
+        classes=model.classes_,
+        weights=unary.copy(),
+    )
+
+
+def _unary_weights(estimator, feature_names):
+    """The fitted model of ``estimator`` (a learner or a pipeline ending in one), its
+    structure, its (n_features + bias, K) node weights and their names."""
     model = estimator
     if isinstance(estimator, Pipeline):
         model = estimator[-1]
@@ -77,19 +99,81 @@ def explain_weights(estimator, feature_names=None, top: int = 10) -> Bunch:
             "features"
         )
     names = np.array(feature_names + ["<bias>"] * int(structure.bias), dtype=object)
-    positive, negative = {}, {}
-    for k, label in enumerate(model.classes_):
-        order = np.argsort(-unary[:, k], kind="stable")
-        best, worst = order[:top], order[::-1][:top]
-        positive[label] = [(names[i], float(unary[i, k])) for i in best if unary[i, k] > 0]
-        negative[label] = [(names[i], float(unary[i, k])) for i in worst if unary[i, k] < 0]
-    transitions = None
-    if isinstance(structure, ChainStructure):
-        transitions = structure.transition(model.coef_).copy()
-    return Bunch(
-        positive=positive,
-        negative=negative,
-        transitions=transitions,
-        classes=model.classes_,
-        weights=unary.copy(),
-    )
+    return model, structure, unary, names
+
+
+def state_features(estimator, feature_names=None) -> dict:
+    """The non-zero node weights as sklearn-crfsuite's ``CRF.state_features_``: a dict
+    ``{(feature, label): weight}``.
+
+    The weight of a (feature, label) pair is the score it adds to a node of that label whose
+    feature is 1. Features are named as the pipeline names them
+    (:class:`~pmap_sklearn.preprocessing.SequenceVectorizer`: ``name=value`` where crfsuite
+    writes ``name:value``); the structure's bias column is ``"<bias>"``. An L1 model
+    (``l1_ratio > 0``) has few entries.
+
+    Parameters
+    ----------
+    estimator : fitted estimator or Pipeline
+        As in :func:`explain_weights`.
+    feature_names : sequence of str, optional
+        As in :func:`explain_weights`.
+
+    Returns
+    -------
+    dict
+        ``{(feature, label): weight}`` over the non-zero weights, features in column order.
+
+    Examples
+    --------
+    >>> from pmap_sklearn import ChainCRF, SequenceVectorizer
+    >>> from pmap_sklearn.inspection import state_features, transition_features
+    >>> from sklearn.pipeline import make_pipeline
+    >>> X = [[{"w": "the"}, {"w": "dog"}], [{"w": "a"}, {"w": "cat"}]] * 10
+    >>> y = [["DET", "NOUN"]] * 20
+    >>> model = make_pipeline(SequenceVectorizer(), ChainCRF(alpha=0.1, l1_ratio=0.5)).fit(X, y)
+    >>> weights = state_features(model)  # the bias column fell to zero under L1
+    >>> sorted(weights)[:2], weights[("w=dog", "NOUN")] > 0
+    ([('w=a', 'DET'), ('w=a', 'NOUN')], True)
+    >>> transition_features(model)[("DET", "NOUN")] > 0
+    True
+    """
+    model, _, unary, names = _unary_weights(estimator, feature_names)
+    rows, columns = np.nonzero(unary)
+    labels = model.classes_.tolist()
+    return {
+        (names[i], labels[k]): float(unary[i, k])
+        for i, k in zip(rows.tolist(), columns.tolist(), strict=True)
+    }
+
+
+def transition_features(estimator) -> dict:
+    """The non-zero transition weights of a chain model as sklearn-crfsuite's
+    ``CRF.transition_features_``: a dict ``{(label_from, label_to): weight}``, the score of
+    ``label_from`` followed by ``label_to``.
+
+    Parameters
+    ----------
+    estimator : fitted estimator or Pipeline
+        A learner on chains (``ChainStructure``), or a pipeline ending in one.
+
+    Returns
+    -------
+    dict
+        ``{(label_from, label_to): weight}`` over the non-zero transitions.
+    """
+    model = estimator[-1] if isinstance(estimator, Pipeline) else estimator
+    check_is_fitted(model, "coef_")
+    structure = getattr(model, "structure_", None)
+    if not isinstance(structure, ChainStructure):
+        raise ValueError(
+            f"{type(model).__name__} is not a chain model: its pairwise weights are per edge "
+            "feature (see structure_.unpack), not label transitions"
+        )
+    table = structure.transition(model.coef_)
+    labels = model.classes_.tolist()
+    rows, columns = np.nonzero(table)
+    return {
+        (labels[a], labels[b]): float(table[a, b])
+        for a, b in zip(rows.tolist(), columns.tolist(), strict=True)
+    }

@@ -26,6 +26,12 @@ __all__ = [
     "flat_precision_recall_fscore_support",
     "flat_f1_score",
     "flat_f1_scorer",
+    "flat_accuracy_score",
+    "flat_precision_score",
+    "flat_recall_score",
+    "flat_fbeta_score",
+    "flat_classification_report",
+    "sequence_accuracy_score",
     "entity_spans",
     "entity_precision_recall_fscore_support",
     "entity_f1_score",
@@ -367,6 +373,152 @@ def flat_f1_score(
             unknown_label=unknown_label,
         )[2]
     )
+
+
+def _flat_average(which: int, y_true, y_pred, labels, exclude, average, unknown_label, beta=1.0):
+    """One averaged score (0 precision, 1 recall, 2 F-beta) of the pooled labels."""
+    from sklearn.metrics import precision_recall_fscore_support
+
+    if average is None:
+        raise ValueError("a flat score returns one number: average must not be None")
+    true, pred = _flat(y_true, y_pred, unknown_label)
+    kept = _flat_labels(true, pred, labels, exclude)
+    scores = precision_recall_fscore_support(
+        true, pred, beta=beta, labels=kept, average=average, zero_division=0
+    )
+    return float(scores[which])
+
+
+def flat_precision_score(
+    y_true, y_pred, *, labels=None, exclude=None, average="weighted", unknown_label=-1
+) -> float:
+    """Precision of the labels pooled over every node, averaged over the tags scored
+    (sklearn-crfsuite's ``metrics.flat_precision_score``; the arguments of
+    :func:`flat_f1_score`).
+
+    Examples
+    --------
+    >>> from pmap_sklearn.metrics import flat_precision_score
+    >>> flat_precision_score([["B-PER", "I-PER", "O"]], [["B-PER", "B-PER", "O"]], exclude="O")
+    0.25
+    """
+    return _flat_average(0, y_true, y_pred, labels, exclude, average, unknown_label)
+
+
+def flat_recall_score(
+    y_true, y_pred, *, labels=None, exclude=None, average="weighted", unknown_label=-1
+) -> float:
+    """Recall of the labels pooled over every node, averaged over the tags scored
+    (sklearn-crfsuite's ``metrics.flat_recall_score``; the arguments of :func:`flat_f1_score`).
+
+    Examples
+    --------
+    >>> from pmap_sklearn.metrics import flat_recall_score
+    >>> flat_recall_score([["B-PER", "I-PER", "O"]], [["B-PER", "O", "O"]], exclude="O")
+    0.5
+    """
+    return _flat_average(1, y_true, y_pred, labels, exclude, average, unknown_label)
+
+
+def flat_fbeta_score(
+    y_true, y_pred, beta, *, labels=None, exclude=None, average="weighted", unknown_label=-1
+) -> float:
+    """F-beta of the labels pooled over every node, averaged over the tags scored
+    (sklearn-crfsuite's ``metrics.flat_fbeta_score``; ``beta = 1`` is :func:`flat_f1_score`).
+
+    Examples
+    --------
+    >>> from pmap_sklearn.metrics import flat_fbeta_score
+    >>> round(flat_fbeta_score([["B-PER", "I-PER"]], [["B-PER", "B-PER"]], beta=2), 4)
+    0.4167
+    """
+    return _flat_average(2, y_true, y_pred, labels, exclude, average, unknown_label, beta)
+
+
+def flat_accuracy_score(y_true, y_pred, *, unknown_label=-1) -> float:
+    """The fraction of correct labels pooled over every known node (sklearn-crfsuite's
+    ``metrics.flat_accuracy_score``): a long sequence counts more than a short one, unlike
+    ``1 −`` :func:`mean_hamming_loss`.
+
+    Parameters
+    ----------
+    y_true, y_pred : sequence of label arrays
+    unknown_label : scalar or None, default=-1
+        Nodes with this label in ``y_true`` are not counted.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> from pmap_sklearn.metrics import flat_accuracy_score
+    >>> flat_accuracy_score([["B-PER", "I-PER", "O"], ["O"]], [["B-PER", "O", "O"], ["O"]])
+    0.75
+    """
+    true, pred = _flat(y_true, y_pred, unknown_label)
+    return float(np.mean(true == pred))
+
+
+def flat_classification_report(y_true, y_pred, labels=None, *, unknown_label=-1, **kwargs):
+    """scikit-learn's :func:`~sklearn.metrics.classification_report` of the labels pooled over
+    every known node (sklearn-crfsuite's ``metrics.flat_classification_report``).
+
+    Parameters
+    ----------
+    y_true, y_pred : sequence of label arrays
+    labels : list, optional
+        The labels reported, in this order (e.g. the entity tags without ``"O"``).
+    unknown_label : scalar or None, default=-1
+        Nodes with this label in ``y_true`` are not counted.
+    **kwargs
+        Passed on to :func:`~sklearn.metrics.classification_report` (``digits``,
+        ``output_dict``, ``zero_division``, ...).
+
+    Returns
+    -------
+    str or dict
+        The report.
+
+    Examples
+    --------
+    >>> from pmap_sklearn.metrics import flat_classification_report
+    >>> report = flat_classification_report([["B-PER", "O"]], [["B-PER", "B-PER"]], digits=2)
+    >>> report.split()[:4]
+    ['precision', 'recall', 'f1-score', 'support']
+    """
+    from sklearn.metrics import classification_report
+
+    true, pred = _flat(y_true, y_pred, unknown_label)
+    return classification_report(true, pred, labels=labels, **kwargs)
+
+
+def sequence_accuracy_score(y_true, y_pred, *, unknown_label=-1) -> float:
+    """The fraction of sequences labelled entirely right (sklearn-crfsuite's
+    ``metrics.sequence_accuracy_score``); unknown labels in ``y_true`` match any prediction.
+
+    Parameters
+    ----------
+    y_true, y_pred : sequence of label arrays
+    unknown_label : scalar or None, default=-1
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> from pmap_sklearn.metrics import sequence_accuracy_score
+    >>> sequence_accuracy_score([["B-PER", "O"], ["O"]], [["B-PER", "O"], ["B-LOC"]])
+    0.5
+    """
+    right = [
+        bool(np.all((true == pred) | unknown_mask(true, unknown_label)))
+        for _, true, pred in _pairs(y_true, y_pred)
+    ]
+    if not right:
+        raise ValueError("y_true holds no samples")
+    return float(np.mean(right))
 
 
 #: Chunk prefixes the entity scores read: IOB1 / IOB2 (B, I), BIOES / IOBES (also E, S) and

@@ -246,3 +246,33 @@ def test_l1_fit_agrees_with_crfsuite(rng):
     for (a, b), weight in info.transitions.items():
         table[classes.index(a), classes.index(b)] = weight
     np.testing.assert_allclose(transitions.reshape(table.shape), table, atol=1e-3)
+
+
+def test_crfsuite_views_read_the_weights_through_a_pipeline(rng):
+    from sklearn.pipeline import make_pipeline
+
+    from pmap_sklearn import SequenceVectorizer
+    from pmap_sklearn.inspection import explain_weights, state_features, transition_features
+
+    X, y = _token_data(rng)
+    model = make_pipeline(SequenceVectorizer(), ChainCRF(alpha=0.05, l1_ratio=0.5)).fit(X, y)
+    crf = model[-1]
+    weights = explain_weights(model).weights
+    names = list(model[0].get_feature_names_out()) + ["<bias>"]
+    states = state_features(model)
+    assert len(states) == np.count_nonzero(weights) < weights.size
+    for (name, label), weight in states.items():
+        assert weight != 0
+        assert weight == weights[names.index(name), list(crf.classes_).index(label)]
+    table = crf.structure_.transition(crf.coef_)
+    transitions = transition_features(model)
+    assert len(transitions) == np.count_nonzero(table)
+    for (a, b), weight in transitions.items():
+        assert weight == table[list(crf.classes_).index(a), list(crf.classes_).index(b)]
+    assert state_features(crf) == {
+        (f"x{names.index(n)}" if n != "<bias>" else n, k): w for (n, k), w in states.items()
+    }
+    grid = make_grid_data(n_samples=4, shape=(3, 3), noise=0.8, random_state=0)
+    fitted = ChainCRF(GridStructure(solver="brute_force"), max_iter=2).fit(grid.data, grid.target)
+    with pytest.raises(ValueError, match="not a chain model"):
+        transition_features(fitted)

@@ -60,3 +60,73 @@ def test_weighted_scorer_uses_node_sizes_in_grid_search(rng):
     sizes = [x.node_sizes for x in X]
     expected = 1 - weighted_hamming_loss(y, model.predict(X), sizes)
     assert weighted_hamming_scorer(model, X, y) == pytest.approx(expected)
+
+
+def _tag_sequences(rng, n=40):
+    tags = np.array(["O", "B-PER", "I-PER", "B-LOC", "I-LOC"])
+    y_true = [list(tags[rng.integers(0, 5, size=rng.integers(1, 7))]) for _ in range(n)]
+    y_pred = [[t if rng.random() < 0.7 else str(rng.choice(tags)) for t in s] for s in y_true]
+    return y_true, y_pred
+
+
+def test_crfsuite_reports_match_scikit_learn_on_the_pooled_labels(rng):
+    from sklearn import metrics as sk
+
+    from pmap_sklearn import metrics
+
+    y_true, y_pred = _tag_sequences(rng)
+    true, pred = np.concatenate(y_true), np.concatenate(y_pred)
+    labels = ["B-LOC", "B-PER", "I-LOC", "I-PER"]
+    assert metrics.flat_accuracy_score(y_true, y_pred) == sk.accuracy_score(true, pred)
+    for ours, theirs in [
+        (metrics.flat_precision_score, sk.precision_score),
+        (metrics.flat_recall_score, sk.recall_score),
+        (metrics.flat_f1_score, sk.f1_score),
+    ]:
+        expected = theirs(true, pred, labels=labels, average="weighted", zero_division=0)
+        assert ours(y_true, y_pred, exclude="O") == pytest.approx(expected)
+        assert ours(y_true, y_pred, labels=labels, average="macro") == pytest.approx(
+            theirs(true, pred, labels=labels, average="macro", zero_division=0)
+        )
+    assert metrics.flat_fbeta_score(y_true, y_pred, 0.5, labels=labels) == pytest.approx(
+        sk.fbeta_score(true, pred, beta=0.5, labels=labels, average="weighted")
+    )
+    assert metrics.flat_classification_report(
+        y_true, y_pred, labels=labels, digits=3
+    ) == sk.classification_report(true, pred, labels=labels, digits=3)
+    whole = np.mean([list(t) == list(p) for t, p in zip(y_true, y_pred, strict=True)])
+    assert metrics.sequence_accuracy_score(y_true, y_pred) == whole
+
+
+def test_crfsuite_reports_agree_with_sklearn_crfsuite(rng):
+    crfsuite_metrics = pytest.importorskip("sklearn_crfsuite.metrics")
+    from pmap_sklearn import metrics
+
+    y_true, y_pred = _tag_sequences(rng)
+    labels = ["B-LOC", "B-PER", "I-LOC", "I-PER"]
+    assert metrics.flat_accuracy_score(y_true, y_pred) == crfsuite_metrics.flat_accuracy_score(
+        y_true, y_pred
+    )
+    assert metrics.sequence_accuracy_score(y_true, y_pred) == pytest.approx(
+        crfsuite_metrics.sequence_accuracy_score(y_true, y_pred)
+    )
+    assert metrics.flat_classification_report(
+        y_true, y_pred, labels=labels, digits=3
+    ) == crfsuite_metrics.flat_classification_report(y_true, y_pred, labels=labels, digits=3)
+    for name in ("flat_precision_score", "flat_recall_score", "flat_f1_score"):
+        ours = getattr(metrics, name)(y_true, y_pred, labels=labels, average="weighted")
+        theirs = getattr(crfsuite_metrics, name)(y_true, y_pred, labels=labels, average="weighted")
+        assert ours == pytest.approx(theirs)
+
+
+def test_crfsuite_reports_leave_unknown_labels_out():
+    from pmap_sklearn import metrics
+
+    y_true = [["B-PER", "?", "O"], ["?"]]
+    y_pred = [["B-PER", "O", "B-LOC"], ["O"]]
+    assert metrics.flat_accuracy_score(y_true, y_pred, unknown_label="?") == 0.5
+    assert metrics.sequence_accuracy_score(y_true, y_pred, unknown_label="?") == 0.5
+    report = metrics.flat_classification_report(y_true, y_pred, unknown_label="?", output_dict=True)
+    assert "?" not in report and report["B-PER"]["support"] == 1
+    with pytest.raises(ValueError, match="2 labels but y_pred has 1"):
+        metrics.sequence_accuracy_score([["O", "O"]], [["O"]])
