@@ -545,6 +545,32 @@ class SequenceVectorizer(
             stacked = vectorised[0]
         return _split_rows(stacked, lengths)
 
+    def __getstate__(self):
+        """Pickle a learned vocabulary as one string of its names in column order (the
+        vocabulary dict and DictVectorizer's name list are rebuilt from it on loading: 1.8 MB
+        instead of 2.6 for the 76,684 features of sklearn-crfsuite's tutorial)."""
+        state = dict(super().__getstate__())  # object's own is the live __dict__
+        vectorizer = state.get("vectorizer_")
+        names = getattr(vectorizer, "feature_names_", None)
+        if (
+            isinstance(vectorizer, DictVectorizer)
+            and names is not None
+            and all(isinstance(name, str) and "\0" not in name for name in names)
+            and all(vectorizer.vocabulary_.get(name) == i for i, name in enumerate(names))
+        ):
+            vectorizer = copy.copy(vectorizer)
+            del vectorizer.vocabulary_, vectorizer.feature_names_
+            state["vectorizer_"], state["_feature_names"] = vectorizer, "\0".join(names)
+        return state
+
+    def __setstate__(self, state):
+        names = state.pop("_feature_names", None)
+        super().__setstate__(state)
+        if names is not None:
+            names = names.split("\0")
+            self.vectorizer_.feature_names_ = names
+            self.vectorizer_.vocabulary_ = {name: i for i, name in enumerate(names)}
+
     def get_feature_names_out(self, input_features=None):
         """Names of the output columns (``name=value`` for string features).
 

@@ -276,3 +276,36 @@ def test_crfsuite_views_read_the_weights_through_a_pipeline(rng):
     fitted = ChainCRF(GridStructure(solver="brute_force"), max_iter=2).fit(grid.data, grid.target)
     with pytest.raises(ValueError, match="not a chain model"):
         transition_features(fitted)
+
+
+def test_l1_model_pickles_by_its_non_zeros_and_warm_starts_after_loading(rng, tmp_path):
+    import pickle
+
+    import joblib
+    from sklearn.pipeline import make_pipeline
+
+    from pmap_sklearn import SequenceVectorizer
+
+    words = rng.integers(0, 300, size=(80, 6))
+    X = [[{"w": f"w{i}", "odd": bool(i % 2), "bias": 1.0} for i in row] for row in words]
+    y = [[("A", "B", "C")[i % 3] if rng.random() > 0.3 else "C" for i in row] for row in words]
+    model = make_pipeline(
+        SequenceVectorizer(), ChainCRF(alpha=0.05, l1_ratio=0.9, warm_start=True, max_iter=20)
+    ).fit(X, y)
+    crf = model[-1]
+    assert crf.n_nonzero_ < 0.25 * crf.coef_.size
+    # coef_ and the fit state's weights, each by its non-zeros (dense: 2 × coef_.nbytes)
+    assert len(pickle.dumps(crf)) < crf.coef_.nbytes
+    joblib.dump(model, tmp_path / "model.joblib")
+    for loaded in (pickle.loads(pickle.dumps(model)), joblib.load(tmp_path / "model.joblib")):
+        np.testing.assert_array_equal(loaded[-1].coef_, crf.coef_)
+        assert loaded[0].vectorizer_.vocabulary_ == model[0].vectorizer_.vocabulary_
+        assert list(loaded[0].get_feature_names_out()) == list(model[0].get_feature_names_out())
+        for a, b in zip(loaded.predict(X), model.predict(X), strict=True):
+            np.testing.assert_array_equal(a, b)
+    assert crf.coef_.flags.writeable and hasattr(model[0].vectorizer_, "vocabulary_")
+    chains = model[0].transform(X)
+    loaded = pickle.loads(pickle.dumps(crf)).fit(chains, y)  # continues where it stopped
+    crf.fit(chains, y)
+    np.testing.assert_array_equal(loaded.coef_, crf.coef_)
+    assert loaded.objective_ == crf.objective_
