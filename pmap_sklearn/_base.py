@@ -38,6 +38,7 @@ from . import _sgd
 from ._backend import GraphKind, Potentials, check_capabilities
 from ._labels import encode, without_ignored
 from ._parallel import N_JOBS_CONSTRAINT, single_blas_thread, uses_workers
+from ._state import compact_attributes, expand_attributes
 from ._utils import NumberInterval, check_generator, release_freed_memory
 from .metrics import mean_hamming_loss
 from .perturbation import perturb_and_map
@@ -124,6 +125,15 @@ class BaseStructuredEstimator(BaseEstimator):
         tags.target_tags.required = True
         tags.input_tags.two_d_array = False  # X is a sequence of structured samples
         return tags
+
+    # ---- pickling: an L1 model's weights by their non-zeros ------------------------------------
+    def __getstate__(self):
+        """Pickle mostly-zero weight vectors (``coef_`` and the fit state of an L1 model) by
+        their non-zeros; loading gives back the same arrays, and a warm start continues."""
+        return compact_attributes(super().__getstate__())
+
+    def __setstate__(self, state):
+        super().__setstate__(expand_attributes(state))
 
     # ---- fitting ---------------------------------------------------------------------------
     @_fit_context(prefer_skip_nested_validation=True)
