@@ -81,3 +81,40 @@ def fit_times_line(rows: dict, names) -> str:
         )
         + "."
     )
+
+
+def crfsuite_size(model) -> dict:
+    """crfsuite's non-zero state (attribute, label) and transition weights, and its model file
+    (MB)."""
+    import os
+
+    return dict(
+        state_weights=sum(1 for w in model.state_features_.values() if w != 0),
+        transition_weights=sum(1 for w in model.transition_features_.values() if w != 0),
+        saved_mb=os.path.getsize(model.modelfile.name) / 1e6,
+    )
+
+
+def model_size(model, vectorizer=None) -> dict:
+    """Our chain model's non-zero node (feature, label) and transition weights, and the pickle
+    of the fitted pipeline (MB): ``model`` a pipeline, or a learner and its vectoriser."""
+    import pickle
+
+    from sklearn.pipeline import Pipeline
+
+    from pmap_sklearn.inspection import state_features, transition_features
+
+    if vectorizer is not None:
+        model = Pipeline([("vectorizer", vectorizer), ("learner", model)])
+    return dict(
+        state_weights=len(state_features(model)),
+        transition_weights=len(transition_features(model)),
+        saved_mb=len(pickle.dumps(model, protocol=pickle.HIGHEST_PROTOCOL)) / 1e6,
+    )
+
+
+def size_cells(row: dict) -> str:
+    """The table cells of :func:`crfsuite_size` / :func:`model_size`."""
+    if "state_weights" not in row:
+        return "— | — |"
+    return f"{row['state_weights']:,} / {row['transition_weights']} | {row['saved_mb']:.2f} |"

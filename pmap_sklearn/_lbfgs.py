@@ -82,7 +82,11 @@ def minimise(objective, w0, *, name, max_iter, tol, verbose, bounds=None, l1=0.0
         if not (np.all(np.isfinite(l1)) and np.all(l1 >= 0)):
             raise ValueError("l1 must be finite and >= 0")
         with single_blas_thread():
-            return owlqn(checked, w0, l1, max_iter=max_iter, tol=tol, progress=progress)
+            w, n_iter, value, converged = owlqn(
+                checked, w0, l1, max_iter=max_iter, tol=tol, progress=progress
+            )
+        progress.finish(n_iter, converged, f"pseudo-gradient < tol={tol}")
+        return w, n_iter, value
     iteration = iter(range(1, max_iter + 1))
 
     def report(intermediate_result):
@@ -215,6 +219,8 @@ def owlqn(objective, w0, l1, *, max_iter, tol, progress, memory=10):
     n_iter : int
     value : float
         ``loss(w) + Σ_i l1_i |w_i|``.
+    converged : bool
+        Whether a stopping rule ended the run (else ``max_iter``).
     """
 
     def penalised(w):
@@ -253,5 +259,4 @@ def owlqn(objective, w0, l1, *, max_iter, tol, progress, memory=10):
         if n_iter >= PERIOD and before - value <= FTOL * max(abs(before), abs(value), 1.0):
             converged = True
             break
-    progress.finish(n_iter, converged, f"pseudo-gradient < tol={tol}")
-    return w, n_iter, value
+    return w, n_iter, value, converged
