@@ -274,7 +274,7 @@ def packed_forward_backward(unary: np.ndarray, lengths: np.ndarray, transition: 
     # Σ_d P(y_d = i, y_{d+1} = j) = E(i, j) Σ_d a_d(i) after_{d+1}(j), over all edges at once
     later = np.arange(offsets[1], offsets[-1])
     earlier = later - np.repeat(reaching[:-1], reaching[1:])
-    pair = (alpha[earlier].T @ after[later]) * matrix
+    pair = (alpha[earlier].T @ after[offsets[1] : offsets[-1]]) * matrix
     return log_z, (alpha * beta)[rows], pair
 
 
@@ -428,8 +428,9 @@ class ChainSolver(Solver):
         log_z = np.empty(p.n_samples)
         # Chains whose scores spread too wide for the scaled recursion take the log domain
         # (the spread of the unclamped scores bounds that of the labels a clamp leaves).
-        with np.errstate(invalid="ignore"):
-            spread = np.ptp(p.unary, axis=1) + np.ptp(p.pairwise)
+        with np.errstate(invalid="ignore"):  # (label-major, the ranges of rows are 3× faster)
+            columns = np.ascontiguousarray(p.unary.T)
+            spread = columns.max(axis=0) - columns.min(axis=0) + np.ptp(p.pairwise)
         wide = ~(spread < _SCALED_MAX_SPREAD)
         wide_chain = np.bincount(p.node_sample, wide, minlength=p.n_samples) > 0
         # The others longest first, in groups of at most PACKED_ENTRIES node scores.
