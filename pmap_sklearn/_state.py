@@ -71,8 +71,15 @@ class SparseArray:
         return dense
 
 
-def _compact(value):
-    """``value`` as a :class:`SparseArray` if it is a mostly-zero float array, else itself."""
+@dataclass(frozen=True)
+class SameAsWeights:
+    """A copy of ``coef_`` (the fit state's weights or average, ``supervised_coef_`` when every
+    label is known), stored as this marker."""
+
+
+def _compact(value, weights):
+    """``value`` as :class:`SameAsWeights` if it equals ``weights`` (``coef_``), as a
+    :class:`SparseArray` if it is a mostly-zero float array, else itself."""
     if (
         not isinstance(value, np.ndarray)
         or value.dtype.kind != "f"
@@ -80,6 +87,13 @@ def _compact(value):
         or not value.flags.c_contiguous
     ):
         return value
+    if (
+        value is not weights
+        and isinstance(weights, np.ndarray)
+        and value.dtype == weights.dtype
+        and np.array_equal(value, weights)
+    ):
+        return SameAsWeights()
     index = np.flatnonzero(value)
     if len(index) > SPARSE_SHARE * value.size:
         return value
@@ -87,30 +101,38 @@ def _compact(value):
     return SparseArray(value.shape, value.dtype, index, value.reshape(-1)[index])
 
 
-def _expand(value):
+def _expand(value, weights):
+    if isinstance(value, SameAsWeights):
+        return weights.copy()
     return value.toarray() if isinstance(value, SparseArray) else value
 
 
-def _map_arrays(attributes: dict, convert) -> dict:
-    """The attributes with ``convert`` applied to every array, and to every array field of a
-    fit state (weights, averages, AdaGrad sums): the state is copied, never changed."""
+def _map_arrays(attributes: dict, convert, weights) -> dict:
+    """The attributes with ``convert(array, weights)`` applied to every array, and to every
+    array field of a fit state (weights, averages, AdaGrad sums): the state is copied, never
+    changed."""
     converted = {}
     for name, value in attributes.items():
         if isinstance(value, FitState):
             value = copy.copy(value)
             for entry in fields(value):
-                setattr(value, entry.name, convert(getattr(value, entry.name)))
-        converted[name] = convert(value)
+                setattr(value, entry.name, convert(getattr(value, entry.name), weights))
+        converted[name] = convert(value, weights)
     return converted
 
 
 def compact_attributes(attributes: dict) -> dict:
-    """What a pickle of an estimator stores: its attributes with every mostly-zero float array
-    (``coef_`` of an L1 model, and the same weights in the fit state) by its non-zeros.
-    :func:`expand_attributes` gives back the same arrays."""
-    return _map_arrays(attributes, _compact)
+    """What a pickle of an estimator stores: its attributes with every copy of ``coef_`` (in the
+    fit state kept for warm starts, ``supervised_coef_``) as a marker and every mostly-zero
+    float array (``coef_`` of an L1 model) by its non-zeros. :func:`expand_attributes` gives
+    back the same arrays."""
+    return _map_arrays(attributes, _compact, attributes.get("coef_"))
 
 
 def expand_attributes(attributes: dict) -> dict:
     """The attributes of :func:`compact_attributes` with their dense arrays."""
-    return _map_arrays(attributes, _expand)
+    weights = _expand(attributes.get("coef_"), None)
+    expanded = _map_arrays(attributes, _expand, weights)
+    if "coef_" in attributes:
+        expanded["coef_"] = weights
+    return expanded

@@ -256,19 +256,24 @@ def packed_forward_backward(unary: np.ndarray, lengths: np.ndarray, transition: 
     norm = np.empty(len(potentials))
     norm[: reaching[0]] = potentials[: reaching[0]].sum(axis=1)
     alpha[: reaching[0]] = potentials[: reaching[0]] / norm[: reaching[0], None]
+    # Each step writes into the packed arrays (out=): no temporary the size of a position's
+    # block, whose allocation costs page faults on every step while the blocks are large.
     for d in range(1, len(reaching)):  # a_d ∝ (a_{d-1} E) ∘ U_d
         here = slice(offsets[d], offsets[d + 1])
         before = slice(offsets[d - 1], offsets[d - 1] + reaching[d])  # the same chains at d − 1
-        message = (alpha[before] @ matrix) * potentials[here]
-        norm[here] = message.sum(axis=1)
-        alpha[here] = message / norm[here, None]
+        message = np.matmul(alpha[before], matrix, out=alpha[here])
+        message *= potentials[here]
+        np.sum(message, axis=1, out=norm[here])
+        message /= norm[here, None]
     beta = np.ones_like(potentials)
     after = np.empty_like(potentials)  # U_d ∘ b_d / c_d: the evidence from node d on
+    backward = matrix.T
     for d in range(len(reaching) - 1, 0, -1):
         here = slice(offsets[d], offsets[d + 1])
         before = slice(offsets[d - 1], offsets[d - 1] + reaching[d])
-        after[here] = potentials[here] * beta[here] / norm[here, None]
-        beta[before] = after[here] @ matrix.T
+        evidence = np.multiply(potentials[here], beta[here], out=after[here])
+        evidence /= norm[here, None]
+        np.matmul(evidence, backward, out=beta[before])
     per_node = np.log(norm) + shift
     log_z = np.add.reduceat(per_node[rows], starts) + (lengths - 1) * top
     # Σ_d P(y_d = i, y_{d+1} = j) = E(i, j) Σ_d a_d(i) after_{d+1}(j), over all edges at once
