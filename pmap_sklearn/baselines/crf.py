@@ -90,9 +90,11 @@ class ChainCRF(BaseStructuredEstimator):
         fewer weights to fit and to store. Needs the linear unary model of a structure with
         one table of node weights.
     max_iter : int, default=300
-        L-BFGS iterations.
+        L-BFGS (OWL-QN) iterations.
     tol : float, default=1e-6
-        L-BFGS tolerance on the projected gradient.
+        L-BFGS tolerance on the projected gradient (OWL-QN: on the largest entry of the
+        pseudo-gradient; it also stops when ten iterations gain less than L-BFGS-B's
+        precision).
     warm_start : bool, default=False
         Start from the previous ``coef_``.
     verbose : int, default=0
@@ -128,6 +130,8 @@ class ChainCRF(BaseStructuredEstimator):
     ----------
     .. [1] J. Lafferty, A. McCallum and F. Pereira. Conditional random fields: probabilistic
        models for segmenting and labeling sequence data. ICML 2001.
+    .. [2] G. Andrew and J. Gao. Scalable training of L1-regularized log-linear models. ICML
+       2007 (OWL-QN).
 
     Examples
     --------
