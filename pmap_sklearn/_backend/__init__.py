@@ -41,6 +41,7 @@ from .part_clamp import feedback_vertex_set as feedback_vertex_set
 from .potentials import ChainLayout, GridLayout, Potentials, Statistics
 from .potentials import forbid_states as forbid_states
 from .potentials import label_statistics as label_statistics
+from .trws import TRWSSolver
 
 SOLVERS = {
     solver.name: solver
@@ -49,6 +50,7 @@ SOLVERS = {
         GraphCutSolver,
         AlphaExpansionSolver,
         MessagePassingSolver,
+        TRWSSolver,
         MeanFieldSolver,
         IshikawaSolver,
         ForestSolver,
@@ -74,6 +76,7 @@ __all__ = [
     "AlphaExpansionSolver",
     "BruteForceSolver",
     "MessagePassingSolver",
+    "TRWSSolver",
     "MeanFieldSolver",
     "IshikawaSolver",
     "GroupMaxPotentials",

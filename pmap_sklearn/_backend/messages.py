@@ -157,8 +157,7 @@ def counting_numbers(kind, degree: np.ndarray, forest=None) -> tuple[float, np.n
 
 
 def in_forest(potentials: Potentials) -> np.ndarray:
-    """Whether each node's sample is a forest (no cycle): ``E_n = V_n − C_n`` with ``C_n`` its
-    number of connected components.
+    """Whether each node's sample is a forest (no cycle), per node (see :func:`forests`).
 
     Parameters
     ----------
@@ -167,6 +166,21 @@ def in_forest(potentials: Potentials) -> np.ndarray:
     Returns
     -------
     ndarray of shape (n_nodes,) of bool
+    """
+    return forests(potentials)[potentials.node_sample]
+
+
+def forests(potentials: Potentials) -> np.ndarray:
+    """Whether each sample is a forest (no cycle): ``E_n = V_n − C_n`` with ``C_n`` its number
+    of connected components.
+
+    Parameters
+    ----------
+    potentials : Potentials
+
+    Returns
+    -------
+    ndarray of shape (n_samples,) of bool
     """
     p = potentials
     graph = sparse.coo_matrix(
@@ -177,8 +191,7 @@ def in_forest(potentials: Potentials) -> np.ndarray:
     first = np.zeros(p.n_nodes, dtype=bool)
     first[np.unique(component, return_index=True)[1]] = True
     n_components = np.bincount(p.node_sample, first, minlength=p.n_samples)
-    forest = np.diff(p.edge_offsets) == p.lengths - n_components
-    return forest[p.node_sample]
+    return np.diff(p.edge_offsets) == p.lengths - n_components
 
 
 class BeliefPropagation:
