@@ -71,6 +71,7 @@ SGD_CONSTRAINTS: dict = {
     **PARALLEL_CONSTRAINTS,
     **BATCH_CONSTRAINTS,
     "alpha": [NumberInterval(Real, 0, None, closed="left"), StrOptions({"auto"})],
+    "l1_ratio": [NumberInterval(Real, 0, 1, closed="both")],
     "max_iter": [NumberInterval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
     "learning_rate": [StrOptions({"auto", "optimal", "constant", "invscaling", "adagrad"})],
     "eta0": [StrOptions({"auto"}), NumberInterval(Real, 0, None, closed="neither")],
@@ -751,9 +752,11 @@ class BaseStructuredSGD(BaseStructuredEstimator):
         unknown_label,
         init,
         ignore_label=None,
+        l1_ratio=0.0,
     ):
         self.structure = structure
         self.alpha = alpha
+        self.l1_ratio = l1_ratio
         self.max_iter = max_iter
         self.batch_size = batch_size
         self.learning_rate = learning_rate
@@ -905,6 +908,8 @@ class BaseStructuredSGD(BaseStructuredEstimator):
         settings = self._settings(batch)
         self.sgd_settings_ = asdict(settings)
         batch_size = settings.batch_size
+        # the elastic net alpha (l1_ratio ‖w‖_1 + (1 − l1_ratio)/2 ‖w‖²): its L2 and L1 strengths
+        l2, l1 = settings.alpha * (1.0 - self.l1_ratio), settings.alpha * self.l1_ratio
         chains = self.structure_.graph_kind is GraphKind.CHAIN
 
         def make_oracle(order):
@@ -923,7 +928,8 @@ class BaseStructuredSGD(BaseStructuredEstimator):
                     state.coef,
                     batch.n_samples,
                     rng=rng,
-                    alpha=settings.alpha,
+                    alpha=l2,
+                    l1=l1,
                     batch_size=batch_size,
                     project=self.structure_.project,
                     average=bool(settings.average),
@@ -940,7 +946,8 @@ class BaseStructuredSGD(BaseStructuredEstimator):
             state,
             batch.n_samples,
             rng=rng,
-            alpha=settings.alpha,
+            alpha=l2,
+            l1=l1,
             batch_size=batch_size,
             steps=self._step_rule(state, settings),
             average=average,

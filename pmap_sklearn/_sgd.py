@@ -12,7 +12,8 @@ calibration, mini-batches, projection, iterate averaging, early stopping and pro
 The step sizes come from a step rule (:class:`Schedule` — scikit-learn's ``optimal``,
 ``constant`` and ``invscaling`` —, :class:`AdaGrad`, :class:`ProximalAdaGrad` or
 :class:`Normalised`); a full-batch learner runs with ``shuffle=False`` and
-``batch_size = n_samples`` (one step per epoch).
+``batch_size = n_samples`` (one step per epoch). An L1 term ``λ1 ‖w‖_1`` joins the L2 one by
+the cumulative penalty of :class:`CumulativeL1`, with every step rule.
 """
 
 from __future__ import annotations
@@ -38,14 +39,22 @@ class SGDState(FitState):
     n_averaged: int = 0
     eta0: float | None = None  # initial step size (calibrated once, kept for warm starts)
     squares: np.ndarray | None = None  # ProximalAdaGrad's sums of squared gradients
+    l1_total: np.ndarray | None = None  # CumulativeL1's penalties: due (per group of weights)
+    l1_applied: np.ndarray | None = None  # and applied (per weight)
     loss_curve: list = field(default_factory=list)
     validation_scores: list = field(default_factory=list)
 
     @property
     def estimate(self) -> np.ndarray:
         """What the run returns: the averaged weights once averaging has started, the last
-        iterate otherwise."""
-        return self.average if self.n_averaged else self.coef
+        iterate otherwise. With an L1 penalty, the average on the weights the last iterate
+        keeps: an average of iterates is non-zero wherever one of them was, the cumulative
+        penalty's last iterate has the sparsity of the L1 term (:class:`CumulativeL1`)."""
+        if not self.n_averaged:
+            return self.coef
+        if self.l1_total is None:
+            return self.average
+        return np.where(self.coef != 0, self.average, 0.0)
 
 
 #: ``oracle(part, w, rng) -> (Σ gradient of ℓ, Σ estimate of ℓ)`` over the samples ``part`` (a
@@ -156,6 +165,94 @@ class Normalised(StepRule):
         return self.eta0 / np.sqrt(t + 1.0) / norm
 
 
+@dataclass
+class CumulativeL1:
+    """The L1 term ``λ1 ‖w‖_1`` of the objective by the cumulative penalty of Tsuruoka, Tsujii &
+    Ananiadou (2009, Fig. 2), with the rates of any step rule.
+
+    Each step adds ``λ1 η_i`` (the step's rate at weight i) to ``total_i``, the penalty the
+    weight could have received so far. Where the step's gradient is non-zero, after the
+    gradient's step the weight is clipped towards zero by what it is still owed: ``w ← max(0,
+    w − (total + applied))`` if positive, ``min(0, w + (total − applied))`` if negative,
+    ``applied`` (signed) adding the change; a proximal step rule then divides by ``1 + η α``
+    (owed this step's ``η λ1`` alone, a weight takes the elastic net's proximal step
+    ``soft(w, η λ1) / (1 + η α)``). A weight the noisy gradients pushed away from zero is
+    pulled back by the whole penalty it has missed, so the weights that only noise keeps
+    alive stay at exactly zero — the plain proximal step (the L1 step "inside" AdaGrad)
+    forgets a penalty that went past zero, and its iterates, and their average, keep every
+    weight a recent gradient reached. Tsuruoka et al. apply the penalty to the features of the
+    current sample only, which keeps a sparse step lazy; every weight is also clipped at the
+    end of each epoch. An average of the iterates is non-zero wherever one of them was: with
+    averaging, a run returns the average on the weights its last iterate keeps
+    (:attr:`SGDState.estimate`).
+
+    The penalty due depends on the rates alone, so it is kept once per group of weights that
+    share their rates (:func:`_cumulative_l1`): one total for all with a scalar rate, one per
+    row with :class:`ProximalAdaGrad`, one per weight otherwise.
+
+    Parameters
+    ----------
+    strength : float
+        λ1.
+    total : ndarray of shape (n_groups, 1)
+        The penalty due to each group of weights so far (the weights in order, in groups of
+        ``n_weights // n_groups``), updated in place.
+    applied : ndarray of shape (n_weights,)
+        The penalty applied to each weight so far, updated in place. A fit state keeps both
+        for warm starts.
+    """
+
+    strength: float
+    total: np.ndarray
+    applied: np.ndarray
+
+    def accrue(self, rate) -> None:
+        """Add the penalty due for a step of ``rate`` (a scalar, or one rate per weight, equal
+        within a group)."""
+        if np.ndim(rate):
+            rate = rate.reshape(len(self.total), -1)[:, :1]
+        self.total += self.strength * rate
+
+    def clip(self, w: np.ndarray, where=slice(None)) -> None:
+        """Clip ``w[where]`` in place by the penalty each weight is owed (``where``: a mask or
+        an index of weights, by default all)."""
+        shape = (len(self.total), len(w) // len(self.total))
+        total = np.broadcast_to(self.total, shape).reshape(-1)[where]
+        w[where], self.applied[where] = clip_l1(w[where], total, self.applied[where])
+
+
+def clip_l1(values, total, applied):
+    """The clipped ``values`` and their new ``applied`` penalties (see :class:`CumulativeL1`)."""
+    clipped = np.where(
+        values > 0,
+        np.maximum(values - (total + applied), 0.0),
+        np.minimum(values + (total - applied), 0.0),
+    )
+    return clipped, applied + (clipped - values)
+
+
+def _cumulative_l1(l1: float, state: SGDState, steps: StepRule) -> CumulativeL1 | None:
+    """The L1 penalty of a run (None without L1), continuing the state's. Its groups of weights
+    sharing their rates: all of them for scalar rates, the rows of :class:`ProximalAdaGrad`,
+    else each weight (and each weight too when a warm start changes the step rule's groups)."""
+    if not l1:
+        state.l1_total = state.l1_applied = None
+        return None
+    size = len(state.coef)
+    if isinstance(steps, ProximalAdaGrad):
+        n_groups = size // steps.width
+    elif isinstance(steps, Normalised) or (isinstance(steps, Schedule) and steps.scale is None):
+        n_groups = 1
+    else:
+        n_groups = size
+    if state.l1_total is None or len(state.l1_applied) != size:
+        state.l1_total, state.l1_applied = np.zeros((n_groups, 1)), np.zeros(size)
+    elif len(state.l1_total) != n_groups:
+        group = size // len(state.l1_total)
+        state.l1_total = np.repeat(state.l1_total, group, axis=0)  # one per weight
+    return CumulativeL1(l1, state.l1_total, state.l1_applied)
+
+
 def dot(w: np.ndarray, gradient) -> float:
     """``w · gradient`` for a dense gradient or a :class:`SparseVector`."""
     if isinstance(gradient, SparseVector):
@@ -163,22 +260,29 @@ def dot(w: np.ndarray, gradient) -> float:
     return float(w @ gradient)
 
 
-def _step(oracle: Oracle, part: slice, w, rng, steps, t, alpha, project):
+def _step(oracle: Oracle, part: slice, w, rng, steps, t, alpha, project, penalty=None):
     """One projected ascent step on ``(1/T) Σ_batch ℓ − (1/2) Σ α_i w_i²`` over the samples
-    ``part``, in place, its size from the step rule ``steps``. Returns
-    ``Σ ℓ`` and the rate (a scalar, or one per coordinate)."""
+    ``part``, in place, its size from the step rule ``steps`` (and the L1 term by ``penalty``,
+    a :class:`CumulativeL1`, at the weights the gradient reaches). Returns ``Σ ℓ`` and the rate
+    (a scalar, or one per coordinate)."""
     gradient, value = oracle(part, w, rng)
     if isinstance(gradient, SparseVector):
         gradient = gradient.toarray()
     batch = part.stop - part.start
     with np.errstate(over="ignore", invalid="ignore"):  # divergence is checked by the caller
         rate = steps.rate(t, gradient, w, alpha, batch)
+        if penalty is not None:
+            penalty.accrue(rate)
         if steps.proximal:
             w += (rate / batch) * gradient
+            if penalty is not None:  # the elastic net's proximal step: L1, then L2
+                penalty.clip(w, gradient != 0)
             w /= 1.0 + rate * alpha
         else:
             w *= 1.0 - rate * alpha
             w += (rate / batch) * gradient
+            if penalty is not None:
+                penalty.clip(w, gradient != 0)
     project(w)
     return value, rate
 
@@ -198,12 +302,13 @@ def _lazy_step(oracle, part, lazy, rng, steps, t, alpha, project, averaged):
     return value, rate
 
 
-def _penalty(alpha, w: np.ndarray) -> float:
-    """``(1/2) Σ α_i w_i²`` for a scalar or per-coordinate α."""
+def _penalty(alpha, w: np.ndarray, l1: float = 0.0) -> float:
+    """``(1/2) Σ α_i w_i² + λ1 ‖w‖_1`` for a scalar or per-coordinate α."""
     with np.errstate(over="ignore"):  # an overflow is caught as a non-finite objective
+        l1_term = l1 * float(np.abs(w).sum()) if l1 else 0.0
         if np.ndim(alpha) == 0:
-            return 0.5 * alpha * float(w @ w)
-        return 0.5 * float(alpha @ (w * w))
+            return 0.5 * alpha * float(w @ w) + l1_term
+        return 0.5 * float(alpha @ (w * w)) + l1_term
 
 
 def calibrate_eta0(
@@ -216,6 +321,7 @@ def calibrate_eta0(
     batch_size: int,
     project: Callable[[np.ndarray], np.ndarray],
     average: bool = True,
+    l1: float = 0.0,
     make_steps: Callable[[float], StepRule] = lambda eta: Schedule("constant", eta),
     n_calibration: int = 256,
     held_out: int = 0,
@@ -225,18 +331,21 @@ def calibrate_eta0(
     """Pick the initial step size on a subsample, as in Bottou's SGD code.
 
     Each candidate runs one epoch of SGD from ``w`` over up to ``n_calibration`` samples, its
-    steps from ``make_steps(eta)`` (constant steps by default), then the regularised
-    objective of the last (or, with ``average``, the averaged) iterate is estimated on them —
-    or, with ``held_out``, on up to that many other samples (the subsample is split in
-    proportion when the data has fewer). The pass's own samples reward the steps that
-    memorise them: with sparse token features a large step fits their rare words at once and
-    wins, while the samples it has not seen judge what the step generalises.
+    steps from ``make_steps(eta)`` (constant steps by default; the L1 term ``l1`` too), then
+    the regularised objective of the last (or, with ``average``, the averaged) iterate is
+    estimated on them — or, with ``held_out``, on up to that many other samples (the
+    subsample is split in proportion when the data has fewer). The pass's own samples reward
+    the steps that memorise them: with sparse token features a large step fits their rare
+    words at once and wins, while the samples it has not seen judge what the step generalises.
     Candidates and evaluations share their perturbations (common random numbers), so they are
     compared on equal terms.
     The step is searched among ``start · factor**m``: upwards first, downwards if a larger step
     does not improve; galloping then bisection over ``m`` find the maximum of a unimodal
     objective in O(log |m|) passes (a few on well-scaled features, ~20 when they are scaled by
-    1e150). Passes that diverge count as −∞.
+    1e150). Passes that diverge count as −∞. A step found downwards must also improve on ``w``
+    itself: where no pass does (a start at a local optimum, e.g. of a model with hidden
+    states), ever smaller steps win by changing ever less, down to a step that does not learn;
+    ``start`` is returned instead.
     """
     index = rng.choice(n_samples, size=min(n_samples, n_calibration + held_out), replace=False)
     pass_seed, eval_seed = rng.integers(2**63, size=2)
@@ -259,6 +368,7 @@ def calibrate_eta0(
             batch_size=batch_size,
             steps=make_steps(eta),
             average=average,
+            l1=l1,
             max_iter=1,
             tol=None,
             n_iter_no_change=1,
@@ -267,7 +377,7 @@ def calibrate_eta0(
         )
         trial = state.estimate  # judge what the run would return
         value = judge(slice(None), trial, np.random.default_rng(eval_seed))[1]
-        return value / len(judged) - _penalty(alpha, trial)
+        return value / len(judged) - _penalty(alpha, trial, l1)
 
     values = {}
 
@@ -309,14 +419,38 @@ _MAX_EXPONENT = 1100
 
 class _LazyRows:
     """What the lazy sparse steps share: the weights by rows of ``width`` (the K weights of
-    one feature) and the running sum of the averaged iterates."""
+    one feature), the running sum of the averaged iterates and the L1 penalty
+    (:class:`CumulativeL1`, whose clipping is lazy by construction: a step clips the weights
+    its gradient reaches; what the other rows are owed is caught up by rows)."""
 
-    def __init__(self, w: np.ndarray, average: np.ndarray | None, n_averaged: int, width: int):
+    def __init__(
+        self,
+        w: np.ndarray,
+        average: np.ndarray | None,
+        n_averaged: int,
+        width: int,
+        penalty: CumulativeL1 | None = None,
+    ):
         self.w = w
         self.rows = w.reshape(-1, width)
         self.total = None if average is None or n_averaged == 0 else average * n_averaged
         self.n_averaged = n_averaged if self.total is not None else 0
         self.touched = self.rows[:0]  # the rows the last step changed
+        self.penalty = penalty
+        if penalty is not None:  # by rows, like the weights
+            self.l1_applied = penalty.applied.reshape(self.rows.shape)
+
+    def _clip(self, gradient: SparseVector) -> None:
+        """Clip the weights the gradient reaches (:class:`CumulativeL1`; their rows are
+        current)."""
+        index, reached = gradient.index, gradient.values != 0
+        total = self.penalty.total
+        if len(total) > 1:  # one per row
+            total = total[index]
+        rows, applied = self.rows[index], self.l1_applied[index]
+        clipped, clipped_applied = clip_l1(rows, total, applied)
+        self.rows[index] = np.where(reached, clipped, rows)
+        self.l1_applied[index] = np.where(reached, clipped_applied, applied)
 
     def settle(self) -> None:
         raise NotImplementedError
@@ -353,8 +487,10 @@ class LazyWeights(_LazyRows):
     #: Rebase ``D`` (settle everything) before ``exp(−D)`` loses precision.
     _LOWEST_LOG_DECAY = -30.0
 
-    def __init__(self, w: np.ndarray, average: np.ndarray | None, n_averaged: int, width: int):
-        super().__init__(w, average, n_averaged, width)
+    def __init__(
+        self, w: np.ndarray, average: np.ndarray | None, n_averaged: int, width: int, penalty=None
+    ):
+        super().__init__(w, average, n_averaged, width, penalty)
         self._rebase()
 
     def _rebase(self) -> None:
@@ -379,10 +515,10 @@ class LazyWeights(_LazyRows):
     def step(
         self, gradient: SparseVector, rate: float, alpha: float, batch: int, project, averaged: bool
     ) -> None:
-        """``w ← (1 − rate α) w + (rate / batch) gradient``, then ``project``, the gradient's
-        rows at once and the others lazily; ``averaged``: the new iterate joins the average.
-        The rows of ``gradient`` (which must include those ``project`` changes) must be
-        current."""
+        """``w ← (1 − rate α) w + (rate / batch) gradient``, then the L1 penalty and
+        ``project``, the gradient's rows at once and the others lazily; ``averaged``: the new
+        iterate joins the average. The rows of ``gradient`` (which must include those
+        ``project`` changes) must be current."""
         shrink = 1.0 - rate * alpha
         if not shrink > 0.0:  # a step past the regulariser's minimum: settle, then step densely
             self.settle()
@@ -393,6 +529,9 @@ class LazyWeights(_LazyRows):
             index = gradient.index
             self.rows[index] *= shrink
         self.rows[gradient.index] += (rate / batch) * gradient.values
+        if self.penalty is not None:  # one rate for all: one penalty due, for all
+            self.penalty.accrue(rate)
+            self._clip(gradient)
         project(self.w)
         self.touched = self.rows[index]
         if isinstance(index, slice):
@@ -428,12 +567,16 @@ class LazyAdaGrad(_LazyRows):
     every step joins it.
     """
 
-    def __init__(self, w, average, n_averaged: int, width: int, steps: ProximalAdaGrad, alpha):
-        super().__init__(w, average, n_averaged, width)
+    def __init__(
+        self, w, average, n_averaged: int, width: int, steps: ProximalAdaGrad, alpha, penalty=None
+    ):
+        super().__init__(w, average, n_averaged, width, penalty)
         self.now = 0  # steps taken
         self.last = np.zeros(len(self.rows), dtype=np.intp)  # step each row is current at
         # each row's η α (log ρ = −log(1 + η α)), as of the last step that reached it
         self.decay_rate = alpha * steps.rates(steps.squares)
+        if penalty is not None:  # each row's η: the L1 penalty it is due per step and λ1
+            self.rate = steps.rates(steps.squares)
 
     def catch_up(self, index: np.ndarray | slice) -> None:
         """Bring the rows ``index`` to the current step."""
@@ -449,16 +592,24 @@ class LazyAdaGrad(_LazyRows):
             total[index] = take(total) + rows * geometric[:, None]
         rows *= (1.0 + change)[:, None]
         self.rows[index] = rows
+        if self.penalty is not None:  # the penalty due for the steps missed, at the row's rate
+            due = (self.penalty.strength * missed) * take(self.rate)
+            self.penalty.total[index] = take(self.penalty.total) + due[:, None]
         self.last[index] = self.now
 
     def step(self, gradient: SparseVector, rate, alpha, batch, project, averaged) -> None:
         """``w ← (w + rate · gradient / batch) / (1 + rate α)`` on the gradient's rows (``rate``:
-        their new rates, ``(n_rows, 1)``; the other rows lazily), then ``project``;
-        ``averaged``: the new iterate joins the average. The gradient's rows must be current."""
+        their new rates, ``(n_rows, 1)``; the other rows lazily), then the L1 penalty and
+        ``project``; ``averaged``: the new iterate joins the average. The gradient's rows must
+        be current."""
         index = gradient.index
         decay_rate = rate * alpha
         self.decay_rate[index] = decay_rate[:, 0]
         self.rows[index] += rate / batch * gradient.values
+        if self.penalty is not None:  # the elastic net's proximal step: L1, then L2
+            self.rate[index] = rate[:, 0]
+            self.penalty.total[index] += self.penalty.strength * rate
+            self._clip(gradient)
         self.rows[index] /= 1.0 + decay_rate
         project(self.w)
         self.now += 1
@@ -509,15 +660,18 @@ def lazy_when_sparse(oracle, structure, batch):
     return oracle
 
 
-def _lazy_weights(oracle, steps, alpha, average_weights, state: SGDState):
+def _lazy_weights(oracle, steps, alpha, average_weights, state: SGDState, penalty=None):
     """The lazy sparse steps of an epoch (:class:`LazyWeights`, :class:`LazyAdaGrad`), or None
     when it takes dense ones."""
     if not (hasattr(oracle, "support") and np.ndim(alpha) == 0 and average_weights == "uniform"):
         return None
-    if isinstance(steps, ProximalAdaGrad):
-        return LazyAdaGrad(state.coef, state.average, state.n_averaged, oracle.width, steps, alpha)
-    if isinstance(steps, Schedule) and steps.scale is None:
-        return LazyWeights(state.coef, state.average, state.n_averaged, oracle.width)
+    coef, average, n_averaged, width = state.coef, state.average, state.n_averaged, oracle.width
+    # the penalty due by row (AdaGrad's rates) or for all (a schedule's): the lazy steps' groups
+    groups = None if penalty is None else len(penalty.total)
+    if isinstance(steps, ProximalAdaGrad) and groups in (None, len(coef) // width):
+        return LazyAdaGrad(coef, average, n_averaged, width, steps, alpha, penalty)
+    if isinstance(steps, Schedule) and steps.scale is None and groups in (None, 1):
+        return LazyWeights(coef, average, n_averaged, width, penalty)
     return None
 
 
@@ -549,6 +703,7 @@ def run_sgd(
     tol: float | None,
     n_iter_no_change: int,
     project: Callable[[np.ndarray], np.ndarray],
+    l1: float = 0.0,
     validation_score: Callable[[np.ndarray], float] | None = None,
     verbose: int = 0,
     average_weights: str = "uniform",
@@ -568,6 +723,10 @@ def run_sgd(
         Starting point (and schedule position, for warm starts).
     alpha : float or ndarray
         L2 strength, one for all coordinates or one per coordinate.
+    l1 : float, default=0.0
+        L1 strength λ1: the objective loses ``λ1 ‖w‖_1`` too, by the cumulative penalty
+        (:class:`CumulativeL1`, kept in ``state`` for warm starts); the averaged weights are
+        then returned on the last iterate's non-zero weights.
     steps : StepRule
         The step sizes (:class:`Schedule`, :class:`AdaGrad`, :class:`ProximalAdaGrad`,
         :class:`Normalised`).
@@ -597,11 +756,12 @@ def run_sgd(
     progress = Progress(name, max_iter, verbose)
     converged = None if tol is None else False
     oracle = None if shuffle else make_oracle(np.arange(n_samples))
+    penalty = _cumulative_l1(l1, state, steps)
     for epoch in range(max_iter):
         if shuffle:
             oracle = make_oracle(rng.permutation(n_samples))
         objective = 0.0
-        lazy = _lazy_weights(oracle, steps, alpha, average_weights, state)
+        lazy = _lazy_weights(oracle, steps, alpha, average_weights, state, penalty)
         for begin in range(0, n_samples, batch_size):
             part = slice(begin, min(begin + batch_size, n_samples))
             averaged = (
@@ -612,7 +772,7 @@ def run_sgd(
                     oracle, part, lazy, rng, steps, state.t, alpha, project, averaged
                 )
             else:
-                value, eta = _step(oracle, part, w, rng, steps, state.t, alpha, project)
+                value, eta = _step(oracle, part, w, rng, steps, state.t, alpha, project, penalty)
             objective += value
             if not np.isfinite(lazy.touched if lazy is not None else w).all():
                 raise NonFiniteError(
@@ -636,8 +796,10 @@ def run_sgd(
         if lazy is not None:
             lazy.settle()
             state.average, state.n_averaged = lazy.average, lazy.n_averaged
+        if penalty is not None:  # every weight pays what it is owed
+            penalty.clip(w)
         state.n_iter = epoch + 1
-        regularised = objective / n_samples - _penalty(alpha, w)
+        regularised = objective / n_samples - _penalty(alpha, w, l1)
         if not np.isfinite(regularised):
             raise NonFiniteError(
                 f"the objective of epoch {epoch + 1} is not finite ({regularised}): the weights "

@@ -64,6 +64,12 @@ class MarginalPerturbMAPCRF(BaseStructuredSGD):
         L2 regularisation strength (the paper's λ). "auto": ``0.2 / n_nodes`` with sparse
         node features (each sample's terms average its nodes', so the evidence is counted in
         nodes), 1e-4 otherwise.
+    l1_ratio : float in [0, 1], default=0.0
+        The elastic-net mixing of the penalty, as in :class:`~pmap_sklearn.PerturbMAPCRF`: the
+        objective loses :math:`\alpha (\rho \|w\|_1 + (1 - \rho) \|w\|^2 / 2)`,
+        :math:`\rho` = ``l1_ratio`` (0: the L2 penalty alone); the L1 part, by the cumulative
+        penalty of Tsuruoka et al. (2009), sets weights to exactly zero (see "Sparse models:
+        L1" in the user guide).
     learning_rate : {"auto", "optimal", "constant", "invscaling", "adagrad"}, default="auto"
         Step-size schedule or AdaGrad, as in :class:`~pmap_sklearn.PerturbMAPCRF`
         (``"auto"``: AdaGrad with sparse node features and on ``GraphStructure`` graphs with
@@ -166,6 +172,7 @@ class MarginalPerturbMAPCRF(BaseStructuredSGD):
         gumbel_reduction=True,
         dynamic=True,
         alpha="auto",
+        l1_ratio=0.0,
         max_iter="auto",
         batch_size="auto",
         learning_rate="auto",
@@ -206,6 +213,7 @@ class MarginalPerturbMAPCRF(BaseStructuredSGD):
             unknown_label=unknown_label,
             ignore_label=ignore_label,
             init=init,
+            l1_ratio=l1_ratio,
         )
         self.class_weight = class_weight
         self.unlabeled_weight = unlabeled_weight

@@ -57,6 +57,8 @@ class MeanFieldCRF(ClassWeightedSGD):
         train with 5 and predict with 10; cross-validation on multi-class grids prefers 10).
     damping : float, default=0.0
         δ, the share of the previous iterate kept at each iteration, in [0, 1).
+    l1_ratio : float in [0, 1], default=0.0
+        The elastic-net mixing of the penalty, as for :class:`~pmap_sklearn.PerturbMAPCRF`.
     alpha, max_iter, batch_size, learning_rate, eta0, power_t, average, tol : as in PerturbMAPCRF
         The SGD engine's settings, as for :class:`~pmap_sklearn.PerturbMAPCRF` (``"auto"``:
         decided from the data); on dense features ``"auto"`` is AdaGrad for 30 epochs without a
@@ -130,6 +132,7 @@ class MeanFieldCRF(ClassWeightedSGD):
         n_iterations=10,
         damping=0.0,
         alpha="auto",
+        l1_ratio=0.0,
         max_iter="auto",
         batch_size="auto",
         learning_rate="auto",
@@ -169,6 +172,7 @@ class MeanFieldCRF(ClassWeightedSGD):
             unknown_label=unknown_label,
             ignore_label=ignore_label,
             init=init,
+            l1_ratio=l1_ratio,
         )
         self.loss = loss
         self.class_weight = class_weight
