@@ -177,6 +177,7 @@ _NEEDS = {
     "plot_pos_tagging": "ud_english_ewt/en_ewt-ud-train.conllu.gz",
     "plot_named_entities": "conll2002/esp.train.gz",
     "plot_crfsuite_tutorial": "conll2002/esp.train.gz",
+    "plot_sparse_l1": "conll2002/esp.train.gz",
     "plot_scene_segmentation": "camvid/testannot",
 }
 _MISSING = [
