@@ -118,3 +118,31 @@ def size_cells(row: dict) -> str:
     if "state_weights" not in row:
         return "— | — |"
     return f"{row['state_weights']:,} / {row['transition_weights']} | {row['saved_mb']:.2f} |"
+
+
+def sparse_line(rows: dict, sparse: str, dense: str, crfsuite: dict, key: str, percent=False):
+    """One sentence: the rows named ``sparse…`` (an L1 setting, seeds 0-2) against the first
+    three named ``dense…`` (the defaults' seeds 0-2): their ``key`` scores (in % with
+    ``percent``), non-zero state weights against crfsuite's, saved size and fit time (of the
+    first row of each)."""
+    sparse_rows = [row for name, row in rows.items() if name.startswith(sparse)]
+    dense_rows = [row for name, row in rows.items() if name.startswith(dense)][:3]
+    scale, digits, unit = (100, 2, " %") if percent else (1, 4, "")
+
+    def scores(some):
+        return " / ".join(f"{scale * row[key]:.{digits}f}" for row in some) + unit
+
+    def mean(some, name):
+        return float(np.mean([row[name] for row in some]))
+
+    gain = scale * (mean(sparse_rows, key) - mean(dense_rows, key))
+    weights = crfsuite["state_weights"]
+    return (
+        f"{sparse} against {dense}, seeds 0-2: {key} {scores(sparse_rows)} against "
+        f"{scores(dense_rows)} (mean {gain:+.{digits}f}); "
+        f"{mean(sparse_rows, 'state_weights') / weights:.2f}× crfsuite's non-zero state "
+        f"weights (the defaults {mean(dense_rows, 'state_weights') / weights:.2f}×), "
+        f"{sparse_rows[0]['saved_mb']:.2f} MB saved against {dense_rows[0]['saved_mb']:.2f} "
+        f"(crfsuite {crfsuite['saved_mb']:.2f}), fit {sparse_rows[0]['seconds']:.1f} s against "
+        f"{dense_rows[0]['seconds']:.1f} s."
+    )

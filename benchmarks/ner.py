@@ -52,6 +52,7 @@ from _tagging import (
     model_size,
     peak_mb,
     size_cells,
+    sparse_line,
     timed,
 )
 from sklearn.exceptions import ConvergenceWarning
@@ -219,30 +220,6 @@ def spread_line(spread: dict, crfsuite: dict) -> str:
     )
 
 
-def l1_line(rows: dict, crfsuite: dict) -> str:
-    """One sentence: PerturbMAPCRF's L1 rows against its dense defaults (seeds 0-2)."""
-    sparse = [row for name, row in rows.items() if name.startswith(PMAP_L1)]
-    dense = [row for name, row in rows.items() if name.startswith("PerturbMAPCRF (defaults)")]
-    dense = dense[:3]  # seeds 0, 1, 2
-
-    def f1s(rows):
-        return ", ".join(f"{row['token_f1']:.4f}" for row in rows)
-
-    def mean(rows, key):
-        return float(np.mean([row[key] for row in rows]))
-
-    crfsuite_weights = crfsuite["state_weights"]
-    return (
-        f"{PMAP_L1} against PerturbMAPCRF's defaults, seeds 0-2: token F1 {f1s(sparse)} against "
-        f"{f1s(dense)} (mean {mean(sparse, 'token_f1') - mean(dense, 'token_f1'):+.4f}); "
-        f"{mean(sparse, 'state_weights') / crfsuite_weights:.2f}× crfsuite's non-zero state "
-        f"weights (the defaults {mean(dense, 'state_weights') / crfsuite_weights:.2f}×), "
-        f"{sparse[0]['saved_mb']:.2f} MB saved against {dense[0]['saved_mb']:.2f} "
-        f"(crfsuite {crfsuite['saved_mb']:.2f}), fit {sparse[0]['seconds']:.1f} s against "
-        f"{dense[0]['seconds']:.1f} s."
-    )
-
-
 def measure(name: str, data_file: str) -> dict:
     command = [sys.executable, __file__, "--one", name, data_file]
     out = subprocess.run(command, capture_output=True, text=True, check=False)
@@ -345,7 +322,10 @@ def main():
         f"non-zero state weights, {l1['saved_mb'] / target['saved_mb']:.2f}× its saved size, "
         f"{l1['seconds'] / target['seconds']:.2f}× its fit time.",
     ]
-    lines += ["", l1_line(rows, target)]
+    lines += [
+        "",
+        sparse_line(rows, PMAP_L1, "PerturbMAPCRF (defaults)", target, "token_f1"),
+    ]
     text = "\n".join(lines)
     print(text)
     RESULTS.mkdir(parents=True, exist_ok=True)

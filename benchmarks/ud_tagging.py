@@ -67,6 +67,7 @@ from _tagging import (
     model_size,
     peak_mb,
     size_cells,
+    sparse_line,
     timed,
 )
 from sklearn.exceptions import ConvergenceWarning
@@ -270,31 +271,6 @@ def prepare(data_file: str, quick: bool) -> dict:
     )
 
 
-def l1_line(rows: dict, crfsuite: dict) -> str:
-    """One sentence: PerturbMAPCRF's L1 rows against its dense defaults (seeds 0-2)."""
-    sparse = [row for name, row in rows.items() if name.startswith(PMAP_L1)]
-    dense = [row for name, row in rows.items() if name.startswith("PerturbMAPCRF (defaults)")]
-    dense = dense[:3]  # seeds 0, 1, 2
-
-    def accuracies(rows):
-        return " / ".join(f"{100 * row['accuracy']:.2f}" for row in rows)
-
-    def mean(rows, key):
-        return float(np.mean([row[key] for row in rows]))
-
-    crfsuite_weights = crfsuite["state_weights"]
-    gain = 100 * (mean(sparse, "accuracy") - mean(dense, "accuracy"))
-    return (
-        f"{PMAP_L1} against PerturbMAPCRF's defaults, seeds 0-2: {accuracies(sparse)} % against "
-        f"{accuracies(dense)} % (mean {gain:+.2f} points); "
-        f"{mean(sparse, 'state_weights') / crfsuite_weights:.2f}× crfsuite's non-zero state "
-        f"weights (the defaults {mean(dense, 'state_weights') / crfsuite_weights:.2f}×), "
-        f"{sparse[0]['saved_mb']:.2f} MB saved against {dense[0]['saved_mb']:.2f} (crfsuite "
-        f"{crfsuite['saved_mb']:.2f}), fit {sparse[0]['seconds']:.1f} s against "
-        f"{dense[0]['seconds']:.1f} s."
-    )
-
-
 def _settings() -> str:
     """The SGD learners' parameters, for the table's footnote."""
     return "; ".join(
@@ -391,7 +367,7 @@ def main():
         "",
         fit_times_line(rows, TIMED_TWICE),
         "",
-        l1_line(rows, target),
+        sparse_line(rows, PMAP_L1, "PerturbMAPCRF (defaults)", target, "accuracy", percent=True),
     ]
     text = "\n".join(lines)
     print(text)
