@@ -372,7 +372,9 @@ def calibrate_eta0(
             project=project,
             shuffle=False,
         )
-        trial = state.estimate  # judge what the run would return
+        return judged_objective(state.estimate)  # judge what the run would return
+
+    def judged_objective(trial: np.ndarray) -> float:
         value = judge(slice(None), trial, np.random.default_rng(eval_seed))[1]
         return value / len(judged) - _penalty(alpha, trial, l1)
 
@@ -406,6 +408,9 @@ def calibrate_eta0(
                 low = middle
             else:
                 high = middle
+        if direction < 0 and not value(-high) > judged_objective(w):
+            # no pass improves on staying at w: smaller steps won by changing less
+            return start
         return start * factor ** (high * direction)
     return start
 

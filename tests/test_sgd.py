@@ -7,6 +7,7 @@ from pmap_sklearn._sgd import (
     Normalised,
     Schedule,
     SGDState,
+    calibrate_eta0,
     learning_rate,
     run_sgd,
 )
@@ -163,3 +164,45 @@ def test_step_size_search_can_judge_on_samples_it_did_not_pass_over():
     eta_own, orders, (calls,) = search(n_calibration=20)
     assert len(orders) == 1 and calls["step"] and calls["judge"]
     assert 0.0 < eta <= 1.0 and 0.0 < eta_own <= 1.0  # a step of the mean's size, not beyond
+
+
+def test_step_search_does_not_shrink_to_nothing_where_no_step_improves():
+    """At the optimum, noisy gradients make every pass worse and smaller steps worse by less:
+    the search must not follow them down to a step that does not learn."""
+
+    def noisy_quadratic(scale):
+        """ℓ(w) = −‖w‖² / 2 per sample, its gradient plus ``scale`` times N(0, 1) noise."""
+
+        def make_oracle(order):
+            def oracle(part, w, rng):
+                batch = len(range(len(order))[part])
+                noise = scale * rng.normal(size=(batch, len(w))).sum(axis=0)
+                return noise - batch * w, -0.5 * batch * float(w @ w)
+
+            return oracle
+
+        return make_oracle
+
+    eta = calibrate_eta0(
+        noisy_quadratic(1.0),
+        np.zeros(3),
+        16,
+        rng=np.random.default_rng(0),
+        alpha=0.0,
+        batch_size=4,
+        project=lambda w: w,
+        average=False,
+    )
+    assert eta == 0.1  # the search's start: no step improves on staying
+    # where a small enough step improves, the search still finds it
+    eta = calibrate_eta0(
+        noisy_quadratic(0.0),
+        np.ones(3),
+        16,
+        rng=np.random.default_rng(0),
+        alpha=0.0,
+        batch_size=4,
+        project=lambda w: w,
+        average=False,
+    )
+    assert eta > 0.1
