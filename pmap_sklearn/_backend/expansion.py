@@ -129,6 +129,9 @@ class AlphaExpansionSolver(Solver):
         start = np.argmax(p.unary, axis=1) if init is None else init.copy()
         if clamp is not None:
             start = np.where(clamp >= 0, clamp, start)
+        if p.n_edges == 0:  # independent nodes: each takes its best label
+            free = np.argmax(p.unary, axis=1)
+            return free if clamp is None else np.where(clamp >= 0, clamp, free)
 
         def job(chunk):
             nodes = slice(p.node_offsets[chunk.start], p.node_offsets[chunk.stop])
