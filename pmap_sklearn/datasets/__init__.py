@@ -9,6 +9,7 @@ from ._horses import (
     paint,
     superpixel_graph,
 )
+from ._latent_toys import make_boxes, make_crosses
 from ._ocr import load_ocr
 from ._synthetic import (
     add_flip_noise,
@@ -33,6 +34,8 @@ __all__ = [
     "make_chain_data",
     "make_grid_data",
     "make_snake_data",
+    "make_crosses",
+    "make_boxes",
     "add_flip_noise",
     "add_kumar_hebert_noise",
 ]
