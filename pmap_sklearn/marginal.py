@@ -29,6 +29,14 @@ class MarginalPerturbMAPCRF(BaseStructuredSGD):
     every B (the paper's Gumbel reduction), and moves ``w`` along :math:`\sum_{d,k} C_d(k) [\Psi (x,
     y*_{B,d,k}) - \Psi (x, y*_A)]`.
 
+    With hidden states (the structure's ``n_states_per_label`` or hidden nodes) a node's label
+    is a set of states S and its term is :math:`\log \sum_{k \in S} P(y_d = k | x)`,
+    estimated by the perturbed MAP with node d restricted to S, its own perturbation included
+    (with the same Gumbel reduction: where ``y*_A`` has a state of S the term is zero). The
+    learner thus sums over the hidden states instead of committing to one imputation, as the
+    latent structured SVM does; an unknown label (``unknown_label``) allows the states of
+    every label and adds no term.
+
     Parameters
     ----------
     structure : {"chain", "grid", "graph"} or structure instance, default="chain"
@@ -154,6 +162,7 @@ class MarginalPerturbMAPCRF(BaseStructuredSGD):
     """
 
     _auto_batch_size = 32
+    _learns_hidden_states = True
     _dense_max_iter, _dense_tol = 100, None
     _parameter_constraints: dict = {
         **BaseStructuredSGD._parameter_constraints,
@@ -238,7 +247,8 @@ class MarginalPerturbMAPCRF(BaseStructuredSGD):
     def _targets(self, batch, labels, w_supervised, rng):
         r"""The coefficients :math:`C_d(k) = \theta_d(k) q_d(k)` (× κ on unknown nodes), (n_nodes,
         K)."""
-        distribution = onehot(labels, self.structure_.n_states_)
+        structure = self.structure_
+        distribution = onehot(structure.visible_codes(labels), structure.n_labels_)
         unknown = labels < 0
         self.target_distributions_ = None
         if w_supervised is not None and unknown.any():
@@ -258,6 +268,8 @@ class MarginalPerturbMAPCRF(BaseStructuredSGD):
     def _make_oracle(self, batch, coefficients):
         structure = self.structure_
         solver = structure.solver_
+        # with hidden states a label is a set of states: the clamps are set-valued
+        sets = structure.label_states_ if structure.has_hidden_states_ else None
 
         def oracle(part, w, rng):
             sub = batch.subset(part)
@@ -272,12 +284,16 @@ class MarginalPerturbMAPCRF(BaseStructuredSGD):
                 skip_agreeing=self.gumbel_reduction,
                 dynamic=self.dynamic,
                 n_jobs=self.n_jobs,
+                sets=sets,
             )
             gradient = structure.joint_feature_of(sub, solution.statistics, compact=True)
-            # Σ C (B̂ − Â) with B̂ = max of f + Σ_{s≠d} z_s: the f part is w·gradient, the z part
-            # is the change of perturbation between y*_B and y*_A minus the clamped node's z_d(k).
+            # Σ C (B̂ − Â): the f part is w·gradient, the z part the change of perturbation
+            # between y*_B and y*_A; B̂ = max of f + Σ_{s≠d} z_s leaves out the clamped node's
+            # z_d(k), while a set-valued clamp keeps it (B̂ = max over the set of f + Σ_s z_s).
             gap = solution.perturbation_gap(perturbation)
-            objective = dot(w, gradient) + gap - float((coef * perturbation).sum())
+            objective = dot(w, gradient) + gap
+            if sets is None:
+                objective -= float((coef * perturbation).sum())
             return gradient, objective
 
         return lazy_when_sparse(oracle, structure, batch)

@@ -27,7 +27,11 @@ class ClassWeightedSGD(BaseStructuredSGD):
         label_weight = getattr(self, "_label_weights", None)
         if label_weight is None:
             return None
-        return np.where(labels >= 0, label_weight[np.maximum(labels, 0)], 0.0)
+        # an unknown label weighs 0; a hidden node (the code after the labels') 1
+        weights = np.append(label_weight, 1.0)
+        return np.where(
+            labels >= 0, weights[np.minimum(np.maximum(labels, 0), len(label_weight))], 0.0
+        )
 
     def _node_targets(self, targets):
         nodes, labels, _ = super()._node_targets(targets)
@@ -42,6 +46,12 @@ class PerturbMAPCRF(ClassWeightedSGD):
     only needs MAP calls. Each SGD step draws a mini-batch, one fresh perturbation per sample,
     solves the perturbed MAP ``y*`` and moves :math:`w \leftarrow w + \eta (\operatorname{mean}
     (\Psi (x, y) - \Psi (x, y*)) - \alpha w)`, then projects the cut weights to ``<= 0``.
+
+    With hidden states (the structure's ``n_states_per_label`` or hidden nodes) the likelihood
+    of the visible labels sums over the states, :math:`\log \sum_h \exp f(y, h|x) - A(x)`,
+    and its perturb-and-MAP estimate replaces :math:`\Psi(x, y)` by :math:`\Psi(x, y^*_y)`, the
+    perturbed MAP restricted to the states of the true labels under the same perturbation (an
+    unknown label allows the states of every label).
 
     Unknown labels (``-1``, e.g. inside a bounding box) are handled by self-training, the
     paper's baseline for weak labels: the model ``w_1`` fitted on the fully labelled samples
@@ -255,6 +265,7 @@ class PerturbMAPCRF(ClassWeightedSGD):
     #: Thm. 1): the weights are fitted for the Gibbs model, whose exact marginals
     #: forward–backward computes on chains.
     _exact_marginals_are_the_model = True
+    _learns_hidden_states = True
 
     def _make_oracle(self, batch, labels):
         return perturb_and_map_oracle(
@@ -303,13 +314,18 @@ def perturb_and_map_oracle(
         sub = batch.subset(part)
         truth = labels[batch.node_index(part)]
         perturbation = draw(rng, sub.n_nodes, structure.n_states_, kind)
-        perturbed = solver.map(structure.potentials(sub, w, perturbation), n_jobs=n_jobs)
+        potentials = structure.potentials(sub, w, perturbation)
+        perturbed = solver.map(potentials, n_jobs=n_jobs)
+        at_truth = 0.0
+        if structure.has_hidden_states_:  # the states of the labels: the best under z
+            truth = solver.map(structure.restrict(potentials, truth)[0], n_jobs=n_jobs)
+            at_truth = perturbation[np.arange(sub.n_nodes), truth]
         weight = None if sample_weight is None else sample_weight[part]
         nodes_weight = None if node_weight is None else node_weight[batch.node_index(part)]
         gradient = structure.joint_feature_difference(
             sub, truth, perturbed, weight, compact=True, node_weight=nodes_weight
         )
-        at_map = perturbation[np.arange(sub.n_nodes), perturbed]
+        at_map = perturbation[np.arange(sub.n_nodes), perturbed] - at_truth
         if weight is not None:
             at_map = at_map * weight[sub.node_sample]
         if nodes_weight is not None:

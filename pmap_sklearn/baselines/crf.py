@@ -153,6 +153,7 @@ class ChainCRF(BaseStructuredEstimator):
         "all_possible_states": ["boolean"],
     }
     _marginal_methods = ("exact",)
+    _learns_hidden_states = True
     _dense_alpha = 1e-4
 
     def __init__(
@@ -199,7 +200,13 @@ class ChainCRF(BaseStructuredEstimator):
             return None
         free = np.ones(self.structure_.size_, dtype=bool)
         unary, _ = self.structure_.unpack(free)
-        seen = abs(batch.features).T @ onehot(labels, self.structure_.n_states_)
+        structure = self.structure_
+        states = (
+            structure.allowed_states(labels)
+            if structure.has_hidden_states_
+            else onehot(labels, structure.n_states_)
+        )
+        seen = abs(batch.features).T @ states.astype(float)
         unary[...] = np.asarray(seen) != 0
         return free
 
@@ -227,8 +234,8 @@ class ChainCRF(BaseStructuredEstimator):
         expected = structure.joint_feature_of(batch, marginals.statistics)
         if observed_feature is not None:  # Σ_n f(y_n | x_n) = w · Σ_n Ψ(x_n, y_n)
             clamped, clamped_log_z = observed_feature, w @ observed_feature
-        else:
-            given = structure.solver_.marginals(potentials, clamp=labels)
+        else:  # with hidden states: summed over the states of each label
+            given = structure.solver_.marginals(*structure.restrict(potentials, labels))
             clamped = structure.joint_feature_of(batch, given.statistics)
             clamped_log_z = given.log_partition.sum()
         n = batch.n_samples
@@ -239,11 +246,17 @@ class ChainCRF(BaseStructuredEstimator):
         log-likelihood, from ``state.coef``."""
         self.alpha_ = alpha = self._resolved_alpha(batch)
         l1, l2 = alpha * self.l1_ratio, alpha * (1.0 - self.l1_ratio)
+        structure = self.structure_
         observed = None
-        if (labels >= 0).all():  # Ψ(x_n, y_n) does not depend on w: compute it once
-            observed = self.structure_.joint_feature(batch, labels)
+        if (labels >= 0).all() and not structure.has_hidden_states_:
+            # Ψ(x_n, y_n) does not depend on w: compute it once
+            observed = structure.joint_feature(batch, labels)
 
         free = self._free_weights(batch, labels)
+        if structure.has_hidden_states_ and not state.coef.any():
+            # the likelihood is flat across alike states: start them apart (logistic
+            # regressions of their first guess, the k-means split of each label)
+            self._start_from_logistic(batch, labels, state.coef, np.random.default_rng(0), l2)
         start = state.coef if free is None else np.where(free, state.coef, 0.0)
 
         def negative_objective(w):

@@ -68,6 +68,12 @@ class StructuredSVM(BaseStructuredEstimator):
     the loss-augmented MAP uses the projected ``w`` and the line search maximises a minorant of the
     dual, so every step is an ascent step.
 
+    With hidden states (the structure's ``n_states_per_label`` or hidden nodes) it is the
+    latent structured SVM (Yu & Joachims 2009): the loss counts a node wrong when its state
+    lies outside its label's states, and the concave-convex procedure alternates the imputation
+    of the states (the MAP restricted to each node's label) with the convex problem (see
+    ``latent_iter``).
+
     ``solver="subgradient"`` minimises the same primal by projected stochastic subgradient
     descent instead (the lecture's algorithm; Ratliff, Bagnell & Zinkevich 2007): each step
     solves the loss-augmented MAPs :math:`y^*` of a mini-batch and moves
@@ -118,6 +124,11 @@ class StructuredSVM(BaseStructuredEstimator):
         from the samples for the fit — they neither count in the loss nor get filled in, unlike
         ``unknown_label`` — and are not counted by :meth:`score`. Chains are cut at them;
         grids cannot lose nodes (give GraphSample objects instead).
+    latent_iter : int, default=10
+        With hidden states (the structure's ``n_states_per_label`` or hidden nodes): the most
+        rounds of the concave-convex procedure of the latent structured SVM (Yu & Joachims
+        2009) — impute the states, solve the convex problem — which stops earlier when the
+        latent objective falls by less than ``tol``. Unused otherwise.
 
     Attributes
     ----------
@@ -135,6 +146,9 @@ class StructuredSVM(BaseStructuredEstimator):
     loss_curve_ : list of float
         Estimate of the primal objective along each pass (the subgradient solver; BCFW: the
         dual objective plus the gap).
+    latent_objectives_ : list of float
+        With hidden states, the latent objective after each round of the concave-convex
+        procedure (non-increasing up to the convex solves' tolerance); empty otherwise.
     structure_, classes_, n_features_in_, n_iter_
 
     Notes
@@ -158,6 +172,8 @@ class StructuredSVM(BaseStructuredEstimator):
     ----------
     .. [1] S. Lacoste-Julien, M. Jaggi, M. Schmidt and P. Pletscher. Block-coordinate
        Frank-Wolfe optimization for structural SVMs. ICML 2013.
+    .. [2] C.-N. J. Yu and T. Joachims. Learning structural SVMs with latent variables.
+       ICML 2009.
 
     Examples
     --------
@@ -183,7 +199,9 @@ class StructuredSVM(BaseStructuredEstimator):
         "class_weight": [None, StrOptions({"balanced"}), dict],
         "tol": [NumberInterval(Real, 0, None, closed="left")],
         "average": ["boolean"],
+        "latent_iter": [NumberInterval(Integral, 1, None, closed="left")],
     }
+    _learns_hidden_states = True
 
     def __init__(
         self,
@@ -202,6 +220,7 @@ class StructuredSVM(BaseStructuredEstimator):
         verbose=0,
         unknown_label=-1,
         ignore_label=None,
+        latent_iter=10,
     ):
         self.structure = structure
         self.solver = solver
@@ -217,6 +236,7 @@ class StructuredSVM(BaseStructuredEstimator):
         self.verbose = verbose
         self.unknown_label = unknown_label
         self.ignore_label = ignore_label
+        self.latent_iter = latent_iter
 
     _dense_alpha = 1e-3
 
@@ -258,25 +278,99 @@ class StructuredSVM(BaseStructuredEstimator):
         loss weight :math:`\theta_d(y_d)` of each node."""
         if w_supervised is not None:
             labels = self._map(batch, w_supervised, clamp=labels)
-        distribution = onehot(labels, self.structure_.n_states_)
+        structure = self.structure_
+        visible = structure.visible_codes(labels)  # -1: hidden nodes, unknown labels
+        distribution = onehot(visible, structure.n_labels_)
         class_weight = class_weight_by_code(self.class_weight, self.classes_)
         theta = loss_weights(distribution, batch.node_sizes, batch.node_sample, class_weight)
-        return labels, theta[np.arange(len(labels)), labels]
+        theta = np.where(visible >= 0, theta[np.arange(len(labels)), np.maximum(visible, 0)], 0.0)
+        return labels, theta
 
-    def _loss_augmented_map(self, batch, w, labels, theta):
+    def _loss_augmented_map(self, batch, w, labels, theta, allowed=None):
         """``argmax_y Δ(y_n, y) + f(y|x_n)`` for every sample: the loss is added to the unary
-        scores of the wrong labels, so the structure's exact oracle solves it."""
-        augmentation = np.repeat(theta[:, None], self.structure_.n_states_, axis=1)
-        augmentation[np.arange(len(labels)), labels] = 0.0
+        scores of the wrong labels (with hidden states, of the states outside each node's label,
+        ``allowed`` false), so the structure's exact oracle solves it."""
+        if allowed is None:
+            augmentation = np.repeat(theta[:, None], self.structure_.n_states_, axis=1)
+            augmentation[np.arange(len(labels)), labels] = 0.0
+        else:
+            augmentation = theta[:, None] * ~allowed
         potentials = self.structure_.potentials(batch, w).add_unary(augmentation)
         return self.structure_.solver_.map(potentials, n_jobs=self.n_jobs)
 
     def _optimise(self, batch, targets, state, rng, validation_score):
         max_iter = self._resolve_settings(batch)
+        if self.structure_.has_hidden_states_:
+            self._concave_convex(batch, targets, state, rng, max_iter)
+            return
+        self.latent_objectives_ = []
+        self._solve(batch, (*targets, None), state, rng, max_iter)
+
+    def _concave_convex(self, batch, targets, state, rng, max_iter: int) -> None:
+        r"""The latent structured SVM by the concave-convex procedure (Yu & Joachims 2009):
+        impute the hidden states, :math:`h_n = \arg\max_h f(y_n, h | x_n)` (the MAP restricted
+        to the states of each node's label), then solve the convex structured SVM with them;
+        repeat until the latent objective stops falling by ``tol`` (at most ``latent_iter``
+        rounds). The first imputation is the structure's ``initial_states`` (k-means within
+        each label); a warm start re-imputes from the fitted weights. BCFW's dual carries over
+        between rounds for the samples whose imputation did not change
+        (:meth:`_carry_dual`)."""
+        codes, theta = targets
+        structure = self.structure_
+        allowed = structure.allowed_states(codes)
+        imputed = getattr(state, "imputed", None)
+        if imputed is None or len(imputed) != batch.n_nodes:
+            imputed = None
+            states = structure.initial_states(batch, codes, rng)
+        else:  # a warm start: from the fitted weights
+            states = self._map(batch, state.estimate, clamp=codes)
+        objectives = []
+        for _ in range(self.latent_iter):
+            self._carry_dual(batch, state, imputed, states)
+            state.imputed = imputed = states
+            self._solve(batch, (states, theta, allowed), state, rng, max_iter)
+            w = state.estimate
+            states = self._map(batch, w, clamp=codes)
+            # P(w) = (α/2)‖w‖² + (1/N) Σ_n max_{y,h} [Δ + f(y, h)] − max_h f(y_n, h)
+            minus_hinge = self._hinge_oracle(batch, states, theta, allowed)(slice(None), w, None)
+            objectives.append(0.5 * self.alpha_ * (w @ w) - minus_hinge[1] / batch.n_samples)
+            if len(objectives) > 1 and objectives[-2] - objectives[-1] < self.tol:
+                break
+        self.latent_objectives_ = objectives
+
+    def _carry_dual(self, batch, state, old, new) -> None:
+        """Carry the optimiser's state over to a new imputation: BCFW keeps the blocks of the
+        samples whose states did not change (their corners did not move) and restarts the
+        others at their new zero corner (all the mass on ``y = h^{new}``, loss 0), so the dual
+        stays feasible; the averages of the iterates restart."""
+        if isinstance(state, _sgd.SGDState):
+            state.average, state.n_averaged = None, 0
+            return
+        if old is None or state.blocks is None or len(state.blocks) != batch.n_samples:
+            return  # a new dual: nothing to carry
+        changed = np.flatnonzero(
+            np.bincount(batch.node_sample, old != new, minlength=batch.n_samples) > 0
+        )
+        for i in changed:
+            block = state.blocks[i]
+            if isinstance(block, SparseVector):
+                state.coef.reshape(-1, block.values.shape[1])[block.index] -= block.values
+                state.blocks[i] = None
+            elif block is not None:
+                state.coef -= block
+                block[:] = 0.0
+        state.block_losses[changed] = 0.0
+        if state.average is not None:  # the average restarts at the next step
+            state.average, state.n_steps = np.zeros_like(state.average), 0
+
+    def _solve(self, batch, targets, state, rng, max_iter: int) -> None:
+        """The convex problem of ``targets = (labels, theta, allowed)``: every node's state (the
+        imputed ones with hidden states), its loss weight, and the states its label allows
+        (None: its state alone)."""
         if self.solver == "subgradient":
             self._subgradient_descent(batch, targets, state, rng, max_iter)
             return
-        labels, theta = targets
+        labels, theta, allowed = targets
         structure, n = self.structure_, batch.n_samples
         compact = structure.has_sparse_features(batch)
         if state.blocks is None or len(state.blocks) != n:
@@ -302,8 +396,11 @@ class StructuredSVM(BaseStructuredEstimator):
                 sub = batch.subset(index)
                 nodes = batch.node_index(index)
                 truth, weights = labels[nodes], theta[nodes]
-                predicted = self._loss_augmented_map(sub, self._primal(state), truth, weights)
-                wrong = weights * (predicted != truth)
+                allow = None if allowed is None else allowed[nodes]
+                predicted = self._loss_augmented_map(
+                    sub, self._primal(state), truth, weights, allow
+                )
+                wrong = weights * _mistakes(predicted, truth, allow)
                 losses = np.bincount(sub.node_sample, wrong, minlength=len(index))
                 if compact:
                     for j, i in enumerate(index):
@@ -327,7 +424,7 @@ class StructuredSVM(BaseStructuredEstimator):
                 # A mini-batch's corners are the maximisers at the iterate of its start, not
                 # at the iterate of each block's step: the pass's block gaps underestimate the
                 # gap (their sum can be negative), so a stop is confirmed by the exact gap.
-                gap = self._exact_gap(batch, labels, theta, state)
+                gap = self._exact_gap(batch, targets, state)
             state.gaps.append(gap)
             # The primal objective is the dual one plus the duality gap (estimated along the
             # pass, as the block gaps are taken at the iterate of their step).
@@ -343,13 +440,11 @@ class StructuredSVM(BaseStructuredEstimator):
     def _subgradient_descent(self, batch, targets, state, rng, max_iter: int) -> None:
         """``max_iter`` passes of projected stochastic subgradient descent on the primal, with
         Pegasos' steps ``1 / (α (t + 1))`` and the iterates averaged with weights ∝ t."""
-        labels, theta = targets
         structure = self.structure_
 
         def make_oracle(order):
-            sub = batch.subset(order)
-            nodes = batch.node_index(order)
-            return self._hinge_oracle(sub, labels[nodes], theta[nodes])
+            sub_targets = _gather(targets, batch.node_index(order))
+            return self._hinge_oracle(batch.subset(order), *sub_targets)
 
         _sgd.run_sgd(
             make_oracle,
@@ -370,7 +465,7 @@ class StructuredSVM(BaseStructuredEstimator):
             name=type(self).__name__,
         )
 
-    def _hinge_oracle(self, batch, labels, theta):
+    def _hinge_oracle(self, batch, labels, theta, allowed=None):
         """``oracle(part, w, rng)``: the ascent direction ``Σ_n Ψ(x_n, y_n) − Ψ(x_n, y*_n)`` of
         minus the structured hinge loss at the loss-augmented MAPs ``y*``, and minus the hinge
         losses ``Σ_n Δ(y_n, y*_n) + f(y*_n) − f(y_n)`` (both over the samples ``part``)."""
@@ -378,23 +473,22 @@ class StructuredSVM(BaseStructuredEstimator):
 
         def oracle(part, w, rng):
             sub = batch.subset(part)
-            nodes = batch.node_index(part)
-            truth, weights = labels[nodes], theta[nodes]
-            predicted = self._loss_augmented_map(sub, w, truth, weights)
+            truth, weights, allow = _gather((labels, theta, allowed), batch.node_index(part))
+            predicted = self._loss_augmented_map(sub, w, truth, weights, allow)
             gradient = structure.joint_feature_difference(sub, truth, predicted, compact=True)
-            loss = float(np.sum(weights * (predicted != truth)))
+            loss = float(np.sum(weights * _mistakes(predicted, truth, allow)))
             return gradient, _sgd.dot(w, gradient) - loss
 
         return _sgd.lazy_when_sparse(oracle, structure, batch)
 
-    def _exact_gap(self, batch, labels, theta, state) -> float:
+    def _exact_gap(self, batch, targets, state) -> float:
         r"""The duality gap at the current iterate :math:`w`: the primal
         :math:`(\alpha/2)\|w\|^2 + (1/N) \sum_n H_n(w)` minus the dual
         :math:`\sum_n \ell_n - (\alpha/2)\|w\|^2`, with the structured hinge losses
         :math:`H_n(w) = \Delta(y_n, y^*_n) + f(y^*_n) - f(y_n)` at every sample's
         loss-augmented MAP (one pass of MAPs, no step)."""
         w = state.current
-        minus_hinge = self._hinge_oracle(batch, labels, theta)(slice(None), w, None)[1]
+        minus_hinge = self._hinge_oracle(batch, *targets)(slice(None), w, None)[1]
         return float(
             self.alpha_ * (w @ w) - minus_hinge / batch.n_samples - state.block_losses.sum()
         )
@@ -518,3 +612,16 @@ class _RowWeightedAverage:
 def _triangle(k):
     """``T(k) = 1 + 2 + … + k`` (float: exact far beyond any number of steps)."""
     return np.asarray(k, dtype=float) * (np.asarray(k, dtype=float) + 1.0) / 2.0
+
+
+def _gather(targets, nodes):
+    """The ``(labels, theta, allowed)`` of some nodes (``allowed`` may be None)."""
+    return tuple(None if part is None else part[nodes] for part in targets)
+
+
+def _mistakes(predicted, truth, allowed) -> np.ndarray:
+    """Whether each node's predicted state is wrong: another label than ``truth`` or, with
+    hidden states, a state outside the node's label (``allowed`` false)."""
+    if allowed is None:
+        return predicted != truth
+    return ~allowed[np.arange(len(predicted)), predicted]
