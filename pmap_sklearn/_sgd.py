@@ -342,7 +342,10 @@ def calibrate_eta0(
     The step is searched among ``start · factor**m``: upwards first, downwards if a larger step
     does not improve; galloping then bisection over ``m`` find the maximum of a unimodal
     objective in O(log |m|) passes (a few on well-scaled features, ~20 when they are scaled by
-    1e150). Passes that diverge count as −∞.
+    1e150). Passes that diverge count as −∞. A step found downwards must also improve on ``w``
+    itself: where no pass does (a start at a local optimum, e.g. of a model with hidden
+    states), ever smaller steps win by changing ever less, down to a step that does not learn;
+    ``start`` is returned instead.
     """
     index = rng.choice(n_samples, size=min(n_samples, n_calibration + held_out), replace=False)
     pass_seed, eval_seed = rng.integers(2**63, size=2)
