@@ -54,22 +54,23 @@ ORDERS = ("auto", "index", "colour")
 @dataclass(frozen=True, eq=False)
 class _Level:
     """What one level of a pass reads and writes (positions in the level-sorted nodes, slots of
-    the message array: forward messages ``0..E-1``, backward ones ``E..2E-1``, ``2E`` zero)."""
+    the message array: the forward message of the edge at forward position q in slot q, its
+    backward message in slot ``E + q``, and a zero row ``2E``)."""
 
     nodes: slice
     incoming: np.ndarray  # slots of the messages into the level's nodes, node by node
     incoming_starts: np.ndarray  # where each node's slots start in ``incoming``
     forward: slice  # the forward edges the level sends (forward slots)
     forward_sender: np.ndarray  # their sender, within the level
-    forward_reverse: np.ndarray  # the slot of the message the other way
+    forward_reverse: slice  # the slots of the messages the other way
     forward_gamma: np.ndarray  # (E_level, 1): γ of each sender
     backward: slice  # the backward edges the level sends (backward positions)
     backward_sender: np.ndarray
-    backward_reverse: np.ndarray
+    backward_reverse: np.ndarray  # the forward slots of the backward edges
     backward_gamma: np.ndarray
-    backward_receiver: np.ndarray  # the earlier end of each backward edge (node position)
-    labelled: np.ndarray  # the level's nodes that have an earlier neighbour, within the level
-    labelled_starts: np.ndarray  # where their backward edges start within ``backward``
+    forward_receiver: np.ndarray  # the later end of each forward edge (node position)
+    labelled: np.ndarray  # the level's nodes that have a later neighbour, within the level
+    labelled_starts: np.ndarray  # where their forward edges start within ``forward``
 
 
 @dataclass(frozen=True, eq=False)
@@ -98,6 +99,9 @@ class LevelSchedule:
         Earlier and later end (node positions) of each forward position.
     loopy : ndarray of shape (n_samples,) of bool
         Whether each sample's graph has a cycle.
+    incoming, incoming_starts : ndarray
+        The slots of the messages into every node, node by node, and where each node's
+        start (a node without edges reads the zero slot).
     """
 
     order: np.ndarray
@@ -111,6 +115,8 @@ class LevelSchedule:
     backward_transposed: np.ndarray
     forward_ends: np.ndarray
     loopy: np.ndarray
+    incoming: np.ndarray
+    incoming_starts: np.ndarray
 
     @property
     def n_levels(self) -> int:
@@ -161,12 +167,12 @@ class LevelSchedule:
         b_at = np.empty(n_edges, dtype=np.intp)
         b_at[b_by] = np.arange(n_edges)
         f_send, f_receive = early[f_by], late[f_by]
-        b_send, b_receive = late[b_by], early[b_by]
+        b_send = late[b_by]
         f_starts = np.searchsorted(f_send, node_starts)
         b_starts = np.searchsorted(b_send, node_starts)
         # every message into a node: forward slots by receiver, backward slots by receiver,
         # and the zero slot 2E for nodes without an edge (never an empty group)
-        slots = np.concatenate([f_at, n_edges + b_at, np.full(n, 2 * n_edges)])
+        slots = np.concatenate([f_at, n_edges + f_at, np.full(n, 2 * n_edges)])
         receiver = np.concatenate([late, early, np.arange(n)])
         keep = np.ones(len(slots), dtype=bool)
         keep[2 * n_edges :] = (n_earlier + n_later) == 0
@@ -180,8 +186,7 @@ class LevelSchedule:
             start, stop = node_starts[lv], node_starts[lv + 1]
             fw = slice(f_starts[lv], f_starts[lv + 1])
             bw = slice(b_starts[lv], b_starts[lv + 1])
-            senders = b_send[bw] - start
-            labelled, first_edge = np.unique(senders, return_index=True)
+            labelled, first_edge = np.unique(f_send[fw] - start, return_index=True)
             levels.append(
                 _Level(
                     nodes=slice(start, stop),
@@ -189,13 +194,13 @@ class LevelSchedule:
                     incoming_starts=slot_starts[start:stop] - slot_starts[start],
                     forward=fw,
                     forward_sender=f_send[fw] - start,
-                    forward_reverse=n_edges + b_at[f_by[fw]],
+                    forward_reverse=slice(n_edges + fw.start, n_edges + fw.stop),
                     forward_gamma=gamma[f_send[fw], None],
                     backward=bw,
-                    backward_sender=senders,
+                    backward_sender=b_send[bw] - start,
                     backward_reverse=f_at[b_by[bw]],
                     backward_gamma=gamma[b_send[bw], None],
-                    backward_receiver=b_receive[bw],
+                    forward_receiver=f_receive[fw],
                     labelled=labelled,
                     labelled_starts=first_edge,
                 )
@@ -212,6 +217,8 @@ class LevelSchedule:
             ahead[b_by],
             np.column_stack([f_send, f_receive]),
             ~forests(p),
+            slots,
+            slot_starts[:-1],
         )
 
 
@@ -281,7 +288,7 @@ def _colours(potentials: Potentials) -> np.ndarray:
 def _max_plus(h: np.ndarray, tables: np.ndarray) -> np.ndarray:
     """``out[e, b] = max_a h[e, a] + tables[a, e, b]`` with label-major ``tables`` (K, E, K):
     a reduction over the outer axis, which numpy runs as elementwise maxima."""
-    return (h.T[:, :, None] + tables).max(axis=0)
+    return np.maximum.reduce(h.T[:, :, None] + tables, axis=0)
 
 
 def _max_potts(h: np.ndarray, weights: np.ndarray) -> np.ndarray:
@@ -320,12 +327,12 @@ class _Pairwise:
         return scores[edges] if self.potts else scores[:, edges]
 
     def rows(self, edges: slice):
-        """A function of the receivers' labels: the scores of the backward edges ``edges``
+        """A function of the receivers' labels: the scores of the forward edges ``edges``
         over their senders' labels (the decoding's tables towards labelled neighbours)."""
         if self.potts:
-            weights, labels = self.backward[edges, None], np.arange(self.k)
+            weights, labels = self.forward[edges, None], np.arange(self.k)
             return lambda given: weights * (labels != given[:, None])
-        tables, index = self.backward, np.arange(edges.start, edges.stop)
+        tables, index = self.forward, np.arange(edges.start, edges.stop)
         return lambda given: tables[:, index, given].T
 
     def score(self, sender: np.ndarray, receiver: np.ndarray) -> np.ndarray:
@@ -405,31 +412,23 @@ def trws(
     message = pairwise.message
     unary = p.unary[s.order]
     messages = np.zeros((2 * n_edges + 1, k))  # forward slots, backward slots, a zero row
-    node_bound = np.zeros(n)
-    edge_bound = np.zeros(n_edges)  # the constants of the backward messages
     labels = np.zeros(n, dtype=np.intp)
     forward, backward = [], []  # what each level reads and writes, bound once
     for level in s.levels:
         own = unary[level.nodes]
-        sends = level.forward.stop > level.forward.start
-        forward.append(
-            (
-                level.nodes,
-                level.incoming,
-                level.incoming_starts,
-                own,
-                _labelled(level),
-                level.labelled_starts,
-                pairwise.rows(level.backward),
-                level.backward_receiver,
-                level.backward_reverse,
-                level.forward if sends else None,
-                level.forward_sender,
-                level.forward_gamma,
-                level.forward_reverse,
-                pairwise.of(pairwise.forward, level.forward),
+        if level.forward.stop > level.forward.start:
+            forward.append(
+                (
+                    level.incoming,
+                    level.incoming_starts,
+                    own,
+                    level.forward,
+                    level.forward_sender,
+                    level.forward_gamma,
+                    level.forward_reverse,
+                    pairwise.of(pairwise.forward, level.forward),
+                )
             )
-        )
         sends = level.backward.stop > level.backward.start
         backward.append(
             (
@@ -437,11 +436,12 @@ def trws(
                 level.incoming,
                 level.incoming_starts,
                 own,
-                s.start_share[level.nodes],
-                slice(n_edges + level.backward.start, n_edges + level.backward.stop)
-                if sends
-                else None,
-                level.backward,
+                _labelled(level),
+                level.labelled_starts,
+                pairwise.rows(level.forward),
+                level.forward_receiver,
+                level.forward_reverse,
+                n_edges + level.backward_reverse if sends else None,
                 level.backward_sender,
                 level.backward_gamma,
                 level.backward_reverse,
@@ -451,7 +451,6 @@ def trws(
     backward.reverse()
     node_sample = s.node_sample
     edge_sample = p.edge_sample[s.forward_edges]
-    backward_sample = p.edge_sample[s.backward_edges]
     nodes = np.arange(n)
     early, late = s.forward_ends[:, 0], s.forward_ends[:, 1]
 
@@ -471,6 +470,12 @@ def trws(
     n_iter = 0
     while n_iter < max_iter:
         n_iter += 1
+        for incoming, starts, own, out, sender, gamma, reverse, tables in forward:
+            total = np.add.reduceat(messages[incoming], starts, axis=0)  # send to later ends
+            total += own
+            h = gamma * total[sender]
+            h -= messages[reverse]
+            messages[out] = message(h, tables)
         for (
             at,
             incoming,
@@ -486,11 +491,11 @@ def trws(
             gamma,
             reverse,
             tables,
-        ) in forward:  # label each level, then send to the later ends
+        ) in backward:  # label each level, then send to the earlier ends
             total = np.add.reduceat(messages[incoming], starts, axis=0)
             total += own
             local = total
-            if labelled is not None:  # the tables towards the labelled earlier neighbours
+            if labelled is not None:  # the tables towards the labelled later neighbours
                 rows = rows_at(labels[receiver]) - messages[reverse_in]
                 towards = np.add.reduceat(rows, labelled_starts, axis=0)
                 if labelled is _EVERY:
@@ -502,36 +507,11 @@ def trws(
             if out is not None:
                 h = gamma * total[sender]
                 h -= messages[reverse]
-                new = message(h, tables)
-                new -= new[:, :1]  # any constant: the forward ones do not enter the bound
-                messages[out] = new
-        for (
-            at,
-            incoming,
-            starts,
-            own,
-            share,
-            out,
-            positions,
-            sender,
-            gamma,
-            reverse,
-            tables,
-        ) in backward:  # send to the earlier ends, and the bound
-            total = np.add.reduceat(messages[incoming], starts, axis=0)
-            total += own
-            node_bound[at] = share * total.max(axis=1)
-            if out is not None:
-                h = gamma * total[sender]
-                h -= messages[reverse]
-                new = message(h, tables)
-                constant = new[:, 0].copy()
-                new -= constant[:, None]
-                edge_bound[positions] = constant
-                messages[out] = new
-        bound = np.bincount(node_sample, node_bound, minlength=n_samples) + np.bincount(
-            backward_sample, edge_bound, minlength=n_samples
-        )
+                messages[out] = message(h, tables)
+        # θ̂ at the end of the backward pass: the chains' maxima (messages unnormalised)
+        total = np.add.reduceat(messages[s.incoming], s.incoming_starts, axis=0)
+        total += unary
+        bound = np.bincount(node_sample, s.start_share * total.max(axis=1), minlength=n_samples)
         found = scores_of(labels)
         better = found > best
         stale = np.where(better, 0, stale + 1)
@@ -549,12 +529,12 @@ def trws(
     return TRWSResult(out_labels, best, bound, n_iter)
 
 
-#: Marks a level whose every node has an earlier neighbour.
+#: Marks a level whose every node has a later neighbour.
 _EVERY = slice(None)
 
 
 def _labelled(level: _Level):
-    """The level's nodes with an earlier neighbour: None, :data:`_EVERY` or their indices."""
+    """The level's nodes with a later neighbour: None, :data:`_EVERY` or their indices."""
     if not len(level.labelled):
         return None
     if len(level.labelled) == level.nodes.stop - level.nodes.start:
