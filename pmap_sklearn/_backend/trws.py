@@ -6,10 +6,11 @@ are visited in an order, forward then backward. A node ``i`` gathers its total `
 Σ_k m_{k→i}`` (its scores plus every incoming message) and sends to each neighbour ``j`` ahead
 of it in the current direction
 
-    m_{i→j}(y_j) = max_{y_i} [γ_i θ̂_i(y_i) − m_{j→i}(y_i) + θ_ij(y_i, y_j)] − c_{i→j},
+    m_{i→j}(y_j) = max_{y_i} [γ_i θ̂_i(y_i) − m_{j→i}(y_i) + θ_ij(y_i, y_j)],
 
-with ``γ_i = 1 / max(#earlier neighbours, #later neighbours)`` and ``c`` the message's maximum
-(Kolmogorov 2006, Fig. 3, in the max-sum form of the scores used here).
+with ``γ_i = 1 / max(#earlier neighbours, #later neighbours)`` (Kolmogorov 2006, Fig. 3, in
+the max-sum form of the scores used here; the messages are not shifted: recomputed from the
+totals at every visit, they stay within a few times the scores).
 
 *Levels.* ``level(i) = 1 + max level(j)`` over the neighbours ``j`` earlier than ``i`` (0 when
 none). Nodes of one level share no edge, and every message they read is final for the pass, so
@@ -20,16 +21,20 @@ colours (two on a grid) but information travels a few edges per pass.
 
 *Bound.* Every edge lies on one monotonic chain and node ``i`` on ``max(#earlier, #later)``
 chains, each taking ``γ_i θ̂_i`` minus the messages along its own edges at ``i``; the chains'
-scores add up to ``f`` for any messages. After a backward pass each chain's maximum is the
-constants ``c`` of its backward messages plus ``γ_f max θ̂_f`` at its first node ``f``, so
+scores add up to ``f`` for any messages. After a backward pass, going down a chain from its
+last node, each backward message is exactly the chain's max-marginal so far, and the chain's
+maximum is ``γ_f max θ̂_f`` at its first node ``f``: with ``#earlier(i)`` chains arriving at
+``i`` and the others starting there,
 
-    U = Σ_{backward messages} c + Σ_i (1 − #earlier(i) γ_i) max θ̂_i  >=  max_y f(y),
+    U = Σ_i (1 − #earlier(i) γ_i) max θ̂_i  >=  max_y f(y),
 
 Kolmogorov's lower bound on the energy ``−f``. A labelling whose score reaches ``U`` is optimal.
 
-*Labels.* During the forward pass each node takes the label maximising its scores, the tables
-towards its already-labelled earlier neighbours and the messages from its later ones
-(Kolmogorov 2006, §3.4); the best labelling over the passes is kept.
+*Labels.* Along the backward pass each node takes the label maximising its total with the
+messages from its later neighbours replaced by the tables towards their labels, already chosen
+(Kolmogorov 2006, §3.4, in the other direction: the labels then read the messages the bound
+is computed from, and a chain is labelled optimally in one pass); the best labelling over the
+passes is kept.
 """
 
 from __future__ import annotations
@@ -550,10 +555,23 @@ class TRWSSolver(Solver):
     Each pass visits the nodes forward then backward in a fixed order, level by level (a level:
     nodes whose earlier neighbours are all in earlier levels), every level one vectorised
     max-plus product over all samples of the batch. It keeps the best labelling decoded along
-    the forward passes and an upper bound of the best score (Kolmogorov's lower bound of the
-    energy); a sample is done when its labelling reaches the bound (it is then optimal) or
-    when ``patience`` passes have not improved it. Exact on forests (chains, trees); elsewhere
-    the answer of the local-polytope relaxation, optimal where the bound is reached.
+    the backward passes and an upper bound of the best score (Kolmogorov's lower bound of the
+    energy); a sample is done when its labelling reaches the bound (it is then optimal) or,
+    on a graph with cycles, when ``patience`` passes have not improved it (a forest runs until
+    its labelling is certified optimal). Exact on forests (chains, trees); elsewhere the
+    labelling of the local-polytope relaxation's messages, optimal where the bound is reached.
+
+    Examples
+    --------
+    A triangle with tables of both signs, whose labelling reaches the bound:
+
+    >>> import numpy as np
+    >>> from pmap_sklearn.solvers import Potentials, TRWSSolver
+    >>> table = np.array([[0.0, 1.0, -1.0], [-1.0, 0.0, 1.0], [1.0, -1.0, 0.0]])
+    >>> p = Potentials(np.eye(3), [[0, 1], [1, 2], [2, 0]], np.stack([table] * 3))
+    >>> result = TRWSSolver().solve(p)
+    >>> result.labels, result.score, result.bound
+    (array([0, 1, 2]), array([6.]), array([6.]))
 
     Parameters
     ----------
