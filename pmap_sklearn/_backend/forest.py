@@ -16,10 +16,12 @@ import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import breadth_first_order, connected_components
 
+from .._utils import ranges
 from .base import Marginals, Solver
 from .capabilities import Capabilities, GraphKind
 from .messages import pairwise_statistics
-from .potentials import Potentials, Statistics
+from .potentials import Potentials, Statistics, clamp_scores
+from .shared_graphs import GraphCache, graph_groups
 
 
 @dataclass
@@ -270,8 +272,11 @@ class ForestSolver(Solver):
     """Exact MAP and marginals of models that are forests once their clamped nodes are
     removed: chains and trees, or any graph with a feedback vertex set clamped (Part & Clamp).
 
-    The clamped nodes' edges are folded into the scores of their free neighbours, and the
-    forest left is solved by max-product (MAP) or sum-product (marginals, ``log Z``), level
+    Samples whose own graph is a forest are grouped by graph (multi-label samples all share
+    one): each group's forest is rooted once and its samples are solved together, a clamp
+    forbidding the other labels of its node. A sample whose graph has cycles has its clamped
+    nodes' edges folded into the scores of their free neighbours, and the forest left is
+    solved on its own. Both run max-product (MAP) or sum-product (marginals, ``log Z``) level
     by level (Pearl's two-pass schedule). :meth:`session` keeps the rooted forest of one graph
     and one clamped node set for many scores and states.
     """
@@ -300,9 +305,9 @@ class ForestSolver(Solver):
         """
         return ClampedDecomposition(n_nodes, edges, np.asarray(clamped, dtype=bool))
 
-    def _samples(self, potentials: Potentials, clamp):
+    def _samples(self, potentials: Potentials, clamp, numbers=None):
         """Per sample: its nodes and edges, its session, and its scores and clamped state as
-        one model."""
+        one model (``numbers``: each sample's number in the caller's batch, for errors)."""
         self._check(potentials, clamp)
         tables = potentials.edge_tables()
         for i in range(potentials.n_samples):
@@ -314,8 +319,9 @@ class ForestSolver(Solver):
                     nodes.stop - nodes.start, potentials.edges[edges] - nodes.start, given >= 0
                 )
             except ValueError:
+                number = i if numbers is None else int(numbers[i])
                 raise ValueError(
-                    f"sample {i} has a cycle once its clamped nodes are removed: the forest "
+                    f"sample {number} has a cycle once its clamped nodes are removed: the forest "
                     "solver needs forests (use solver='message_passing', or clamp a feedback "
                     "vertex set)"
                 ) from None
@@ -328,18 +334,72 @@ class ForestSolver(Solver):
                 given[given >= 0][None],
             )
 
+    def _forest_groups(self, potentials: Potentials, clamp):
+        """The groups of samples whose own graph is a forest, each with its rooted plan and
+        the unary scores with the clamps as forbidden labels (``-inf``), and the samples whose
+        graph has cycles (solved one by one, their clamped nodes removed)."""
+        self._check(potentials, clamp)
+        unary = potentials.unary if clamp is None else clamp_scores(potentials.unary, clamp)
+        groups, loopy = [], []
+        for group in graph_groups(potentials):
+            plan = _plan(group.n_nodes, group.edges)
+            if plan is None:
+                loopy.append(group.samples)
+            else:
+                groups.append((group, plan, group.unary(potentials, unary)))
+        loopy = np.sort(np.concatenate(loopy)) if loopy else np.zeros(0, dtype=np.intp)
+        return groups, loopy
+
     def map(self, potentials, clamp=None, n_jobs=None):
         labels = np.zeros(potentials.n_nodes, dtype=np.intp)
-        for nodes, _, session, *scores in self._samples(potentials, clamp):
-            labels[nodes] = session.map(*scores)[0]
+        groups, loopy = self._forest_groups(potentials, clamp)
+        for group, plan, unary in groups:  # every sample of a forest group at once
+            labels[group.nodes] = plan.max_product(unary, group.tables(potentials))
+        if len(loopy):
+            part = potentials.take(loopy)
+            given = None if clamp is None else clamp[_nodes_of(potentials, loopy)]
+            out = np.zeros(part.n_nodes, dtype=np.intp)
+            for nodes, _, session, *scores in self._samples(part, given, loopy):
+                out[nodes] = session.map(*scores)[0]
+            labels[_nodes_of(potentials, loopy)] = out
         return labels
 
     def marginals(self, potentials, clamp=None):
         node = np.zeros(potentials.unary.shape)
         pair = np.zeros((potentials.n_edges,) + (potentials.n_states,) * 2)
         log_z = np.zeros(potentials.n_samples)
-        for i, (nodes, edges, session, *scores) in enumerate(self._samples(potentials, clamp)):
-            sample_log_z, sample_node, sample_pair = session.marginals(*scores)
-            log_z[i], node[nodes], pair[edges] = sample_log_z[0], sample_node[0], sample_pair[0]
+        groups, loopy = self._forest_groups(potentials, clamp)
+        for group, plan, unary in groups:
+            result = plan.sum_product(unary, group.tables(potentials))
+            node[group.nodes], pair[group.edge_index] = result.node, result.edge
+            log_z[group.samples] = result.log_partition
+        if len(loopy):
+            part = potentials.take(loopy)
+            nodes_of, edges_of = _nodes_of(potentials, loopy), _edges_of(potentials, loopy)
+            given = None if clamp is None else clamp[nodes_of]
+            for i, (nodes, edges, session, *scores) in enumerate(self._samples(part, given, loopy)):
+                sample_log_z, sample_node, sample_pair = session.marginals(*scores)
+                log_z[loopy[i]] = sample_log_z[0]
+                node[nodes_of[nodes]], pair[edges_of[edges]] = sample_node[0], sample_pair[0]
         statistics = Statistics(node, pairwise_statistics(pair, potentials.pairwise_kind))
         return Marginals(statistics, log_z)
+
+
+def _nodes_of(potentials: Potentials, samples: np.ndarray) -> np.ndarray:
+    return ranges(potentials.node_offsets, samples)
+
+
+def _edges_of(potentials: Potentials, samples: np.ndarray) -> np.ndarray:
+    return ranges(potentials.edge_offsets, samples)
+
+
+def _forest_plan(n_nodes: int, edges: np.ndarray) -> ForestPlan | None:
+    """The rooted forest of a graph, or None when the graph has a cycle."""
+    try:
+        return ForestPlan(n_nodes, edges)
+    except ValueError:
+        return None
+
+
+#: Rooted forests of the graphs solved last (multi-label batches share one graph).
+_plan = GraphCache(_forest_plan)
