@@ -13,6 +13,7 @@ from .metrics import (
     weighted_hamming_loss,
     weighted_hamming_scorer,
 )
+from .multilabel import MultiLabelStructure
 from .part_clamp import (
     ContrastiveDivergenceCRF,
     PartClampCRF,
@@ -42,6 +43,7 @@ __all__ = [
     "ChainStructure",
     "GridStructure",
     "GraphStructure",
+    "MultiLabelStructure",
     "GraphSample",
     "grid_edges",
     "Potentials",

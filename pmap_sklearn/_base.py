@@ -174,6 +174,7 @@ class BaseStructuredEstimator(BaseEstimator):
         vars(self).pop("marginal_temperature_", None)  # fitted for the weights being replaced
         warm = self.warm_start and hasattr(self, "_state")
         structure = self.structure_ if warm else self._make_structure()
+        X, y = structure.check_input(X, y, getattr(self, "ignore_label", None))
         X, y = self._without_ignored(X, y, structure)
         if warm:
             state = copy.deepcopy(self._state)  # the fit continues it; a failure must not
@@ -677,7 +678,9 @@ class BaseStructuredEstimator(BaseEstimator):
         ``make_pipeline(SequenceVectorizer(...), PerturbMAPCRF()).predict_proba(X)`` gives the
         marginals of :meth:`predict_marginals` (the keywords are passed on through the
         pipeline). Unlike a classifier's ``predict_proba`` it returns one array per sample, or
-        with ``as_dicts=True`` sklearn-crfsuite's form.
+        with ``as_dicts=True`` sklearn-crfsuite's form; with
+        :class:`~pmap_sklearn.MultiLabelStructure`, scikit-learn's multi-label form (an
+        (n_samples, n_labels) array of :math:`P(y_l = 1 | x)`).
 
         Parameters
         ----------
@@ -704,7 +707,7 @@ class BaseStructuredEstimator(BaseEstimator):
             X, **{key: value for key, value in given.items() if value is not None}
         )
         if not as_dicts:
-            return marginals
+            return self.structure_.format_proba(marginals)
         labels = self.classes_.tolist()
         return [
             [

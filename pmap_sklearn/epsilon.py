@@ -26,7 +26,6 @@ from ._base import (
     TOL_CONSTRAINTS,
     BaseStructuredEstimator,
 )
-from ._labels import as_samples
 from ._parallel import uses_workers
 from ._progress import Progress
 from ._state import FitState
@@ -410,7 +409,7 @@ class EpsilonCRF(BaseStructuredEstimator):
             codes = self._map(batch, self.coef_)
         else:
             codes = self._beliefs(batch, self.coef_).argmax(axis=1)
-        return as_samples([self.classes_[c] for c in batch.split(codes)])
+        return self.structure_.format_labels(batch, codes, self.classes_)
 
     @uses_workers
     def predict_marginals(self, X, method: str | None = None) -> np.ndarray:
@@ -432,4 +431,4 @@ class EpsilonCRF(BaseStructuredEstimator):
         if method not in (None, "beliefs"):
             raise ValueError(f"method must be 'beliefs', got {method!r}")
         batch = self._prepare_fitted(X)
-        return as_samples(batch.split(self._beliefs(batch, self.coef_)))
+        return self.structure_.format_marginals(batch, self._beliefs(batch, self.coef_))

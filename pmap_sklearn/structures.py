@@ -89,6 +89,24 @@ class BaseStructure(BaseEstimator):
     _default_n_states: int | None = None
 
     # ---- fitting: learn the dimensions -------------------------------------------------
+    def check_input(self, X, y, ignore_label=None):
+        """``X`` and ``y`` as an estimator's ``fit`` received them, checked once at the API
+        boundary before anything reads them (structures whose users give other arrays than
+        sequences of samples and label arrays override it). By default, unchanged.
+
+        Parameters
+        ----------
+        X : sequence of samples
+        y : sequence of label arrays
+        ignore_label : scalar, optional
+            The estimator's marker of nodes to drop from the fit.
+
+        Returns
+        -------
+        X, y
+        """
+        return X, y
+
     def fit(self, X, y=None):
         """Learn the dimensions (node / edge features, labels K) from training samples.
 
@@ -652,6 +670,20 @@ class BaseStructure(BaseEstimator):
             One (D, K) (or (H, W, K)) array per sample (a 1-D object array).
         """
         return as_samples(self._visible_split(batch, marginals))
+
+    def format_proba(self, marginals):
+        """What ``predict_proba`` returns from what :meth:`format_marginals` returned: by
+        default the same.
+
+        Parameters
+        ----------
+        marginals : ndarray of shape (n_samples,) of arrays
+
+        Returns
+        -------
+        ndarray
+        """
+        return marginals
 
     # ---- potentials ----------------------------------------------------------------------
     def potentials(self, batch: SampleBatch, w: np.ndarray, perturbation=None) -> Potentials:

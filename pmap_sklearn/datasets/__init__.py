@@ -10,6 +10,7 @@ from ._horses import (
     superpixel_graph,
 )
 from ._latent_toys import make_boxes, make_crosses
+from ._multilabel import load_multilabel
 from ._ocr import load_ocr
 from ._synthetic import (
     add_flip_noise,
@@ -25,6 +26,7 @@ __all__ = [
     "load_ud_treebank",
     "load_conll2002",
     "load_camvid",
+    "load_multilabel",
     "token_features",
     "load_weizmann_horses",
     "load_weizmann_horse_masks",

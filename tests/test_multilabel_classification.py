@@ -1,0 +1,223 @@
+"""Multi-label classification on plain (X, Y): the label graphs, exact inference on them, the
+scikit-learn forms of the outputs, every learner, bad input and the Mulan loader."""
+
+import pickle
+
+import numpy as np
+import pytest
+from scipy import sparse
+from scipy.special import logsumexp
+from sklearn.base import clone
+from sklearn.metrics import accuracy_score, f1_score, hamming_loss, mutual_info_score
+from sklearn.model_selection import GridSearchCV, KFold, cross_validate
+
+from pmap_sklearn import (
+    ChainCRF,
+    EpsilonCRF,
+    MarginalPerturbMAPCRF,
+    MultiLabelStructure,
+    PerturbMAPCRF,
+    StructuredSVM,
+    hamming_scorer,
+)
+from pmap_sklearn.datasets import load_multilabel
+from pmap_sklearn.datasets._paths import candidate_roots
+from pmap_sklearn.multilabel import chow_liu_tree, label_mutual_information
+from tests.helpers import scores_of
+
+
+def _correlated(n=200, random_state=0):
+    """Labels that share a latent cause: label 1 follows label 0, label 3 is 0 AND 2."""
+    rng = np.random.default_rng(random_state)
+    X = rng.normal(size=(n, 5))
+    cause = X[:, 0] + 0.5 * rng.normal(size=n)
+    Y = np.column_stack([cause > 0, cause > 0.5, X[:, 1] > 0, (cause > 0) & (X[:, 1] > 0)])
+    return X, Y.astype(int)
+
+
+# ---- the label graphs ------------------------------------------------------------------------
+def test_mutual_information_is_scikit_learns_and_chow_liu_keeps_the_strongest_tree():
+    rng = np.random.default_rng(0)
+    a = rng.integers(0, 2, 500)
+    b = np.where(rng.random(500) < 0.9, a, 1 - a)  # close to a
+    c = np.where(rng.random(500) < 0.7, b, 1 - b)  # weaker to b
+    d = rng.integers(0, 2, 500)  # independent
+    Y = np.column_stack([a, b, c, d])
+    information = label_mutual_information(Y)
+    for i in range(4):
+        for j in range(4):
+            assert information[i, j] == pytest.approx(mutual_info_score(Y[:, i], Y[:, j]))
+    tree = {tuple(sorted(edge)) for edge in chow_liu_tree(Y).tolist()}
+    assert len(tree) == 3 and {(0, 1), (1, 2)} <= tree  # d joins wherever it is least bad
+
+
+@pytest.mark.parametrize(
+    "graph, edges",
+    [
+        ("independent", []),
+        ("chain", [[0, 1], [1, 2], [2, 3]]),
+        ("full", [[0, 1], [0, 2], [0, 3], [1, 2], [1, 3], [2, 3]]),
+        ([[0, 3], [1, 2]], [[0, 3], [1, 2]]),
+    ],
+)
+def test_label_graphs(graph, edges):
+    X, Y = _correlated(40)
+    structure = MultiLabelStructure(graph).fit(X, Y)
+    np.testing.assert_array_equal(structure.edges_.reshape(-1, 2), np.reshape(edges, (-1, 2)))
+
+
+@pytest.mark.parametrize("graph", ["tree", "full"])
+def test_map_and_marginals_are_exact_on_the_label_graph(graph, rng):
+    X, Y = _correlated(30)
+    structure = MultiLabelStructure(graph).fit(X, Y)
+    assert structure.solver_.name == ("forest" if graph == "tree" else "brute_force")
+    batch = structure.prepare(X[:6])
+    w = rng.normal(scale=2.0, size=structure.size_)
+    potentials = structure.potentials(batch, w)
+    labels = structure.solver_.map(potentials)
+    node = structure.solver_.marginals(potentials).node
+    for i, one in enumerate(potentials.split()):
+        labellings, scores = scores_of(one)
+        np.testing.assert_array_equal(labels[batch.nodes_of(i)], labellings[np.argmax(scores)])
+        probability = np.exp(scores - logsumexp(scores))
+        expected = np.stack([probability @ (labellings == 1)[:, d] for d in range(4)])
+        np.testing.assert_allclose(node[batch.nodes_of(i), 1], expected, atol=1e-10)
+
+
+# ---- the scikit-learn forms ------------------------------------------------------------------
+def test_outputs_take_scikit_learns_multi_label_forms():
+    X, Y = _correlated(120)
+    model = PerturbMAPCRF(MultiLabelStructure("tree"), random_state=0).fit(X, Y)
+    predicted = model.predict(X)
+    assert predicted.shape == Y.shape and set(np.unique(predicted)) <= {0, 1}
+    proba = model.predict_proba(X)
+    assert proba.shape == Y.shape and ((proba >= 0) & (proba <= 1)).all()
+    marginals = model.predict_marginals(X)
+    assert marginals.shape == Y.shape + (2,)
+    np.testing.assert_allclose(marginals[..., 1], proba)
+    np.testing.assert_allclose(marginals.sum(axis=-1), 1.0)
+    assert model.score(X, Y) == pytest.approx(1 - hamming_loss(Y, predicted))
+    # scikit-learn's metrics and scorers read the predictions as they are
+    accuracy_score(Y, predicted), f1_score(Y, predicted, average="samples")
+    search = GridSearchCV(
+        clone(model),
+        {"structure__label_graph": ["independent", "tree"]},
+        scoring={"hamming": hamming_scorer, "subset": "accuracy", "f1": "f1_samples"},
+        refit="subset",
+        cv=KFold(3),
+        error_score="raise",
+    ).fit(X, Y)
+    assert search.best_params_["structure__label_graph"] in ("independent", "tree")
+    scores = cross_validate(clone(model), X, Y, cv=3, scoring="f1_samples")
+    assert np.isfinite(scores["test_score"]).all()
+    restored = pickle.loads(pickle.dumps(model))
+    np.testing.assert_array_equal(restored.predict(X), predicted)
+
+
+def test_sparse_features_give_the_dense_model():
+    """The same model from a CSR X (``alpha`` set: its "auto" value is the sparse-data one)."""
+    X, Y = _correlated(80)
+    dense = ChainCRF(MultiLabelStructure("tree"), alpha=1e-3).fit(X, Y)
+    sparse_fit = ChainCRF(MultiLabelStructure("tree"), alpha=1e-3).fit(sparse.csr_matrix(X), Y)
+    np.testing.assert_allclose(sparse_fit.coef_, dense.coef_, atol=1e-6)
+    np.testing.assert_array_equal(sparse_fit.predict(sparse.csr_matrix(X)), dense.predict(X))
+
+
+# ---- every learner, and what the label graph buys ----------------------------------------------
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda s: PerturbMAPCRF(s, random_state=0),
+        lambda s: MarginalPerturbMAPCRF(s, random_state=0, max_iter=20),
+        lambda s: StructuredSVM(s, random_state=0, max_iter=10),
+        lambda s: ChainCRF(s),
+        lambda s: EpsilonCRF(s, max_iter=20),
+    ],
+    ids=["PerturbMAPCRF", "MarginalPerturbMAPCRF", "StructuredSVM", "ChainCRF", "EpsilonCRF"],
+)
+def test_every_learner_fits_the_multi_label_structure(make):
+    X, Y = _correlated(120)
+    model = make(MultiLabelStructure("full")).fit(X[:80], Y[:80])
+    predicted = model.predict(X[80:])
+    assert predicted.shape == (40, 4)
+    assert 1 - hamming_loss(Y[80:], predicted) > 0.75
+
+
+def test_a_label_graph_beats_independent_labels_on_correlated_labels():
+    """Label 3 is label 0 AND label 2: with the labels' table the joint labelling comes out
+    consistent far more often than from independent logistic regressions."""
+    X, Y = _correlated(600, random_state=1)
+    subset = {}
+    for graph in ("independent", "full"):
+        model = ChainCRF(MultiLabelStructure(graph)).fit(X[:400], Y[:400])
+        subset[graph] = accuracy_score(Y[400:], model.predict(X[400:]))
+    assert subset["full"] > subset["independent"] + 0.03
+
+
+def test_unknown_labels_are_summed_over():
+    X, Y = _correlated(120)
+    partial = Y.copy()
+    partial[::3, 1] = -1
+    model = ChainCRF(MultiLabelStructure("tree")).fit(X, partial)
+    assert model.predict(X).shape == Y.shape
+    assert 1 - hamming_loss(Y, model.predict(X)) > 0.8
+
+
+# ---- bad input --------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "X, Y, match",
+    [
+        (np.ones((4, 2)), np.array([0, 1, 0, 1]), "Y of shape \\(n_samples, n_labels\\)"),
+        (
+            np.ones((4, 2)),
+            np.eye(4, 2, dtype=int) * 2,
+            "label .*2.* is not one of the classes \\[0, 1\\]",
+        ),
+        (np.ones((4, 2)), np.zeros((3, 2), int), "X has 4 samples but Y has 3"),
+        (np.ones(4), np.zeros((4, 2), int), "X of shape \\(n_samples, n_features\\)"),
+        (np.array([[1.0, np.nan]] * 4), np.eye(4, 2, dtype=int), "not finite|NaN"),
+    ],
+)
+def test_bad_input_is_named(X, Y, match):
+    with pytest.raises(ValueError, match=match):
+        PerturbMAPCRF(MultiLabelStructure("tree"), max_iter=1).fit(X, Y)
+
+
+def test_bad_label_graphs_and_predict_input_are_named():
+    X, Y = _correlated(40)
+    for graph, match in [
+        ("star", "label_graph must be one of"),
+        ([[0, 9]], "Y has 4 labels"),
+        ([[1, 1]], "joins a label to itself"),
+        ([[0, 1], [1, 0]], "repeats a pair"),
+    ]:
+        with pytest.raises(ValueError, match=match):
+            ChainCRF(MultiLabelStructure(graph)).fit(X, Y)
+    model = ChainCRF(MultiLabelStructure("tree"), max_iter=5).fit(X, Y)
+    with pytest.raises(ValueError, match="X has 3 features, but MultiLabelStructure was fitted"):
+        model.predict(X[:, :3])
+
+
+# ---- the Mulan data ---------------------------------------------------------------------------
+def _multilabel_root():
+    for root in candidate_roots():
+        if (root / "multilabel" / "scene-train.arff.gz").is_file():
+            return root
+    tried = ", ".join(str(root) for root in candidate_roots())
+    pytest.skip(f"the shared data's multilabel/ was not found (tried {tried})")
+
+
+@pytest.mark.parametrize("name, shape", [("scene", (1211, 294, 6)), ("yeast", (1500, 103, 14))])
+def test_load_multilabel(name, shape):
+    _multilabel_root()
+    data = load_multilabel(name, "train")
+    assert data.data.shape == shape[:2] and data.target.shape == (shape[0], shape[2])
+    assert set(np.unique(data.target)) == {0, 1}
+    assert len(data.target_names) == shape[2]
+
+
+def test_a_missing_data_file_names_the_paths_tried(tmp_path):
+    with pytest.raises(FileNotFoundError, match="tried"):
+        load_multilabel("scene", "train", path=tmp_path)
+    with pytest.raises(ValueError, match="yeast.*scene|scene.*yeast"):
+        load_multilabel("birds")
