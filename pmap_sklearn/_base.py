@@ -132,8 +132,17 @@ class BaseStructuredEstimator(BaseEstimator):
     # ---- pickling: an L1 model's weights by their non-zeros ------------------------------------
     def __getstate__(self):
         """Pickle mostly-zero weight vectors (``coef_`` and the fit state of an L1 model) by
-        their non-zeros; loading gives back the same arrays, and a warm start continues."""
-        return compact_attributes(super().__getstate__())
+        their non-zeros; loading gives back the same arrays.
+
+        The fit state that only a warm start reads (the SGD learners' average, step sizes and
+        L1 penalties, BCFW's dual blocks, L-BFGS's weights) is pickled with ``warm_start=True``
+        only, and a warm start after loading then continues exactly; without it a pickle holds
+        the fitted model alone (an L1 model's non-zero weights), and a warm start after loading
+        fits afresh."""
+        attributes = super().__getstate__()
+        if not self.warm_start:  # (a copy: the attributes may be the live __dict__)
+            attributes = {key: value for key, value in attributes.items() if key != "_state"}
+        return compact_attributes(attributes)
 
     def __setstate__(self, state):
         super().__setstate__(expand_attributes(state))

@@ -427,3 +427,24 @@ def test_grid_with_any_number_of_labels_needs_a_fitting_solver():
     for solver in ("auto", "brute_force"):  # "auto": α-expansion for K > 2 Potts
         model = PerturbMAPCRF(GridStructure(solver=solver), max_iter=1, random_state=0)
         assert len(model.fit(data.data, three).classes_) == len(np.unique(np.concatenate(three)))
+
+
+def test_a_pickle_keeps_the_fit_state_only_for_warm_starts(chains):
+    """Without warm_start a pickle holds the fitted model alone (BCFW's dual blocks, the SGD
+    average and step sizes stay behind); with it, a warm start after loading continues."""
+    import pickle
+
+    X, y = chains
+    for cls in (PerturbMAPCRF, StructuredSVM):
+        model = _quick(cls).fit(X, y)
+        alone = pickle.loads(pickle.dumps(model))
+        assert not hasattr(alone, "_state")
+        for a, b in zip(alone.predict(X), model.predict(X), strict=True):
+            np.testing.assert_array_equal(a, b)
+        kept = pickle.loads(pickle.dumps(model.set_params(warm_start=True)))
+        assert hasattr(kept, "_state")
+        # a warm start after loading the model alone fits afresh: as a new fit does
+        refit = alone.set_params(warm_start=True).fit(X, y)
+        np.testing.assert_array_equal(refit.coef_, _quick(cls).fit(X, y).coef_)
+    with pytest.raises(ValueError, match="pickled with warm_start=False"):
+        pickle.loads(pickle.dumps(StructuredSVM(max_iter=2).fit(X, y))).dual_objective()

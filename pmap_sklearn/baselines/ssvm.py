@@ -8,6 +8,7 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.utils._param_validation import StrOptions
+from sklearn.utils.validation import check_is_fitted
 
 from .. import _sgd
 from .._base import (
@@ -577,6 +578,12 @@ class StructuredSVM(BaseStructuredEstimator):
             :math:`\sum \ell_i - (\alpha /2)\|\Pi_C(\hat{w})\|^2`, a lower bound of the optimal
             primal objective.
         """
+        check_is_fitted(self, "coef_")
+        if not hasattr(self, "_state"):
+            raise ValueError(
+                "the dual is not kept: this model was pickled with warm_start=False, which "
+                "keeps the fitted weights alone"
+            )
         if not isinstance(self._state, BCFWState):
             raise ValueError("solver='subgradient' keeps no dual: its objective is loss_curve_")
         w = self._state.current
