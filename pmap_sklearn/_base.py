@@ -41,6 +41,7 @@ from ._parallel import N_JOBS_CONSTRAINT, single_blas_thread, uses_workers
 from ._state import compact_attributes, expand_attributes
 from ._utils import NumberInterval, check_generator, release_freed_memory
 from .metrics import mean_hamming_loss
+from .multilabel import MultiLabelStructure
 from .perturbation import perturb_and_map
 from .samples import SampleBatch
 from .structures import BaseStructure, GraphStructure, GridStructure, check_structure
@@ -122,6 +123,10 @@ class BaseStructuredEstimator(BaseEstimator):
     _learns_hidden_states = False
     #: What ``alpha="auto"`` means with dense features (learners that accept ``"auto"``).
     _dense_alpha: float | None = None
+    #: ``alpha="auto"`` on multi-label data (:class:`~pmap_sklearn.MultiLabelStructure`): this
+    #: times the mean variance of the columns of X (None: the rules of other data). Chosen by
+    #: 3-fold cross-validation on the training splits of yeast and scene, standardised.
+    _multilabel_alpha: float | None = None
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -246,9 +251,18 @@ class BaseStructuredEstimator(BaseEstimator):
     def _resolved_alpha(self, batch: SampleBatch) -> float:
         """``alpha``, with ``"auto"`` resolved from what the data is: on sparse node features
         ``SPARSE_ALPHA`` over the objective's units of evidence (crfsuite's ``c2 = 0.1``),
-        else the class's :attr:`_dense_alpha`."""
+        else the class's :attr:`_dense_alpha`. Multi-label data (a
+        :class:`~pmap_sklearn.MultiLabelStructure`) takes the class's
+        :attr:`_multilabel_alpha` times the mean variance of the columns of X: the same model
+        whatever the units of X (scaling X by s scales the best L2 strength by s²), and on
+        standardised features the strength chosen by cross-validation on the training splits
+        of yeast and scene (the dense default, 1e-4, overfits them: 3-fold CV Hamming loss
+        0.224 / 0.129 on yeast / scene with PerturbMAPCRF on the Chow–Liu tree, against
+        0.210 / 0.106 at 0.1)."""
         if not isinstance(self.alpha, str):
             return float(self.alpha)
+        if self._multilabel_alpha is not None and isinstance(self.structure_, MultiLabelStructure):
+            return self._multilabel_alpha * self.structure_.feature_variance_
         if self.structure_.has_sparse_features(batch):
             return SPARSE_ALPHA / self._alpha_scale(batch)
         return self._dense_alpha
@@ -889,6 +903,9 @@ class BaseStructuredSGD(BaseStructuredEstimator):
         return _sgd.SGDState(coef=self.structure_.project(np.zeros(self.structure_.size_)), rng=rng)
 
     _dense_alpha = DENSE_ALPHA
+    #: The perturb-and-MAP likelihood of multi-label data: CV on the training splits of yeast
+    #: and scene (standardised) gave 0.1 (Hamming loss and subset accuracy flat over 0.05-0.2)
+    _multilabel_alpha = 0.1
     #: The largest mini-batch of ``batch_size="auto"`` on dense features.
     _auto_batch_size = 16
     #: ``max_iter``, ``tol`` and ``learning_rate`` of ``"auto"`` on dense features.

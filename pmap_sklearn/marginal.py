@@ -162,6 +162,8 @@ class MarginalPerturbMAPCRF(BaseStructuredSGD):
     """
 
     _auto_batch_size = 32
+    #: CV on yeast and scene's training splits (node-averaged: about 0.1 over their labels)
+    _multilabel_alpha = 0.03
     _learns_hidden_states = True
     _dense_max_iter, _dense_tol = 100, None
     _parameter_constraints: dict = {

@@ -120,6 +120,8 @@ class MeanFieldCRF(ClassWeightedSGD):
     #: 6.2–6.7 % against 9.2–9.6 % error, and T = 10 over 5).
     _dense_max_iter, _dense_tol = 30, None
     _dense_learning_rate = "adagrad"
+    #: CV on yeast and scene's training splits (node-averaged loss): 0.03 over 0.003 and 0.3
+    _multilabel_alpha = 0.03
     #: the unrolled mean field is the model: its marginals are the solver's
     _exact_marginals_are_the_model = True
 

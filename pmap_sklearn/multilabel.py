@@ -190,6 +190,10 @@ default="tree"
     mutual_information_ : ndarray of shape (L, L)
         The pairwise mutual information of the training labels, in nats
         (:func:`label_mutual_information`).
+    feature_variance_ : float
+        The mean variance of the columns of the training ``X`` (1 for standardised features):
+        the learners' ``alpha="auto"`` is proportional to it (see
+        :ref:`multilabel-classification`).
     n_features_in_ : int
         Columns of ``X``.
     solver_ : Solver
@@ -334,6 +338,7 @@ default="tree"
         self.edges_ = self._label_edges(Y)
         super().fit(_Rows(X), None)
         self.sparse_input_ = bool(sparse.issparse(X))
+        self.feature_variance_ = _mean_variance(X)
         return self
 
     def _label_edges(self, Y: np.ndarray) -> np.ndarray:
@@ -577,6 +582,15 @@ default="tree"
             :math:`P(y_l = 1 | x)`, as :meth:`sklearn.multioutput.ClassifierChain.predict_proba`.
         """
         return np.asarray(marginals)[..., 1]
+
+
+def _mean_variance(X) -> float:
+    """The mean variance of the columns of a dense or CSR matrix."""
+    if sparse.issparse(X):
+        mean = np.asarray(X.mean(axis=0)).ravel()
+        squares = np.asarray(X.multiply(X).mean(axis=0)).ravel()
+        return float(np.mean(squares - mean**2))
+    return float(np.mean(np.var(X, axis=0)))
 
 
 def _is_forest(n_nodes: int, edges: np.ndarray) -> bool:

@@ -155,6 +155,8 @@ class ChainCRF(BaseStructuredEstimator):
     _marginal_methods = ("exact",)
     _learns_hidden_states = True
     _dense_alpha = 1e-4
+    #: CV on yeast and scene's training splits, as PerturbMAPCRF (the same likelihood's scale)
+    _multilabel_alpha = 0.1
 
     def __init__(
         self,

@@ -240,6 +240,9 @@ class StructuredSVM(BaseStructuredEstimator):
         self.latent_iter = latent_iter
 
     _dense_alpha = 1e-3
+    #: CV on yeast and scene's training splits (the hinge of the node-averaged Hamming loss):
+    #: CV Hamming loss fell from 1e-3 to 1 (0.133 -> 0.112 on scene, 0.225 -> 0.208 on yeast)
+    _multilabel_alpha = 1.0
 
     def _resolve_settings(self, batch) -> int:
         """Set ``alpha_`` and ``batch_size_`` for this fit and return its passes: ``"auto"``
