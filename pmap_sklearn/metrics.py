@@ -10,7 +10,8 @@ than a short one.
 from __future__ import annotations
 
 import numpy as np
-from sklearn.metrics import make_scorer
+from scipy import sparse
+from sklearn.metrics import accuracy_score, f1_score, hamming_loss, make_scorer
 
 from ._labels import unknown_mask
 from ._utils import onehot
@@ -23,6 +24,8 @@ __all__ = [
     "loss_weights",
     "hamming_scorer",
     "weighted_hamming_scorer",
+    "multilabel_scores",
+    "example_f1_scorer",
     "flat_precision_recall_fscore_support",
     "flat_f1_score",
     "flat_f1_scorer",
@@ -46,6 +49,7 @@ __all__ = [
 
 
 def _pairs(y_true, y_pred):
+    y_true, y_pred = (y.toarray() if sparse.issparse(y) else y for y in (y_true, y_pred))
     if len(y_true) != len(y_pred):
         raise ValueError(f"y_true has {len(y_true)} samples but y_pred has {len(y_pred)}")
     for i, (true, pred) in enumerate(zip(y_true, y_pred, strict=True)):
@@ -230,6 +234,49 @@ def _hamming_score(y_true, y_pred, unknown_label=-1) -> float:
 #: ``GridSearchCV(scoring=hamming_scorer)`` or ``scoring={"hamming": hamming_scorer}``.
 #: ``make_scorer(_hamming_score, unknown_label="?")`` marks unknown labels otherwise.
 hamming_scorer = make_scorer(_hamming_score)
+
+
+# ---- multi-label classification: (n_samples, n_labels) 0/1 arrays -------------------------------
+def multilabel_scores(y_true, y_pred) -> dict:
+    """The three usual scores of multi-label predictions, from scikit-learn's functions.
+
+    For (n_samples, n_labels) 0/1 arrays (or sparse matrices), as
+    :class:`~pmap_sklearn.MultiLabelStructure` predicts them: the Hamming loss (the fraction
+    of wrong label bits, :func:`sklearn.metrics.hamming_loss` — ``1 −`` it is what the
+    estimators' ``score`` and :data:`hamming_scorer` give), the subset accuracy (the fraction
+    of samples whose labels are all right, :func:`sklearn.metrics.accuracy_score`, the
+    ``score`` of scikit-learn's classifiers) and the example-based F1 (the F1 of each sample's
+    label set, averaged over samples: ``f1_score(average="samples")``, a sample without true
+    or predicted labels scoring 1).
+
+    Parameters
+    ----------
+    y_true, y_pred : array-like or sparse matrix of shape (n_samples, n_labels)
+
+    Returns
+    -------
+    dict
+        ``hamming_loss``, ``subset_accuracy`` and ``example_f1``.
+
+    Examples
+    --------
+    >>> from pmap_sklearn.metrics import multilabel_scores
+    >>> scores = multilabel_scores([[1, 0, 1], [0, 1, 0]], [[1, 0, 0], [0, 1, 0]])
+    >>> {name: round(value, 3) for name, value in scores.items()}
+    {'hamming_loss': 0.167, 'subset_accuracy': 0.5, 'example_f1': 0.833}
+    """
+    return {
+        "hamming_loss": float(hamming_loss(y_true, y_pred)),
+        "subset_accuracy": float(accuracy_score(y_true, y_pred)),
+        "example_f1": float(f1_score(y_true, y_pred, average="samples", zero_division=1.0)),
+    }
+
+
+#: The example-based F1 of ``estimator.predict(X)`` (:func:`multilabel_scores`): scikit-learn's
+#: ``"f1_samples"`` scorer with a sample that has no true and no predicted label scoring 1
+#: instead of 0 with a warning. Subset accuracy is scikit-learn's ``"accuracy"`` scorer and
+#: ``1 −`` the Hamming loss is :data:`hamming_scorer`.
+example_f1_scorer = make_scorer(f1_score, average="samples", zero_division=1.0)
 
 
 def weighted_hamming_scorer(estimator, X, y) -> float:

@@ -190,10 +190,11 @@ default="tree"
     mutual_information_ : ndarray of shape (L, L)
         The pairwise mutual information of the training labels, in nats
         (:func:`label_mutual_information`).
-    feature_variance_ : float
-        The mean variance of the columns of the training ``X`` (1 for standardised features):
-        the learners' ``alpha="auto"`` is proportional to it (see
-        :ref:`multilabel-classification`).
+    feature_scale_ : float
+        The square root of the mean variance of the columns of the training ``X`` (1 for
+        standardised features). The nodes see ``X / feature_scale_``: one global factor, so
+        that a model (its ``alpha`` included) is the same whatever the units of ``X``;
+        :meth:`label_coefficients` gives the coefficients in the units of ``X``.
     n_features_in_ : int
         Columns of ``X``.
     solver_ : Solver
@@ -338,7 +339,7 @@ default="tree"
         self.edges_ = self._label_edges(Y)
         super().fit(_Rows(X), None)
         self.sparse_input_ = bool(sparse.issparse(X))
-        self.feature_variance_ = _mean_variance(X)
+        self.feature_scale_ = float(np.sqrt(_mean_variance(X))) or 1.0
         return self
 
     def _label_edges(self, Y: np.ndarray) -> np.ndarray:
@@ -436,7 +437,9 @@ default="tree"
         """
         unary, _ = self.unpack(w)
         blocks = unary.reshape(self.n_outputs_, -1, 2)
-        return blocks[:, :, 1] - blocks[:, :, 0]
+        coefficients = blocks[:, :, 1] - blocks[:, :, 0]
+        coefficients[:, : self.n_features_in_] /= self.feature_scale_  # per unit of X
+        return coefficients
 
     def tables(self, w: np.ndarray) -> np.ndarray:
         """The 2×2 table of every label edge.
@@ -508,8 +511,10 @@ default="tree"
 
     def _block_features(self, X) -> sparse.csr_matrix:
         """The CSR block features (n_samples · L, L · (F + bias)) of ``X``: row ``s L + l``
-        holds sample s's features (and a 1) in columns ``l (F + bias) ..``."""
+        holds sample s's features over ``feature_scale_`` (and a 1) in columns
+        ``l (F + bias) ..``."""
         n_labels = self.n_outputs_
+        X = X * (1.0 / self.feature_scale_)  # one global factor: a copy, CSR stays CSR
         if sparse.issparse(X):
             matrix = append_ones_column(X) if self.bias else X
         else:

@@ -24,6 +24,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._labels import unknown_mask
 from ._utils import NumberInterval, check_generator, stack_rows
+from .multilabel import MultiLabelStructure
 from .perturb_map import PerturbMAPCRF
 from .preprocessing import _node_features
 from .samples import GraphSample
@@ -191,6 +192,15 @@ class TwoStageCRF(MetaEstimatorMixin, BaseEstimator):
         self : object
             The fitted estimator.
         """
+        structure = (self.crf if self.crf is not None else PerturbMAPCRF()).get_params()[
+            "structure"
+        ]
+        if isinstance(structure, MultiLabelStructure):
+            raise ValueError(
+                "TwoStageCRF classifies each node from its own features; the nodes of "
+                "MultiLabelStructure are labels that share their sample's features: fit its "
+                "learner directly (its logistic start is already a classifier per label)"
+            )
         X, y = list(X), list(y)
         if len(X) != len(y):
             raise ValueError(f"X has {len(X)} samples but y has {len(y)}")

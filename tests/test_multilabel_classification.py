@@ -18,10 +18,12 @@ from pmap_sklearn import (
     MultiLabelStructure,
     PerturbMAPCRF,
     StructuredSVM,
+    TwoStageCRF,
     hamming_scorer,
 )
 from pmap_sklearn.datasets import load_multilabel
 from pmap_sklearn.datasets._paths import candidate_roots
+from pmap_sklearn.metrics import example_f1_scorer, multilabel_scores
 from pmap_sklearn.multilabel import chow_liu_tree, label_mutual_information
 from tests.helpers import scores_of
 
@@ -102,13 +104,13 @@ def test_outputs_take_scikit_learns_multi_label_forms():
     search = GridSearchCV(
         clone(model),
         {"structure__label_graph": ["independent", "tree"]},
-        scoring={"hamming": hamming_scorer, "subset": "accuracy", "f1": "f1_samples"},
+        scoring={"hamming": hamming_scorer, "subset": "accuracy", "f1": example_f1_scorer},
         refit="subset",
         cv=KFold(3),
         error_score="raise",
     ).fit(X, Y)
     assert search.best_params_["structure__label_graph"] in ("independent", "tree")
-    scores = cross_validate(clone(model), X, Y, cv=3, scoring="f1_samples")
+    scores = cross_validate(clone(model), X, Y, cv=3, scoring=example_f1_scorer)
     assert np.isfinite(scores["test_score"]).all()
     restored = pickle.loads(pickle.dumps(model))
     np.testing.assert_array_equal(restored.predict(X), predicted)
@@ -163,6 +165,52 @@ def test_unknown_labels_are_summed_over():
     assert 1 - hamming_loss(Y, model.predict(X)) > 0.8
 
 
+def test_auto_alpha_gives_the_same_model_whatever_the_units_of_x():
+    """The nodes see X over one global scale: X in other units, the same model (alpha
+    included), its coefficients in the units of X."""
+    X, Y = _correlated(120)
+    model = ChainCRF(MultiLabelStructure("tree")).fit(X, Y)
+    scaled = ChainCRF(MultiLabelStructure("tree")).fit(10.0 * X, Y)
+    assert scaled.structure_.feature_scale_ == pytest.approx(10 * model.structure_.feature_scale_)
+    np.testing.assert_allclose(scaled.coef_, model.coef_, atol=1e-6)
+    np.testing.assert_array_equal(scaled.predict(10.0 * X), model.predict(X))
+    np.testing.assert_allclose(scaled.predict_proba(10 * X), model.predict_proba(X), atol=1e-6)
+    coefficients = model.structure_.label_coefficients(model.coef_)
+    np.testing.assert_allclose(
+        scaled.structure_.label_coefficients(scaled.coef_)[:, :5], coefficients[:, :5] / 10
+    )
+
+
+def test_a_constant_label_and_a_sparse_y():
+    """A label never seen positive in training is learned as always 0 (its bias), and Y may
+    come as a sparse indicator matrix (MultiLabelBinarizer(sparse_output=True))."""
+    X, Y = _correlated(120)
+    Y[:, 2] = 0
+    model = PerturbMAPCRF(MultiLabelStructure("tree"), random_state=0).fit(X, sparse.csr_matrix(Y))
+    predicted = model.predict(X)
+    assert (predicted[:, 2] == 0).all()
+    assert model.predict_proba(X)[:, 2].max() < 0.5
+    assert model.score(X, sparse.csr_matrix(Y)) == pytest.approx(1 - hamming_loss(Y, predicted))
+
+
+def test_multi_label_metrics_are_scikit_learns():
+    X, Y = _correlated(120)
+    model = PerturbMAPCRF(MultiLabelStructure("tree"), random_state=0).fit(X, Y)
+    predicted = model.predict(X)
+    scores = multilabel_scores(Y, predicted)
+    assert scores["hamming_loss"] == pytest.approx(hamming_loss(Y, predicted))
+    assert scores["subset_accuracy"] == pytest.approx(accuracy_score(Y, predicted))
+    assert scores["example_f1"] == pytest.approx(
+        f1_score(Y, predicted, average="samples", zero_division=1.0)
+    )
+    assert example_f1_scorer(model, X, Y) == pytest.approx(scores["example_f1"])
+    assert hamming_scorer(model, X, sparse.csr_matrix(Y)) == pytest.approx(
+        1 - scores["hamming_loss"]
+    )
+    empty = np.zeros((2, 3), int)  # no label, none predicted: a perfect example-based F1
+    assert multilabel_scores(empty, empty)["example_f1"] == 1.0
+
+
 # ---- bad input --------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     "X, Y, match",
@@ -196,6 +244,12 @@ def test_bad_label_graphs_and_predict_input_are_named():
     model = ChainCRF(MultiLabelStructure("tree"), max_iter=5).fit(X, Y)
     with pytest.raises(ValueError, match="X has 3 features, but MultiLabelStructure was fitted"):
         model.predict(X[:, :3])
+    marked = Y.copy()
+    marked[0, 1] = 9
+    with pytest.raises(ValueError, match="ignore_label=9: a multi-label sample keeps all"):
+        ChainCRF(MultiLabelStructure("tree"), ignore_label=9).fit(X, marked)
+    with pytest.raises(ValueError, match="TwoStageCRF classifies each node"):
+        TwoStageCRF(crf=PerturbMAPCRF(MultiLabelStructure("tree"))).fit(X, Y)
 
 
 # ---- the Mulan data ---------------------------------------------------------------------------
