@@ -2,12 +2,14 @@
 scikit-learn forms of the outputs, every learner, bad input and the Mulan loader."""
 
 import pickle
+import warnings
 
 import numpy as np
 import pytest
 from scipy import sparse
 from scipy.special import logsumexp
 from sklearn.base import clone
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import accuracy_score, f1_score, hamming_loss, mutual_info_score
 from sklearn.model_selection import GridSearchCV, KFold, cross_validate
 
@@ -143,6 +145,26 @@ def test_every_learner_fits_the_multi_label_structure(make):
     predicted = model.predict(X[80:])
     assert predicted.shape == (40, 4)
     assert 1 - hamming_loss(Y[80:], predicted) > 0.75
+
+
+def test_structured_svm_converges_on_label_graphs_with_pairwise_steps():
+    """Multi-label data: BCFW with pairwise steps, its dual certified by the primal objective
+    of the weights it returns (a duality gap below tol), no ConvergenceWarning."""
+    X, Y = _correlated(150)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        svm = StructuredSVM(MultiLabelStructure("full"), average=False, random_state=0)
+        svm.fit(X, Y)
+    assert svm.duality_gaps_[-1] < svm.tol and svm.n_iter_ < 200
+    structure = svm.structure_
+    batch = structure.prepare(X)
+    targets = svm._targets(batch, structure.prepare_labels(batch, list(Y)), None, None)
+    hinge = -svm._hinge_oracle(batch, *targets)(slice(None), svm.coef_, None)[1] / len(X)
+    primal = 0.5 * svm.alpha_ * svm.coef_ @ svm.coef_ + hinge
+    assert svm.dual_objective() <= primal + 1e-12
+    assert primal - svm.dual_objective() < 2 * svm.tol
+    atoms = svm._state.atoms
+    assert all(abs(sum(w for w, _ in block.values()) - 1) < 1e-9 for block in atoms if block)
 
 
 def test_a_label_graph_beats_independent_labels_on_correlated_labels():

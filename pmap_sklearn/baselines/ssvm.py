@@ -22,6 +22,7 @@ from .._progress import Progress
 from .._state import FitState
 from .._utils import NumberInterval, SparseVector, onehot
 from ..metrics import class_weight_by_code, loss_weights
+from ..multilabel import MultiLabelStructure
 
 #: What ``"auto"`` means with sparse node features (token features of words): the treebank
 #: setting of the baselines guide. Dev accuracy on UD English EWT 92.5 / 93.2 % after 4 / 10
@@ -30,6 +31,12 @@ from ..metrics import class_weight_by_code, loss_weights
 SPARSE_AUTO = {"batch_size": 16, "max_iter": 10}
 #: ... and with dense features: exact BCFW (one block per step) for 50 passes.
 DENSE_AUTO = {"batch_size": 1, "max_iter": 50}
+#: ... and on multi-label data (:class:`~pmap_sklearn.MultiLabelStructure`): pairwise steps
+#: and mini-batches of 16 for up to 200 passes. Plain BCFW zig-zags between the few labellings
+#: of each block near the optimum: on 400 standardised samples of scene (full label graph,
+#: alpha 1) its duality gap was 2e-3 after 50 passes and 7e-4 after 200; with pairwise steps it
+#: falls below tol = 1e-4 in about 110 passes (5.5 s at load 0.7).
+MULTILABEL_AUTO = {"batch_size": 16, "max_iter": 200, "pairwise_steps": True}
 
 
 @dataclass
@@ -45,6 +52,8 @@ class BCFWState(FitState):
     average: np.ndarray | None = None  # weighted average of the primal iterates
     n_steps: int = 0
     gaps: list = field(default_factory=list)
+    # with pairwise steps, each block's labellings {bytes: [weight, labels]} (None: its truth)
+    atoms: list | None = None
 
     @property
     def current(self) -> np.ndarray:
@@ -93,18 +102,25 @@ class StructuredSVM(BaseStructuredEstimator):
         the memory of one weight vector, for data sets whose dual would not fit).
     alpha : float or "auto", default="auto"
         Regularisation strength λ. "auto": ``0.2 / n_samples`` with sparse node features (as
-        the likelihood learners: crfsuite's ``c2 = 0.1`` on the summed loss), 1e-3 otherwise.
+        the likelihood learners: crfsuite's ``c2 = 0.1`` on the summed loss), 1 on multi-label
+        data (chosen by cross-validation on the training splits of yeast and scene), 1e-3
+        otherwise.
     class_weight : None, "balanced" or dict, default=None
         The loss Δ: Hamming (``1/D`` per node), size-balanced weighted Hamming (Kolesnikov et
         al. 2014), or
         per-label weights (see :func:`~pmap_sklearn.metrics.loss_weights`).
     max_iter : int or "auto", default="auto"
-        Passes over the samples. "auto": 10 with sparse node features, 50 otherwise.
+        Passes over the samples. "auto": 10 with sparse node features, 200 on multi-label
+        data (:class:`~pmap_sklearn.MultiLabelStructure`), 50 otherwise.
     batch_size : int or "auto", default="auto"
         Samples whose loss-augmented MAPs are solved together with the same ``w`` (vectorised
         on chains) before their blocks are updated one after the other; 1 is exact BCFW.
         "auto": 16 with sparse node features (thousands of short sentences: a pass takes half
-        the time of single ones, for the same accuracy per pass), 1 otherwise.
+        the time of single ones, for the same accuracy per pass) and on multi-label data, 1
+        otherwise. On multi-label data BCFW also takes pairwise steps (Osokin et al. 2016): a
+        block moves weight from one of its labellings to the loss-augmented MAP when that
+        raises the dual more than the Frank-Wolfe step, which otherwise zig-zags between the
+        few labellings of each block near the optimum.
     tol : float, default=1e-4
         BCFW stops when the duality gap of a pass (summed block gaps) falls below ``tol``; the
         subgradient solver runs ``max_iter`` passes.
@@ -175,6 +191,8 @@ class StructuredSVM(BaseStructuredEstimator):
        Frank-Wolfe optimization for structural SVMs. ICML 2013.
     .. [2] C.-N. J. Yu and T. Joachims. Learning structural SVMs with latent variables.
        ICML 2009.
+    .. [3] A. Osokin, J.-B. Alayrac, I. Lukasewitz, P. Dokania and S. Lacoste-Julien. Minding
+       the gaps for block Frank-Wolfe optimization of structured SVMs. ICML 2016.
 
     Examples
     --------
@@ -245,10 +263,17 @@ class StructuredSVM(BaseStructuredEstimator):
     _multilabel_alpha = 1.0
 
     def _resolve_settings(self, batch) -> int:
-        """Set ``alpha_`` and ``batch_size_`` for this fit and return its passes: ``"auto"``
-        resolved from what the data is (:data:`SPARSE_AUTO` on sparse node features, exact
-        BCFW for 50 passes otherwise)."""
-        auto = SPARSE_AUTO if self.structure_.has_sparse_features(batch) else DENSE_AUTO
+        """Set ``alpha_``, ``batch_size_`` and whether BCFW takes pairwise steps for this fit
+        and return its passes: ``"auto"`` resolved from what the data is
+        (:data:`MULTILABEL_AUTO` on multi-label data, :data:`SPARSE_AUTO` on sparse node
+        features, exact BCFW for 50 passes otherwise)."""
+        if isinstance(self.structure_, MultiLabelStructure):
+            auto = MULTILABEL_AUTO
+        elif self.structure_.has_sparse_features(batch):
+            auto = SPARSE_AUTO
+        else:
+            auto = DENSE_AUTO
+        self._use_pairwise_steps = auto.get("pairwise_steps", False)
         self.alpha_ = self._resolved_alpha(batch)
         batch_size = auto["batch_size"] if self.batch_size == "auto" else self.batch_size
         self.batch_size_ = min(batch_size, batch.n_samples)
@@ -294,13 +319,18 @@ class StructuredSVM(BaseStructuredEstimator):
         """``argmax_y Δ(y_n, y) + f(y|x_n)`` for every sample: the loss is added to the unary
         scores of the wrong labels (with hidden states, of the states outside each node's label,
         ``allowed`` false), so the structure's exact oracle solves it."""
+        potentials = self._augmented(batch, w, labels, theta, allowed)
+        return self.structure_.solver_.map(potentials, n_jobs=self.n_jobs)
+
+    def _augmented(self, batch, w, labels, theta, allowed=None):
+        """The potentials of ``Δ(y_n, y) + f(y|x_n)``: a labelling's score is its hinge value
+        plus ``f(y_n)``."""
         if allowed is None:
             augmentation = np.repeat(theta[:, None], self.structure_.n_states_, axis=1)
             augmentation[np.arange(len(labels)), labels] = 0.0
         else:
             augmentation = theta[:, None] * ~allowed
-        potentials = self.structure_.potentials(batch, w).add_unary(augmentation)
-        return self.structure_.solver_.map(potentials, n_jobs=self.n_jobs)
+        return self.structure_.potentials(batch, w).add_unary(augmentation)
 
     def _optimise(self, batch, targets, state, rng, validation_score):
         max_iter = self._resolve_settings(batch)
@@ -364,6 +394,9 @@ class StructuredSVM(BaseStructuredEstimator):
                 state.coef -= block
                 block[:] = 0.0
         state.block_losses[changed] = 0.0
+        if state.atoms is not None:
+            for i in changed:
+                state.atoms[i] = None
         if state.average is not None:  # the average restarts at the next step
             state.average, state.n_steps = np.zeros_like(state.average), 0
 
@@ -386,6 +419,10 @@ class StructuredSVM(BaseStructuredEstimator):
             state.coef = np.zeros(structure.size_)
             state.average = np.zeros(structure.size_) if self.average else None
             state.n_steps = 0
+            state.atoms = None
+        pairwise_steps = getattr(self, "_use_pairwise_steps", False) and not compact
+        if pairwise_steps and state.atoms is None:
+            state.atoms = [None] * n
         progress = Progress(type(self).__name__, max_iter, self.verbose, unit="pass")
         converged = False if self.tol > 0 else None
         scale = 1.0 / (self.alpha_ * n)
@@ -401,6 +438,10 @@ class StructuredSVM(BaseStructuredEstimator):
                 nodes = batch.node_index(index)
                 truth, weights = labels[nodes], theta[nodes]
                 allow = None if allowed is None else allowed[nodes]
+                if pairwise_steps:
+                    targets_of_sub = (truth, weights, allow)
+                    gap += self._pairwise_steps(state, index, sub, targets_of_sub, scale)
+                    continue
                 predicted = self._loss_augmented_map(
                     sub, self._primal(state), truth, weights, allow
                 )
@@ -516,6 +557,53 @@ class StructuredSVM(BaseStructuredEstimator):
             state.average += rate * state.current
         return gap
 
+    def _pairwise_steps(self, state, index, batch, targets, scale) -> float:
+        r"""One mini-batch of block steps with pairwise steps (dense blocks): for each sample the
+        loss-augmented MAP ``s`` (the Frank-Wolfe corner) and the labelling ``v`` of its block's
+        active set with the lowest loss-augmented score; each block then takes the Frank-Wolfe
+        step towards ``s`` or the pairwise step that moves weight from ``v`` to ``s`` only
+        (Lacoste-Julien & Jaggi 2015; Osokin et al. 2016, BCPFW), whichever raises the dual
+        more, each by its exact line search at the current iterate. Returns the sum of the
+        blocks' Frank-Wolfe gaps."""
+        structure, n = self.structure_, len(state.blocks)
+        truth, weights, allow = targets
+        potentials = self._augmented(batch, self._primal(state), truth, weights, allow)
+        predicted = structure.solver_.map(potentials, n_jobs=self.n_jobs)
+        away, away_keys, away_weights = _away_atoms(state, index, batch, potentials, truth)
+        losses, away_losses = (
+            np.bincount(batch.node_sample, weights * _mistakes(y, truth, allow), len(index)) / n
+            for y in (predicted, away)
+        )
+        corners = scale * structure.joint_feature_per_sample(batch, truth, predicted)
+        away_corners = scale * structure.joint_feature_per_sample(batch, truth, away)
+        gap = 0.0
+        for j, i in enumerate(index):
+            current = state.current
+            towards = corners[j] - state.blocks[i]
+            block_gap = losses[j] - state.block_losses[i] - self.alpha_ * (towards @ current)
+            pairwise = corners[j] - away_corners[j]
+            gain = losses[j] - away_losses[j] - self.alpha_ * (pairwise @ current)
+            direction, change, step, is_pairwise = _best_step(
+                self.alpha_,
+                (towards, losses[j] - state.block_losses[i], block_gap, 1.0),
+                (pairwise, losses[j] - away_losses[j], gain, away_weights[j]),
+            )
+            gap += block_gap if towards.any() else max(block_gap, 0.0)
+            if direction is None:
+                continue
+            direction *= step
+            state.blocks[i] += direction
+            state.coef += direction
+            state.block_losses[i] += step * change
+            state.n_steps += 1
+            if state.average is not None:  # w̄_k = (k-1)/(k+1) w̄_{k-1} + 2/(k+1) w_k
+                rate = 2.0 / (state.n_steps + 1)
+                state.average *= 1.0 - rate
+                state.average += rate * state.current
+            local = batch.node_index(slice(j, j + 1))
+            _move_weight(state, i, predicted[local], away_keys[j], step, is_pairwise)
+        return gap
+
     def _primal(self, state) -> np.ndarray:
         r"""The primal iterate :math:`\Pi_C(\hat{w})`, to read: ``ŵ`` itself when the projection
         leaves its pairwise weights as they are (always on chains), else a projected copy — a copy
@@ -622,6 +710,74 @@ class _RowWeightedAverage:
 def _triangle(k):
     """``T(k) = 1 + 2 + … + k`` (float: exact far beyond any number of steps)."""
     return np.asarray(k, dtype=float) * (np.asarray(k, dtype=float) + 1.0) / 2.0
+
+
+def _away_atoms(state, index, batch, potentials, truth):
+    """For each sample of a mini-batch, the labelling of its block's active set with the
+    lowest loss-augmented score (the one a pairwise step takes weight from), its key and its
+    weight. A block that has not moved holds its true labelling alone (its zero corner)."""
+    keys, weights, labellings, copies = [], [], [], []
+    for j, i in enumerate(index):
+        atoms = state.atoms[i]
+        if atoms is None:
+            own = truth[batch.node_index(slice(j, j + 1))]
+            atoms = state.atoms[i] = {_key(own): [1.0, _compact(own)]}
+        for key, (weight, labels) in atoms.items():
+            keys.append(key)
+            weights.append(weight)
+            labellings.append(labels)
+            copies.append(j)
+    copies = np.asarray(copies, dtype=np.intp)
+    scores = potentials.take(copies).score(np.concatenate(labellings).astype(np.intp))
+    order = np.lexsort((scores, copies))  # by sample, then score: each sample's lowest first
+    first = order[np.searchsorted(copies[order], np.arange(len(index)))]
+    away = np.concatenate([labellings[k] for k in first]).astype(np.intp)
+    return away, [keys[k] for k in first], np.asarray(weights)[first]
+
+
+def _best_step(alpha, *candidates):
+    r"""Of the candidate steps ``(direction, loss change, slope, largest step)`` of a block,
+    the one whose exact line search raises the dual :math:`\sum_i \ell_i - (\alpha/2)
+    \|w\|^2` most (``slope``: its derivative along the direction), as ``(direction, loss
+    change, step, whether it is the second candidate)``; a None direction when none rises."""
+    best, best_rise = (None, 0.0, 0.0, False), 0.0
+    for position, (direction, change, slope, largest) in enumerate(candidates):
+        norm = float(direction @ direction)
+        if norm <= 0 or slope <= 0:
+            continue
+        step = min(slope / (alpha * norm), largest)
+        rise = step * slope - 0.5 * alpha * step * step * norm
+        if rise > best_rise:
+            best, best_rise = (direction, change, step, position == 1), rise
+    return best
+
+
+def _move_weight(state, i, labels, away_key, step, pairwise: bool) -> None:
+    """Block i's active set after a step of ``step`` towards ``labels`` (added when new): a
+    pairwise step takes that weight from the labelling ``away_key``, a Frank-Wolfe step from
+    every labelling in proportion; a labelling left without weight is dropped."""
+    atoms = state.atoms[i]
+    if not pairwise:
+        for atom in atoms.values():
+            atom[0] *= 1.0 - step
+    key = _key(labels)
+    if key in atoms:
+        atoms[key][0] += step
+    else:
+        atoms[key] = [step, _compact(labels)]
+    if pairwise:
+        atoms[away_key][0] -= step
+    for dropped in [k for k, atom in atoms.items() if atom[0] <= 1e-12]:
+        del atoms[dropped]
+
+
+def _compact(labels: np.ndarray) -> np.ndarray:
+    """A labelling kept small (a byte a node below 256 states)."""
+    return labels.astype(np.uint8 if labels.max(initial=0) < 256 else np.intp)
+
+
+def _key(labels: np.ndarray) -> bytes:
+    return np.asarray(labels, dtype=np.intp).tobytes()
 
 
 def _gather(targets, nodes):
