@@ -448,3 +448,51 @@ def test_a_pickle_keeps_the_fit_state_only_for_warm_starts(chains):
         np.testing.assert_array_equal(refit.coef_, _quick(cls).fit(X, y).coef_)
     with pytest.raises(ValueError, match="pickled with warm_start=False"):
         pickle.loads(pickle.dumps(StructuredSVM(max_iter=2).fit(X, y))).dual_objective()
+
+
+# ---- multi-label classification: plain (X, Y) through every learner ---------------------------
+@pytest.fixture(scope="module")
+def multilabel():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 4))
+    cause = X[:, 0] + 0.5 * rng.normal(size=60)
+    Y = np.column_stack([cause > 0, cause > 0.5, X[:, 1] > 0]).astype(int)
+    return X, Y
+
+
+@pytest.mark.parametrize("cls", SUPERVISED)
+def test_the_multi_label_structure_keeps_the_contract(cls, multilabel):
+    """Clone, pickle, a failed refit, a warm start, GridSearchCV with a multi-label scorer and
+    cross_validate, for every learner on MultiLabelStructure's plain (X, Y)."""
+    import pickle
+
+    from sklearn.base import clone
+
+    from pmap_sklearn import MultiLabelStructure
+    from pmap_sklearn.metrics import example_f1_scorer
+
+    X, Y = multilabel
+    model = _quick(cls, structure=MultiLabelStructure("tree")).fit(X, Y)
+    predicted = model.predict(X)
+    assert predicted.shape == Y.shape and model.n_features_in_ == 4
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(model)).predict(X), predicted)
+    twin = clone(model)
+    assert not hasattr(twin, "coef_") and twin.get_params()["structure"].label_graph == "tree"
+    coef = model.coef_.copy()
+    with pytest.raises(ValueError, match="X has 3 samples but Y has 60"):
+        model.fit(X[:3], Y)
+    np.testing.assert_array_equal(model.coef_, coef)
+    if "warm_start" in model.get_params():
+        model.set_params(warm_start=True).fit(X, Y)
+        assert model.predict(X).shape == Y.shape
+    search = GridSearchCV(
+        twin,
+        {"structure__label_graph": ["independent", "tree"]},
+        scoring={"hamming": hamming_scorer, "subset": "accuracy", "f1": example_f1_scorer},
+        refit="hamming",
+        cv=KFold(3),
+        error_score="raise",
+    ).fit(X, Y)
+    assert search.best_estimator_.predict(X).shape == Y.shape
+    result = cross_validate(twin, X, Y, cv=KFold(3), scoring=hamming_scorer)
+    assert np.all((0 <= result["test_score"]) & (result["test_score"] <= 1))
