@@ -443,6 +443,23 @@ def flat_precision_score(
     (sklearn-crfsuite's ``metrics.flat_precision_score``; the arguments of
     :func:`flat_f1_score`).
 
+    Parameters
+    ----------
+    y_true, y_pred : sequence of label arrays
+    labels : list, optional
+        The labels to score (by default every label seen).
+    exclude : label or list of labels, optional
+        Labels left out (e.g. ``"O"``).
+    average : {"micro", "macro", "weighted"}, default="weighted"
+        How the per-label scores are averaged (as scikit-learn does).
+    unknown_label : scalar or None, default=-1
+        Nodes with this label in ``y_true`` are not counted.
+
+    Returns
+    -------
+    float
+        The averaged precision.
+
     Examples
     --------
     >>> from pmap_sklearn.metrics import flat_precision_score
@@ -458,6 +475,23 @@ def flat_recall_score(
     """Recall of the labels pooled over every node, averaged over the tags scored
     (sklearn-crfsuite's ``metrics.flat_recall_score``; the arguments of :func:`flat_f1_score`).
 
+    Parameters
+    ----------
+    y_true, y_pred : sequence of label arrays
+    labels : list, optional
+        The labels to score (by default every label seen).
+    exclude : label or list of labels, optional
+        Labels left out (e.g. ``"O"``).
+    average : {"micro", "macro", "weighted"}, default="weighted"
+        How the per-label scores are averaged (as scikit-learn does).
+    unknown_label : scalar or None, default=-1
+        Nodes with this label in ``y_true`` are not counted.
+
+    Returns
+    -------
+    float
+        The averaged recall.
+
     Examples
     --------
     >>> from pmap_sklearn.metrics import flat_recall_score
@@ -472,6 +506,25 @@ def flat_fbeta_score(
 ) -> float:
     """F-beta of the labels pooled over every node, averaged over the tags scored
     (sklearn-crfsuite's ``metrics.flat_fbeta_score``; ``beta = 1`` is :func:`flat_f1_score`).
+
+    Parameters
+    ----------
+    y_true, y_pred : sequence of label arrays
+    beta : float
+        The weight of recall against precision.
+    labels : list, optional
+        The labels to score (by default every label seen).
+    exclude : label or list of labels, optional
+        Labels left out (e.g. ``"O"``).
+    average : {"micro", "macro", "weighted"}, default="weighted"
+        How the per-label scores are averaged (as scikit-learn does).
+    unknown_label : scalar or None, default=-1
+        Nodes with this label in ``y_true`` are not counted.
+
+    Returns
+    -------
+    float
+        The averaged F-beta.
 
     Examples
     --------

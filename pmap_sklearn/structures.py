@@ -1200,7 +1200,18 @@ class _EdgeFeatureStructure(BaseStructure):
     def project_pairwise(self, pairwise: np.ndarray) -> np.ndarray:
         """:meth:`BaseStructure.project_pairwise`, first onto the tied tables' subspace (the
         orthogonal projection :meth:`_tie`): a gradient step stays in it, but not a step
-        scaled per coordinate (AdaGrad), and the part outside changes no score."""
+        scaled per coordinate (AdaGrad), and the part outside changes no score.
+
+        Parameters
+        ----------
+        pairwise : ndarray
+            The tail of ``w`` from ``n_unary_weights_``, modified in place.
+
+        Returns
+        -------
+        ndarray
+            ``pairwise`` itself.
+        """
         if self.pairwise_kind is PairwiseKind.TABLES:
             tied = self._tie(pairwise)
             if tied is not pairwise:
