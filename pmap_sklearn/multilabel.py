@@ -166,14 +166,19 @@ class MultiLabelStructure(_EdgeFeatureStructure):
 
     Parameters
     ----------
-    label_graph : {"independent", "chain", "tree", "full"} or array-like of shape (E, 2), \
-default="tree"
-        The edges between labels: none (independent labels: a logistic regression per
-        label), consecutive labels in column order, the Chow–Liu tree of the training labels
-        (the maximum spanning tree of their pairwise mutual information, Chow & Liu 1968),
-        every pair, or the given pairs of label indices.
+    label_graph : str or array-like of shape (E, 2), default="tree"
+        The edges between labels: ``"independent"``, none (a logistic regression per
+        label); ``"chain"``, consecutive labels in column order; ``"tree"``, the Chow–Liu tree
+        of the training labels (the maximum spanning tree of their pairwise mutual
+        information, Chow & Liu 1968); ``"full"``, every pair; or the given pairs of label
+        indices.
     bias : bool, default=True
-        A bias per label (a constant feature in each label's block).
+        A bias per label (a constant feature in each label's block). With a bias, dense
+        features are centred on their training means (``feature_mean_``), so that the
+        learners' penalty, which the bias shares, acts on each label's score at the mean
+        sample rather than at ``x = 0``: a rare label keeps its low prior however far from 0
+        the features lie (without centring, the penalised bias costs scene's uncentred
+        features 0.005 Hamming loss and 5 points of subset accuracy).
     solver : str or Solver, default="auto"
         ``"auto"``: ``"forest"`` (exact MAP and marginals) when the label graph has no cycle,
         ``"brute_force"`` (exact: every labelling of a sample, a batch at once) for loopy graphs
@@ -192,9 +197,13 @@ default="tree"
         (:func:`label_mutual_information`).
     feature_scale_ : float
         The square root of the mean variance of the columns of the training ``X`` (1 for
-        standardised features). The nodes see ``X / feature_scale_``: one global factor, so
-        that a model (its ``alpha`` included) is the same whatever the units of ``X``;
-        :meth:`label_coefficients` gives the coefficients in the units of ``X``.
+        standardised features). The nodes see ``(X - feature_mean_) / feature_scale_``: one
+        global factor, so that a model (its ``alpha`` included) is the same whatever the units
+        of ``X``; :meth:`label_coefficients` gives the coefficients in the units of ``X``.
+    feature_mean_ : ndarray of shape (n_features,)
+        The means of the columns of the training ``X`` with ``bias=True`` and dense ``X``
+        (zeros for sparse ``X``, whose sparsity centring would destroy, and without a bias,
+        where centring would add one).
     n_features_in_ : int
         Columns of ``X``.
     solver_ : Solver
@@ -340,6 +349,8 @@ default="tree"
         super().fit(_Rows(X), None)
         self.sparse_input_ = bool(sparse.issparse(X))
         self.feature_scale_ = float(np.sqrt(_mean_variance(X))) or 1.0
+        centre = self.bias and not self.sparse_input_ and X.shape[0] > 0
+        self.feature_mean_ = np.mean(X, axis=0) if centre else np.zeros(X.shape[1])
         return self
 
     def _label_edges(self, Y: np.ndarray) -> np.ndarray:
@@ -432,13 +443,17 @@ default="tree"
         Returns
         -------
         ndarray of shape (n_labels, n_features + bias)
-            Row l: label l's coefficients over the features (then its bias), the
-            ``coef_`` of a logistic regression for that label when the labels are independent.
+            Row l: label l's coefficients over the features (then its intercept), in the units
+            of ``X``: the ``coef_`` (and ``intercept_``) of a logistic regression for that
+            label when the labels are independent.
         """
         unary, _ = self.unpack(w)
         blocks = unary.reshape(self.n_outputs_, -1, 2)
         coefficients = blocks[:, :, 1] - blocks[:, :, 0]
-        coefficients[:, : self.n_features_in_] /= self.feature_scale_  # per unit of X
+        features = coefficients[:, : self.n_features_in_]
+        features /= self.feature_scale_  # per unit of X
+        if self.bias:  # the nodes see X - feature_mean_: move the mean into the intercept
+            coefficients[:, -1] -= features @ self.feature_mean_
         return coefficients
 
     def tables(self, w: np.ndarray) -> np.ndarray:
@@ -511,9 +526,11 @@ default="tree"
 
     def _block_features(self, X) -> sparse.csr_matrix:
         """The CSR block features (n_samples · L, L · (F + bias)) of ``X``: row ``s L + l``
-        holds sample s's features over ``feature_scale_`` (and a 1) in columns
+        holds sample s's features, centred and over ``feature_scale_`` (and a 1), in columns
         ``l (F + bias) ..``."""
         n_labels = self.n_outputs_
+        if not sparse.issparse(X):
+            X = X - self.feature_mean_
         X = X * (1.0 / self.feature_scale_)  # one global factor: a copy, CSR stays CSR
         if sparse.issparse(X):
             matrix = append_ones_column(X) if self.bias else X

@@ -119,12 +119,40 @@ def test_outputs_take_scikit_learns_multi_label_forms():
 
 
 def test_sparse_features_give_the_dense_model():
-    """The same model from a CSR X (``alpha`` set: its "auto" value is the sparse-data one)."""
+    """The same model from a CSR X as from the dense X (``alpha`` set: its "auto" value is the
+    sparse-data one). Sparse features are not centred: compare on features of mean zero."""
     X, Y = _correlated(80)
+    X = X - X.mean(axis=0)
     dense = ChainCRF(MultiLabelStructure("tree"), alpha=1e-3).fit(X, Y)
     sparse_fit = ChainCRF(MultiLabelStructure("tree"), alpha=1e-3).fit(sparse.csr_matrix(X), Y)
+    np.testing.assert_allclose(sparse_fit.structure_.feature_mean_, 0.0, atol=0)
+    np.testing.assert_allclose(dense.structure_.feature_mean_, 0.0, atol=1e-12)
     np.testing.assert_allclose(sparse_fit.coef_, dense.coef_, atol=1e-6)
     np.testing.assert_array_equal(sparse_fit.predict(sparse.csr_matrix(X)), dense.predict(X))
+
+
+def test_a_shift_of_dense_features_moves_only_the_intercepts():
+    """With a bias the nodes see centred features: X + 100 gives the same predictions and
+    coefficients, the shift moved into each label's intercept (a penalised bias on uncentred
+    features would shrink the intercepts instead and change the model)."""
+    X, Y = _correlated(80)
+    model = ChainCRF(MultiLabelStructure("tree"), alpha=0.1).fit(X, Y)
+    shifted = ChainCRF(MultiLabelStructure("tree"), alpha=0.1).fit(X + 100.0, Y)
+    np.testing.assert_allclose(shifted.coef_, model.coef_, atol=1e-6)
+    np.testing.assert_array_equal(shifted.predict(X + 100.0), model.predict(X))
+    coefficients = model.structure_.label_coefficients(model.coef_)
+    moved = shifted.structure_.label_coefficients(shifted.coef_)
+    np.testing.assert_allclose(moved[:, :-1], coefficients[:, :-1], atol=1e-6)
+    np.testing.assert_allclose(
+        moved[:, -1], coefficients[:, -1] - 100.0 * coefficients[:, :-1].sum(axis=1), atol=1e-4
+    )
+    # in X's units, with independent labels: each label's logistic regression
+    independent = ChainCRF(MultiLabelStructure("independent"), alpha=0.1).fit(X, Y)
+    coefficients = independent.structure_.label_coefficients(independent.coef_)
+    scores = X @ coefficients[:, :-1].T + coefficients[:, -1]
+    np.testing.assert_allclose(
+        independent.predict_proba(X), 1.0 / (1.0 + np.exp(-scores)), atol=1e-6
+    )
 
 
 # ---- every learner, and what the label graph buys ----------------------------------------------
