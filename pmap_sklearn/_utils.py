@@ -144,6 +144,38 @@ def as_finite_array(value, what: str) -> np.ndarray:
     return array
 
 
+def check_probabilities(value, what: str, *, atol: float = 1e-6) -> np.ndarray:
+    """``value`` as a float array whose last axis holds probability distributions (entries in
+    [0, 1], rows summing to 1 within ``atol``), or a ValueError naming ``what`` and the first
+    row that is not one (logits, scores or counts are not probabilities: take their softmax,
+    or ``predict_proba`` / ``predict_marginals``)."""
+    try:
+        array = np.asarray(value, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(
+            f"{what} must be an array of probabilities with one column per class ({exc}); "
+            "rows of different lengths are not"
+        ) from None
+    if array.ndim == 0 or array.shape[-1] == 0:
+        raise ValueError(f"{what} must have one column per class, got shape {array.shape}")
+    rows = array.reshape(-1, array.shape[-1])
+    if not np.isfinite(rows).all():
+        raise ValueError(f"{what} holds NaN or inf: probabilities are finite numbers in [0, 1]")
+    outside = (rows < 0) | (rows > 1)
+    if outside.any():
+        raise ValueError(
+            f"{what} holds {float(rows[outside][0])!r}, outside [0, 1]: give probabilities, not "
+            "scores or logits (their softmax is a distribution)"
+        )
+    off = np.flatnonzero(np.abs(rows.sum(axis=1) - 1.0) > atol)
+    if len(off):
+        raise ValueError(
+            f"{what}: row {off[0]} sums to {rows[off[0]].sum():.6g}, not 1: each row must be "
+            "a distribution over the classes"
+        )
+    return array
+
+
 def _feature_hint(value) -> str:
     """What to do when the features are per-token dicts or words (crfsuite's input)."""
     first = value

@@ -14,7 +14,7 @@ from scipy import sparse
 from sklearn.metrics import accuracy_score, f1_score, hamming_loss, make_scorer
 
 from ._labels import unknown_mask
-from ._utils import onehot
+from ._utils import check_probabilities, onehot
 
 __all__ = [
     "mean_hamming_loss",
@@ -50,6 +50,12 @@ __all__ = [
 
 def _pairs(y_true, y_pred):
     y_true, y_pred = (y.toarray() if sparse.issparse(y) else y for y in (y_true, y_pred))
+    for name, y in (("y_true", y_true), ("y_pred", y_pred)):
+        if isinstance(y, str) or any(np.ndim(labels) == 0 for labels in y):
+            raise ValueError(
+                f"{name} is one flat sequence of labels, not a sequence of label arrays (one "
+                f"per sample): wrap a single sequence in a list, e.g. [{name}]"
+            )
     if len(y_true) != len(y_pred):
         raise ValueError(f"y_true has {len(y_true)} samples but y_pred has {len(y_pred)}")
     for i, (true, pred) in enumerate(zip(y_true, y_pred, strict=True)):
@@ -836,6 +842,8 @@ def _labelled_confusion(y_true, y_pred, labels, void, sample_weight):
         seen = np.concatenate([true[~unknown_mask(true, void)] for _, true, _ in pairs] or [[]])
         labels = np.unique(seen)
     labels = np.asarray(labels)
+    if labels.ndim != 1 or len(np.unique(labels)) != len(labels):
+        raise ValueError(f"labels must be distinct labels in one list, got {labels.tolist()}")
     k = len(labels)
     confusion = np.zeros((k, k))
     for i, true, pred in pairs:
@@ -843,6 +851,11 @@ def _labelled_confusion(y_true, y_pred, labels, void, sample_weight):
         weight = None if sample_weight is None else np.asarray(sample_weight[i], float).ravel()
         if weight is not None and weight.shape != true.shape:
             raise ValueError(f"sample {i}: {true.size} labels but {weight.size} weights")
+        if weight is not None and not (np.isfinite(weight).all() and (weight >= 0).all()):
+            raise ValueError(
+                f"sample {i}: sample_weight must hold finite weights >= 0 (node sizes), got "
+                f"{float(weight[~(np.isfinite(weight) & (weight >= 0))][0])!r}"
+            )
         true_code = _codes(true[scored], labels, f"sample {i}: y_true")
         pred_code = _codes(pred[scored], labels, f"sample {i}: y_pred")
         confusion += np.bincount(
@@ -854,13 +867,17 @@ def _labelled_confusion(y_true, y_pred, labels, void, sample_weight):
 
 
 def _codes(values, labels, what: str) -> np.ndarray:
-    position = np.clip(np.searchsorted(labels, values), 0, max(len(labels) - 1, 0))
-    bad = labels[position] != values if len(labels) else np.ones(len(values), bool)
+    """The position of each value in ``labels`` (in any order), or a ValueError naming a value
+    that is not one of them."""
+    order = np.argsort(labels, kind="stable")
+    ordered = labels[order]
+    position = np.clip(np.searchsorted(ordered, values), 0, max(len(labels) - 1, 0))
+    bad = ordered[position] != values if len(labels) else np.ones(len(values), bool)
     if np.any(bad):
         raise ValueError(
             f"{what} holds {values[bad].tolist()[0]!r}, not one of the labels {labels.tolist()}"
         )
-    return position
+    return order[position]
 
 
 def segmentation_scores(y_true, y_pred, *, labels=None, void=None, sample_weight=None) -> dict:
@@ -927,10 +944,12 @@ def expected_calibration_error(y_true, y_proba, *, classes=None, n_bins=15, void
     ----------
     y_true : sequence of label arrays
     y_proba : sequence of arrays of shape (n_nodes, K) (or (..., K))
-        Marginals, as :meth:`predict_marginals` gives them.
+        Marginals, as :meth:`predict_marginals` gives them: each row a distribution over the
+        same K classes (probabilities in [0, 1] summing to 1; logits or scores are refused).
     classes : array-like of shape (K,), optional
         The labels of the last axis (a fitted model's ``classes_``); ``0..K-1`` by default.
     n_bins : int, default=15
+        Any number of bins: only the bins that hold nodes are counted.
     void : scalar, optional
         A true label that is not scored.
 
@@ -948,11 +967,18 @@ def expected_calibration_error(y_true, y_proba, *, classes=None, n_bins=15, void
         raise ValueError(f"n_bins must be an int >= 1, got {n_bins!r}")
     if len(y_true) != len(y_proba):
         raise ValueError(f"y_true has {len(y_true)} samples but y_proba has {len(y_proba)}")
-    confidence, correct = [], []
+    confidence, correct, n_classes = [], [], set()
     for i, (true, proba) in enumerate(zip(y_true, y_proba, strict=True)):
         true = np.asarray(true).ravel()
-        proba = np.asarray(proba, dtype=float)
+        proba = check_probabilities(proba, f"y_proba[{i}]")
         proba = proba.reshape(-1, proba.shape[-1])
+        n_classes.add(proba.shape[1])
+        if len(n_classes) > 1:
+            raise ValueError(
+                f"y_proba[{i}] has {proba.shape[1]} columns but earlier samples have "
+                f"{min(n_classes - {proba.shape[1]})}: every sample's marginals are over the "
+                "same classes"
+            )
         if len(proba) != len(true):
             raise ValueError(f"sample {i}: {true.size} labels but {len(proba)} rows of marginals")
         labels = np.arange(proba.shape[1]) if classes is None else np.asarray(classes)
@@ -968,13 +994,11 @@ def expected_calibration_error(y_true, y_proba, *, classes=None, n_bins=15, void
     confidence, correct = np.concatenate(confidence), np.concatenate(correct)
     if not len(confidence):
         raise ValueError("no scored label in y_true")
-    bins = np.minimum((confidence * n_bins).astype(int), n_bins - 1)
-    count = np.bincount(bins, minlength=n_bins)
-    gap = np.abs(
-        np.bincount(bins, correct, minlength=n_bins)
-        - np.bincount(bins, confidence, minlength=n_bins)
-    )
-    return float(gap.sum() / count.sum())
+    # the bins that hold nodes only (n_bins may exceed the nodes by far)
+    bins = np.minimum(np.floor(confidence * float(n_bins)), float(n_bins) - 1)
+    _, occupied = np.unique(bins, return_inverse=True)
+    gap = np.abs(np.bincount(occupied, correct) - np.bincount(occupied, confidence))
+    return float(gap.sum() / len(confidence))
 
 
 def _sizes(X, y) -> list:
