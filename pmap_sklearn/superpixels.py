@@ -62,8 +62,7 @@ def _as_rgb(image, index: int) -> np.ndarray:
         array = np.repeat(array[..., None], 3, axis=2)
     array = array[..., :3]
     if array.dtype.kind in "biu":
-        top = 1 if array.dtype == bool else (255 if array.max(initial=0) <= 255 else 65535)
-        array = array.astype(float) / top
+        array = array.astype(float) / _integer_top(array, index)
     if not np.isfinite(array).all():
         raise ValueError(f"image {index}: holds NaN or inf")
     if array.min() < 0 or array.max() > 1:
@@ -72,6 +71,36 @@ def _as_rgb(image, index: int) -> np.ndarray:
             f"[{array.min():.3g}, {array.max():.3g}] (give uint8 images as they are)"
         )
     return np.ascontiguousarray(array, dtype=float)
+
+
+def _integer_top(array, index: int) -> int:
+    """The white of an integer image: 1 for bool, 255 for 8-bit types, 65535 for 16-bit types
+    (a dark 16-bit frame is not 8-bit); other integer types are read as 8-bit and refuse
+    values above 255."""
+    if array.dtype == bool:
+        return 1
+    if array.dtype.itemsize == 2:
+        return 65535
+    if array.dtype.itemsize > 2 and array.max(initial=0) > 255:
+        raise ValueError(
+            f"image {index}: {array.dtype} values up to {array.max()}: integer images other than "
+            "uint16 are read as 8-bit (0..255); give 16-bit photos as uint16, or floats in [0, 1]"
+        )
+    return 255
+
+
+def _photos(X, what: str = "X") -> list:
+    """The photos of ``X`` as a list, refusing one photo given without a list (iterating it
+    would read each pixel row as a photo)."""
+    if isinstance(X, np.ndarray) and (X.ndim == 2 or (X.ndim == 3 and X.shape[2] in (3, 4))):
+        raise ValueError(
+            f"{what} is one {'grey' if X.ndim == 2 else 'colour'} photo of shape {X.shape}, not a "
+            f"sequence of photos: pass [photo] (a stack of grey photos: a list of (H, W) arrays)"
+        )
+    try:
+        return list(X)
+    except TypeError:
+        raise TypeError(f"{what} must be a sequence of photos, got {type(X).__name__}") from None
 
 
 def _consecutive(segments, shape, index: int) -> np.ndarray:
@@ -322,7 +351,7 @@ class SuperpixelGraphs(TransformerMixin, BaseEstimator):
         -------
         self : object
         """
-        for i, image in enumerate(X):
+        for i, image in enumerate(_photos(X)):
             _as_rgb(image, i)
         return self
 
@@ -342,10 +371,15 @@ class SuperpixelGraphs(TransformerMixin, BaseEstimator):
             One per photo, with ``segments`` set (see :func:`superpixel_sample`).
         """
         self._validate_params()
-        X = list(X)
+        X = _photos(X)
         if segments is None:
             segments = [None] * len(X)
         else:
+            if isinstance(segments, np.ndarray) and segments.ndim == 2:
+                raise ValueError(
+                    f"segments is one superpixel map of shape {segments.shape}, not one per "
+                    "photo: pass [segments]"
+                )
             segments = list(segments)
             if len(segments) != len(X):
                 raise ValueError(f"{len(X)} photos but {len(segments)} segment maps")
@@ -374,6 +408,11 @@ def _segments_of(graph_or_segments) -> np.ndarray:
             f"expected a GraphSample or an (H, W) integer superpixel map, got "
             f"{segments.dtype} of shape {segments.shape}"
         )
+    if segments.size and segments.min() < 0:
+        raise ValueError(
+            f"the superpixel map holds the negative id {segments.min()}: superpixel ids are "
+            "0..n_nodes-1 (relabel the map, e.g. np.unique(segments, return_inverse=True))"
+        )
     return segments
 
 
@@ -385,10 +424,10 @@ def node_labels(graph, label_image, *, void=None) -> np.ndarray:
     graph : GraphSample or ndarray of int of shape (H, W)
         A superpixel graph (with ``segments``) or the superpixel map.
     label_image : array-like of int of shape (H, W)
-        Pixel labels, integers >= 0.
+        Pixel labels, integers >= 0 (and ``void``, which may be negative).
     void : int, optional
-        A pixel label that does not vote (e.g. CamVid's 11, "unlabelled"); superpixels with
-        only void pixels get it.
+        A pixel label that does not vote (e.g. CamVid's 11, "unlabelled", or -1); superpixels
+        with only void pixels get it.
 
     Returns
     -------
@@ -402,20 +441,27 @@ def node_labels(graph, label_image, *, void=None) -> np.ndarray:
             f"label_image must be an integer map of shape {segments.shape}, got {labels.dtype} "
             f"of shape {labels.shape}"
         )
-    labels = labels.astype(np.intp).ravel()
-    if labels.size and labels.min() < 0:
-        raise ValueError(f"label_image holds negative labels ({labels.min()}); labels are >= 0")
+    if void is not None and (isinstance(void, bool) or not isinstance(void, Integral)):
+        raise ValueError(f"void must be an int label or None, got {void!r}")
+    labels = labels.astype(np.int64).ravel()
+    voting = np.ones(labels.shape, bool) if void is None else labels != void
+    if voting.any() and labels[voting].min() < 0:
+        raise ValueError(
+            f"label_image holds negative labels ({labels[voting].min()}); labels are >= 0 "
+            "(a negative void label is given as void=...)"
+        )
     n_nodes = int(segments.max()) + 1
-    n_labels = int(labels.max(initial=0)) + 1
+    # votes over the labels present only (a label of 2**31 - 1 asks for no more memory)
+    present, codes = np.unique(labels[voting], return_inverse=True)
+    n_labels = max(len(present), 1)
     votes = np.bincount(
-        segments.ravel().astype(np.intp) * n_labels + labels, minlength=n_nodes * n_labels
+        segments.ravel().astype(np.intp)[voting] * n_labels + codes.ravel(),
+        minlength=n_nodes * n_labels,
     ).reshape(n_nodes, n_labels)
-    if void is not None and void < n_labels:
-        votes[:, void] = 0
-    result = votes.argmax(axis=1)
+    result = present[votes.argmax(axis=1)] if len(present) else np.zeros(n_nodes, np.int64)
     if void is not None:
         result[votes.sum(axis=1) == 0] = void
-    return result
+    return result.astype(np.intp)
 
 
 def to_pixels(graph, node_values) -> np.ndarray:
