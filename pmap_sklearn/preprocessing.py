@@ -136,11 +136,28 @@ def _vectorise(tokens, dtype, vocabulary: dict | None = None):
         columns, values = columns[known], values[known]
     indptr = np.concatenate([[0], np.cumsum(counts)])
     matrix = sparse.csr_matrix(
-        (values.astype(dtype, copy=False), columns, indptr),
+        (_cast_values(values, dtype), columns, indptr),
         shape=(len(counts), len(vocabulary)),
     )
     matrix.sum_duplicates()
     return matrix, vocabulary
+
+
+def _cast_values(values: np.ndarray, dtype) -> np.ndarray:
+    """Feature values cast to ``dtype``, or a ValueError naming a value the type cannot hold
+    (1000 as int8, 0.5 as an integer type, 1e300 as float32)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        cast = values.astype(dtype, copy=False)
+        lost = cast.astype(float) != values
+    if np.dtype(dtype).kind == "f":
+        lost = ~np.isfinite(cast)  # rounding to fewer digits is what a float dtype is for
+    if lost.any():
+        raise ValueError(
+            f"the feature value {float(values[lost][0])!r} does not fit dtype="
+            f"{np.dtype(dtype).name}: "
+            "give a wider dtype (e.g. np.float64) or scale the values"
+        )
+    return cast
 
 
 def _with_named_errors(vectorise, tokens, lengths):
@@ -151,7 +168,7 @@ def _with_named_errors(vectorise, tokens, lengths):
         _check_token_dicts(tokens, lengths)
     try:
         return vectorise(tokens)
-    except (TypeError, ValueError) as error:
+    except (TypeError, ValueError, OverflowError) as error:
         raise ValueError(f"the token dicts could not be vectorised: {error}") from error
 
 

@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import f1_score
 
+from pmap_sklearn import SequenceVectorizer
 from pmap_sklearn.metrics import (
     entity_f1_score,
     entity_spans,
@@ -247,3 +248,14 @@ def test_integer_photos_beyond_8_bit_need_uint16():
     photo = np.full((6, 6, 3), 1000, dtype=np.int64)
     with pytest.raises(ValueError, match="give 16-bit photos as uint16"):
         SuperpixelGraphs().transform([photo], segments=[np.zeros((6, 6), int)])
+
+
+# ---- sequence vectoriser: a dtype that cannot hold the values -------------------------------
+@pytest.mark.parametrize("dtype, value", [(np.int8, 1000), (np.int16, 0.5), (np.float32, 1e300)])
+def test_sequence_vectorizer_refuses_values_its_dtype_cannot_hold(dtype, value):
+    with pytest.raises(ValueError, match=f"does not fit dtype={np.dtype(dtype).name}"):
+        SequenceVectorizer(dtype=dtype).fit_transform([[{"a": value, "w": "x"}]])
+    vectorizer = SequenceVectorizer(dtype=dtype).fit([[{"a": 1, "w": "x"}]])
+    with pytest.raises(ValueError, match="does not fit"):
+        vectorizer.transform([[{"a": value}]])
+    assert vectorizer.transform([[{"a": 7}]])[0].toarray().tolist() == [[7, 0]]
