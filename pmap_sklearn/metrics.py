@@ -191,12 +191,20 @@ def class_weight_by_code(class_weight, classes) -> np.ndarray | str | None:
     per_label = np.ones(len(classes))
     for label, weight in class_weight.items():
         if not (
-            isinstance(weight, int | float | np.number) and np.isfinite(weight) and weight >= 0
+            isinstance(weight, int | float | np.number)
+            and not isinstance(weight, bool | np.bool_)
+            and np.isfinite(weight)
+            and weight >= 0
         ):
             raise ValueError(
                 f"class_weight[{label!r}] = {weight!r}: weights must be finite numbers >= 0"
             )
         per_label[position[label]] = weight
+    if not per_label.any():
+        raise ValueError(
+            f"class_weight gives every class weight 0 ({class_weight!r}): nothing would be "
+            "learned; give at least one class a positive weight"
+        )
     return per_label
 
 

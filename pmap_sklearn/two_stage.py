@@ -23,7 +23,8 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from ._labels import unknown_mask
-from ._utils import NumberInterval, check_generator, stack_rows
+from ._utils import NumberInterval, check_generator, check_probabilities, stack_rows
+from .metrics import class_weight_by_code
 from .multilabel import MultiLabelStructure
 from .perturb_map import PerturbMAPCRF
 from .preprocessing import _node_features
@@ -131,7 +132,7 @@ class TwoStageCRF(MetaEstimatorMixin, BaseEstimator):
             HasMethods(["split", "get_n_splits"]),
         ],
         "min_proba": [NumberInterval(Real, 0, 1, closed="neither")],
-        "random_state": ["random_state"],
+        "random_state": ["random_state", np.random.Generator],
         "n_jobs": [None, NumberInterval(Integral, None, None, closed="neither")],
         "unknown_label": "no_validation",
         "ignore_label": "no_validation",
@@ -192,9 +193,7 @@ class TwoStageCRF(MetaEstimatorMixin, BaseEstimator):
         self : object
             The fitted estimator.
         """
-        structure = (self.crf if self.crf is not None else PerturbMAPCRF()).get_params()[
-            "structure"
-        ]
+        structure = self._structure()
         if isinstance(structure, MultiLabelStructure):
             raise ValueError(
                 "TwoStageCRF classifies each node from its own features; the nodes of "
@@ -209,7 +208,7 @@ class TwoStageCRF(MetaEstimatorMixin, BaseEstimator):
                 f"TwoStageCRF needs at least 2 samples for its out-of-fold probabilities, got "
                 f"{len(X)}"
             )
-        features, offsets = self._stacked_features(X)
+        features, offsets = self._stacked_features(X, self._grids())
         labels = self._flat_labels(X, y, offsets)
         known = ~unknown_mask(labels, (self.unknown_label, self.ignore_label))
         if not known.any():
@@ -219,6 +218,7 @@ class TwoStageCRF(MetaEstimatorMixin, BaseEstimator):
             raise ValueError(
                 f"y holds {len(classes)} class {list(classes)}: at least two are needed"
             )
+        class_weight_by_code(self.class_weight, classes)  # both stages' weights, checked once
         jobs = Parallel(n_jobs=self.n_jobs)(
             delayed(_fold_probabilities)(
                 self._classifier(), features, labels, known, offsets, train, test, classes
@@ -248,7 +248,7 @@ class TwoStageCRF(MetaEstimatorMixin, BaseEstimator):
         """
         check_is_fitted(self, "crf_")
         X = list(X)
-        features, offsets = self._stacked_features(X)
+        features, offsets = self._stacked_features(X, self._grids())
         if features.shape[1] != self.n_features_in_:
             raise ValueError(
                 f"X has {features.shape[1]} node features, but {type(self).__name__} is "
@@ -338,7 +338,14 @@ class TwoStageCRF(MetaEstimatorMixin, BaseEstimator):
                 )
         samples = np.arange(n_samples)
         if not isinstance(self.cv, Integral):  # a scikit-learn splitter
-            folds = list(self.cv.split(samples, groups=groups))
+            try:
+                folds = list(self.cv.split(samples, groups=groups))
+            except TypeError as error:  # e.g. StratifiedKFold: split() needs y
+                raise ValueError(
+                    f"cv={self.cv!r} cannot split the samples ({error}): TwoStageCRF splits "
+                    "whole samples, which have no single class to stratify on; use KFold, "
+                    "GroupKFold (with groups=...) or an int"
+                ) from None
         elif groups is None:
             seed = check_generator(self.random_state).integers(2**31)
             folds = list(
@@ -353,11 +360,26 @@ class TwoStageCRF(MetaEstimatorMixin, BaseEstimator):
                 )
             folds = list(GroupKFold(min(self.cv, n_groups)).split(samples, groups=groups))
         held_out = [np.asarray(test, dtype=np.intp) for _, test in folds]
-        if len(folds) < 2 or not np.array_equal(np.sort(np.concatenate(held_out)), samples):
+        if len(folds) < 2 or not np.array_equal(np.sort(np.concatenate(held_out or [[]])), samples):
             raise ValueError(
                 f"cv={self.cv!r} does not partition the samples into test folds (each sample "
                 f"held out exactly once, at least 2 folds): use KFold, GroupKFold or an int"
             )
+        for k, (train, test) in enumerate(folds):
+            train = np.asarray(train, dtype=np.intp)
+            if len(train) == 0:
+                raise ValueError(
+                    f"cv={self.cv!r}: fold {k} has no training sample, so stage one has "
+                    "nothing to learn its out-of-fold probabilities from; give a splitter whose "
+                    "train folds hold samples (KFold, GroupKFold or an int)"
+                )
+            if np.intersect1d(train, test).size:
+                raise ValueError(
+                    f"cv={self.cv!r}: fold {k} trains on samples it tests (e.g. sample "
+                    f"{np.intersect1d(train, test)[0]}), so stage two would learn from "
+                    "in-sample probabilities; give a splitter whose train and test folds are "
+                    "disjoint (KFold, GroupKFold)"
+                )
         return folds
 
     def _classifier(self):
@@ -396,16 +418,30 @@ class TwoStageCRF(MetaEstimatorMixin, BaseEstimator):
             crf.set_params(structure=structure.set_params(unary="scaled", bias=False))
         return self._with_class_weight(crf)
 
+    def _structure(self):
+        """Stage two's ``structure`` parameter, or an error naming what ``crf`` must be."""
+        crf = self.crf if self.crf is not None else PerturbMAPCRF()
+        params = crf.get_params(deep=False)
+        if "structure" not in params:
+            raise ValueError(
+                f"crf must be a structured learner of this library (with a structure "
+                f"parameter, e.g. PerturbMAPCRF('grid')), got {type(crf).__name__}; to "
+                "transform the node features first, put the transformer in front of "
+                "TwoStageCRF: make_pipeline(NodeTransformer(...), TwoStageCRF(...))"
+            )
+        return params["structure"]
+
     def _grids(self) -> bool:
-        structure = (self.crf if self.crf is not None else PerturbMAPCRF()).get_params()[
-            "structure"
-        ]
-        return isinstance(check_structure(structure), GridStructure)
+        return isinstance(check_structure(self._structure()), GridStructure)
 
     @staticmethod
-    def _stacked_features(X):
-        """The node features of all samples stacked (n_nodes, F), and each sample's offset."""
-        blocks = [_node_features(x, i) for i, x in enumerate(X)]
+    def _stacked_features(X, grids: bool = False):
+        """The node features of all samples stacked (n_nodes, F), and each sample's offset;
+        with ``grids`` a 2-D sample is a grey image (H, W), one feature per pixel."""
+        blocks = [
+            _node_features(np.asarray(x)[..., None] if grids and np.ndim(x) == 2 else x, i)
+            for i, x in enumerate(X)
+        ]
         widths = {b.shape[1] for b in blocks}
         if len(widths) > 1:
             raise ValueError(
@@ -451,7 +487,9 @@ class TwoStageCRF(MetaEstimatorMixin, BaseEstimator):
 def _aligned(classifier, features, classes) -> np.ndarray:
     """``classifier.predict_proba(features)`` with one column per class of ``classes`` (0 for
     a class the classifier never saw)."""
-    proba = classifier.predict_proba(features)
+    proba = check_probabilities(
+        classifier.predict_proba(features), f"{type(classifier).__name__}.predict_proba's output"
+    )
     out = np.zeros((proba.shape[0], len(classes)))
     out[:, np.searchsorted(classes, classifier.classes_)] = proba
     return out
