@@ -644,10 +644,19 @@ class ContinuousLogSupermodularDenoiser(BaseEstimator):
         self.group_weights_ = state.estimate
         self.n_iter_ = state.n_iter
         if not self.group_weights_.any():
+            # the weights are in units of 1 / Δ: far from unit scale they can underflow to 0
+            extreme = not 1e-100 < step < 1e100
             warnings.warn(
                 "the learned prior is all zero (uniform on the box |α| <= U), so it does not "
-                "denoise: every group needs many training signals. With one image, set "
-                "patch_size to learn from its patches",
+                "denoise: "
+                + (
+                    f"the signals' scale (level step {step:.3g}) puts the weights, in units of "
+                    "1 / step, beyond double precision; scale the signals (and noise_std) to "
+                    "about unit size"
+                    if extreme
+                    else "every group needs many training signals. With one image, set "
+                    "patch_size to learn from its patches"
+                ),
                 ConvergenceWarning,
                 stacklevel=3,
             )

@@ -20,6 +20,7 @@ from scipy import sparse
 from scipy.special import softmax
 from sklearn.utils import check_scalar
 
+from .._utils import NonFiniteError
 from .base import Marginals, Solver
 from .capabilities import Capabilities, PairwiseKind
 from .messages import colour_nodes, pairwise_statistics
@@ -48,6 +49,31 @@ class MeanFieldModel:
         else:
             self.tables = np.ascontiguousarray(potentials.edge_tables())
             self.first, self.second = potentials.edge_ends
+        self._check_range()
+
+    def _check_range(self) -> None:
+        """Refuse scores whose fields :meth:`field` could overflow: every field is at most
+        ``max_k |u_d(k)| + Σ_j max_kl |t_dj(k, l)|`` in absolute value, and past double
+        precision's range the iterations turn into NaN. A score of −inf forbids a label (a
+        clamp) and is left out."""
+
+        def size(scores):
+            return np.where(np.isneginf(scores), 0.0, np.abs(scores))
+
+        with np.errstate(over="ignore", invalid="ignore"):
+            bound = size(self.unary).max(axis=1, initial=0.0)
+            if self.potts:
+                bound = bound + abs(self.adjacency) @ np.ones(len(bound))
+            elif len(self.edges):
+                largest = size(self.tables).max(axis=(1, 2))
+                bound = bound + self.first @ largest + self.second @ largest
+            finite = np.isfinite(bound).all() and bound.max(initial=0.0) < 1e300
+        if not finite:
+            raise NonFiniteError(
+                "the scores are too large for mean field (a node's unary and pairwise scores "
+                f"add up to {bound.max():.3g}, beyond double precision's range): scale the "
+                "features (e.g. with NodeTransformer(StandardScaler())) or regularise more"
+            )
 
     def neighbours(self, rows: np.ndarray) -> np.ndarray:
         """``Σ_j Σ_l t_dj(k, l) rows_j(l)`` of every node d, (n, K): what its neighbours'
@@ -144,25 +170,33 @@ class MeanFieldSolver(Solver):
         Updates of every node (parallel) or sweeps over the colour classes (sequential).
     damping : float, default=0.0
         Share of the previous iterate kept at each update, in [0, 1).
-    schedule : {"parallel", "sequential"}, default="parallel"
-        Every node at once from the previous iterate, or one colour class of a proper colouring
-        at a time from the freshest neighbours (never increases the free energy).
+    schedule : {"sequential", "parallel"}, default="sequential"
+        One colour class of a proper colouring at a time from the freshest neighbours (never
+        increases the free energy), or every node at once from the previous iterate (what
+        CRF as RNN unrolls, :class:`~pmap_sklearn.MeanFieldCRF`'s model). On strongly coupled
+        models parallel updates oscillate between labellings and may stop at a poor one: on
+        random attractive chains (Potts weight 5, K = 2) their argmax scores 26 below the MAP
+        on average against 5.5 for sequential updates, which cost 2-3 times as much per
+        iteration.
     """
 
     name = "mean_field"
     capabilities = Capabilities(
         marginals=True,
-        map_quality="approximate: the argmax of the mean-field marginals (locks into one mode "
-        "on strongly coupled models)",
+        map_quality="approximate: the argmax of the mean-field marginals (sequential updates "
+        "lock into one mode of a strongly coupled model, not always the best; parallel updates "
+        "can oscillate between labellings)",
     )
 
-    def __init__(self, n_iterations: int = 10, damping: float = 0.0, schedule: str = "parallel"):
+    def __init__(self, n_iterations: int = 10, damping: float = 0.0, schedule: str = "sequential"):
         self.n_iterations = check_scalar(n_iterations, "n_iterations", Integral, min_val=0)
         if isinstance(n_iterations, bool):
             raise ValueError("n_iterations must be an int, got a bool")
         self.damping = check_scalar(
             damping, "damping", Real, min_val=0.0, max_val=1.0, include_boundaries="left"
         )
+        if not np.isfinite(damping):  # NaN passes every comparison
+            raise ValueError(f"damping must be a number in [0, 1), got {damping!r}")
         if schedule not in ("parallel", "sequential"):
             raise ValueError(f"schedule must be 'parallel' or 'sequential', got {schedule!r}")
         self.schedule = schedule
@@ -186,7 +220,7 @@ class MeanFieldSolver(Solver):
         if self.schedule == "parallel":
             return model, unrolled(model, self.n_iterations, self.damping)[-1]
         colours = colour_nodes(potentials.n_nodes, potentials.edges)
-        classes = [np.flatnonzero(colours == c) for c in range(colours.max() + 1)]
+        classes = [np.flatnonzero(colours == c) for c in range(colours.max(initial=-1) + 1)]
         q = softmax(model.unary, axis=1)
         for _ in range(self.n_iterations):
             for nodes in classes:
@@ -229,7 +263,7 @@ class MeanFieldSolver(Solver):
         -------
         ndarray of shape (n_nodes,)
         """
-        if potentials.n_nodes == 0:
+        if isinstance(potentials, Potentials) and potentials.n_nodes == 0:
             return np.zeros(0, dtype=np.intp)
         return self._iterate(potentials, clamp)[1].argmax(axis=1)
 
