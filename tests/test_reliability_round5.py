@@ -27,7 +27,7 @@ from pmap_sklearn import (
 )
 from pmap_sklearn._backend.chain import ChainSolver
 from pmap_sklearn._utils import NonFiniteError
-from pmap_sklearn.datasets import make_chain_data, make_grid_data
+from pmap_sklearn.datasets import load_camvid, load_conll2002, make_chain_data, make_grid_data
 from pmap_sklearn.metrics import (
     entity_f1_score,
     entity_spans,
@@ -436,3 +436,29 @@ def test_mean_field_crf_asks_to_scale_huge_features(chains, scale):
             MeanFieldCRF("chain", max_iter=2, random_state=0).fit([x * scale for x in X], Y)
         except NonFiniteError:  # scores beyond double precision are refused after the warning
             pass
+
+
+# ---- loaders: arguments read as something else ----------------------------------------------
+def test_load_camvid_refuses_one_index_without_a_list(tmp_path):
+    for split in ("train", "val", "test"):
+        for folder in (split, f"{split}annot"):
+            (tmp_path / folder).mkdir()
+            (tmp_path / folder / "0001.png").write_bytes(b"")
+    with pytest.raises(ValueError, match=r"indices must be a sequence of ints \(e.g. \[0\]"):
+        load_camvid("train", tmp_path, indices=0, cache=False)
+
+
+def test_load_conll2002_reports_the_files_language_and_split(tmp_path):
+    file = tmp_path / "ned.testa"
+    file.write_text("De Art O\nKoning N B-PER\n")
+    loaded = load_conll2002(path=file)  # the file's language and split, not the defaults
+    assert (loaded.language, loaded.split) == ("ned", "testa")
+    assert load_conll2002("ned", "testa", path=file).tags == [["O", "B-PER"]]
+    with pytest.raises(ValueError, match=r"ned.testa file but split='testb'.*split='testa'"):
+        load_conll2002(split="testb", path=file)
+    with pytest.raises(ValueError, match=r"ned.testa file but language='esp'"):
+        load_conll2002("esp", path=file)
+    other = tmp_path / "my_sentences.txt"  # a name that says nothing: the language asked
+    other.write_text("El DA O\n")
+    assert load_conll2002("esp", "testb", path=other).split == "testb"
+    assert load_conll2002(path=tmp_path / "ned.testa").language == "ned"

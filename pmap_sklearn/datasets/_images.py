@@ -29,6 +29,10 @@ def _select(items: list, indices, what: str) -> list:
     """``items[i]`` for i in ``indices`` (all when None), or a ValueError naming the bad one."""
     if indices is None:
         return items
+    if np.ndim(indices) != 1 or isinstance(indices, str):
+        raise ValueError(
+            f"indices must be a sequence of ints (e.g. [0] or [0, 5]), got {indices!r}"
+        )
     chosen = []
     for i in indices:
         if isinstance(i, bool) or not isinstance(i, int | np.integer):
