@@ -123,6 +123,8 @@ def balanced_node_weights(label_distribution, node_sizes=None) -> np.ndarray:
     if dist.ndim == 1:
         labels = dist.astype(np.intp)
         dist = onehot(labels, max(labels.max() + 1, 2))
+    else:
+        dist = check_probabilities(dist, "label_distribution")
     sizes = np.ones(len(dist)) if node_sizes is None else np.asarray(node_sizes, dtype=float)
     return balanced_weights_batch(dist, sizes, np.zeros(len(dist), dtype=np.intp))
 

@@ -273,6 +273,11 @@ class NodeTransformer(
     ----------
     transformer : transformer
         Any scikit-learn transformer (cloned at fit).
+    images : bool, default=False
+        Whether the samples are images: then a 2-D sample is a grey image (H, W), one feature
+        per pixel, as :class:`~pmap_sklearn.GridStructure` reads it (and comes back as
+        (H, W, F')). By default a 2-D sample is a chain (D, F) of D nodes with F features —
+        grey images then need ``images=True`` or the shape (H, W, 1).
 
     Attributes
     ----------
@@ -292,10 +297,25 @@ class NodeTransformer(
     [(2, 2), (1, 2)]
     """
 
-    _parameter_constraints: dict = {"transformer": [HasMethods(["fit", "transform"])]}
+    _parameter_constraints: dict = {
+        "transformer": [HasMethods(["fit", "transform"])],
+        "images": ["boolean"],
+    }
 
-    def __init__(self, transformer):
+    def __init__(self, transformer, *, images=False):
         self.transformer = transformer
+        self.images = images
+
+    def _features(self, sample, index: int):
+        """The node features of a sample; with ``images``, a 2-D sample is a grey image."""
+        if self.images and not isinstance(sample, GraphSample) and np.ndim(sample) == 2:
+            sample = np.asarray(sample)[..., None]
+        return _node_features(sample, index)
+
+    def _with_features(self, sample, features):
+        if self.images and not isinstance(sample, GraphSample) and np.ndim(sample) == 2:
+            return features.reshape(np.shape(sample) + (-1,))
+        return _with_node_features(sample, features)
 
     @_fit_context(prefer_skip_nested_validation=False)
     def fit(self, X, y=None):
@@ -312,7 +332,7 @@ class NodeTransformer(
         """
         if len(X) == 0:
             raise ValueError("X is empty: at least one sample is needed")
-        stacked = stack_rows([_node_features(x, i) for i, x in enumerate(X)])
+        stacked = stack_rows([self._features(x, i) for i, x in enumerate(X)])
         self.transformer_ = clone(self.transformer).fit(stacked)
         self.n_features_in_ = stacked.shape[1]
         return self
@@ -351,12 +371,12 @@ class NodeTransformer(
             Each sample with its node features transformed (same kind as the input sample).
         """
         check_is_fitted(self, "transformer_")
-        features = [_node_features(x, i) for i, x in enumerate(X)]
+        features = [self._features(x, i) for i, x in enumerate(X)]
         if not features:
             return []
         lengths = [f.shape[0] for f in features]
         transformed = _split_rows(self.transformer_.transform(stack_rows(features)), lengths)
-        return [_with_node_features(x, f) for x, f in zip(X, transformed, strict=True)]
+        return [self._with_features(x, f) for x, f in zip(X, transformed, strict=True)]
 
 
 class SequenceVectorizer(

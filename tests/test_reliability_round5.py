@@ -18,6 +18,7 @@ from sklearn.preprocessing import StandardScaler
 from pmap_sklearn import (
     MarginalPerturbMAPCRF,
     MeanFieldCRF,
+    NodeTransformer,
     PerturbMAPCRF,
     PiecewiseCRF,
     Potentials,
@@ -29,6 +30,7 @@ from pmap_sklearn._backend.chain import ChainSolver
 from pmap_sklearn._utils import NonFiniteError
 from pmap_sklearn.datasets import load_camvid, load_conll2002, make_chain_data, make_grid_data
 from pmap_sklearn.metrics import (
+    balanced_node_weights,
     entity_f1_score,
     entity_spans,
     expected_calibration_error,
@@ -63,6 +65,14 @@ def test_one_flat_sequence_is_refused_not_read_as_samples(metric):
 def test_ece_refuses_what_is_not_a_probability(proba, message):
     with pytest.raises(ValueError, match=message):
         expected_calibration_error([[0, 1]], proba)
+
+
+def test_balanced_node_weights_take_distributions_only():
+    with pytest.raises(ValueError, match="label_distribution: row 1 sums to 2"):
+        balanced_node_weights([[1.0, 0.0], [1.0, 1.0]])
+    np.testing.assert_allclose(
+        balanced_node_weights([[1.0, 0.0], [0.0, 1.0]]), balanced_node_weights([0, 1])
+    )
 
 
 def test_ece_refuses_ragged_classes_and_takes_any_number_of_bins():
@@ -462,3 +472,17 @@ def test_load_conll2002_reports_the_files_language_and_split(tmp_path):
     other.write_text("El DA O\n")
     assert load_conll2002("esp", "testb", path=other).split == "testb"
     assert load_conll2002(path=tmp_path / "ned.testa").language == "ned"
+
+
+def test_node_transformer_reads_grey_images_when_told():
+    rng = np.random.default_rng(0)
+    grey = [rng.random((6, 5)) * 10 + 3 for _ in range(3)]
+    scaled = NodeTransformer(StandardScaler(), images=True).fit_transform(grey)
+    as_channel = NodeTransformer(StandardScaler()).fit_transform([g[..., None] for g in grey])
+    for a, b in zip(scaled, as_channel, strict=True):
+        assert a.shape == (6, 5, 1)
+        np.testing.assert_allclose(a, b)
+    pooled = np.concatenate([s.ravel() for s in scaled])  # one feature over every pixel
+    assert abs(pooled.mean()) < 1e-12 and abs(pooled.std() - 1) < 1e-12
+    chains = NodeTransformer(StandardScaler()).fit_transform(grey)  # (D, F) chains by default
+    assert chains[0].shape == (6, 5)
