@@ -168,8 +168,8 @@ html_css_files = ["custom.css"]
 # pages with no sub-pages have nothing to show in the left sidebar
 html_sidebars = {"getting_started": [], "api": []}
 
-# Examples on the shared data (OCR, horses, treebank, CoNLL-2002, CamVid) leave the gallery
-# without it.
+# Examples on the shared data (OCR, horses, treebank, CoNLL-2002, CamVid, Mulan's multi-label
+# sets) leave the gallery without it.
 _NEEDS = {
     "plot_ocr_words": "ocr/letter.data.gz",
     "plot_horse_segmentation": "weizmann_horse/rgb",
@@ -179,6 +179,7 @@ _NEEDS = {
     "plot_crfsuite_tutorial": "conll2002/esp.train.gz",
     "plot_sparse_l1": "conll2002/esp.train.gz",
     "plot_scene_segmentation": "camvid/testannot",
+    "plot_multilabel_classification": "multilabel/scene-train.arff.gz",
 }
 _MISSING = [
     name

@@ -50,7 +50,11 @@ def _needs(code):
     """Skip reasons of a block: the shared data or an optional package it uses."""
     if ("load_weizmann" in code or "load_ocr" in code) and shared_data_root() is None:
         pytest.skip("the block needs the shared data (set PMAP_SKLEARN_DATA)")
-    for loader, folder in (("load_conll2002", "conll2002"), ("load_ud_treebank", "ud_english_ewt")):
+    for loader, folder in (
+        ("load_conll2002", "conll2002"),
+        ("load_ud_treebank", "ud_english_ewt"),
+        ("load_multilabel", "multilabel"),
+    ):
         if loader in code and not any((root / folder).is_dir() for root in candidate_roots()):
             pytest.skip(f"the block needs the shared data's {folder}/ (set PMAP_SKLEARN_DATA)")
     if "dask" in code:
