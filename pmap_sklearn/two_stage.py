@@ -65,7 +65,8 @@ class TwoStageCRF(MetaEstimatorMixin, BaseEstimator):
         most the number of samples, or of groups), shuffled with ``random_state``, or
         :class:`~sklearn.model_selection.GroupKFold`'s when ``fit`` is given ``groups``. A
         splitter (e.g. ``GroupKFold(3)``) is called as ``cv.split(samples, groups=groups)``;
-        its test folds must hold every sample exactly once.
+        its test folds must hold every sample exactly once, and no train fold a sample of its
+        test fold. Splitters that need one class per sample (``StratifiedKFold``) do not apply.
     min_proba : float, default=1e-6
         ε: probabilities are floored at it before the log, so a class the classifier rules out
         costs a finite score.
