@@ -155,7 +155,8 @@ def superpixel_sample(
     Parameters
     ----------
     image : array-like of shape (H, W, 3) or (H, W)
-        RGB (or grey) photo: floats in [0, 1] or integers (uint8 as read).
+        RGB (or grey) photo: floats in [0, 1] or integers as read (8-bit types over 255, 16-bit
+        types over 65535, wider integer types as 8-bit).
     segments : array-like of int of shape (H, W)
         Superpixel index of each pixel (any integers; relabelled 0..n-1).
     filter_bank : bool, default=True
@@ -361,7 +362,8 @@ class SuperpixelGraphs(TransformerMixin, BaseEstimator):
         Parameters
         ----------
         X : sequence of array-like of shape (H, W, 3) or (H, W)
-            Photos (floats in [0, 1] or integers as read).
+            Photos (floats in [0, 1] or integers as read: 8-bit types over 255, 16-bit types
+            over 65535, wider integer types as 8-bit).
         segments : sequence of int arrays of shape (H, W), optional
             Superpixel maps to use instead of SLIC's (any segmentation), one per photo.
 
