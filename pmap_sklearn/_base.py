@@ -12,7 +12,9 @@ the stacked batch to the estimator's optimiser through these hooks:
   ``_targets(batch, labels, w_supervised, rng)`` (by default the MAP fills them in);
 - ``_set_fitted_attributes(state)``: optimiser-specific fitted attributes.
 
-A fit that raises leaves a fitted estimator exactly as it was. Prediction (MAP or marginal
+A fit that raises leaves a fitted estimator exactly as it was. A warm start continues the fit
+state only on the data and parameters it was fitted on (``_warm_start_depends_on``), and
+otherwise fits afresh. Prediction (MAP or marginal
 decoding), marginals, potentials and scoring are shared. :class:`BaseStructuredSGD` adds the
 double-SGD engine: a perturb-and-MAP learner only says what its stochastic gradient is
 (``_make_oracle``).
@@ -38,7 +40,7 @@ from . import _sgd
 from ._backend import GraphKind, Potentials, check_capabilities
 from ._labels import as_samples, encode, without_ignored
 from ._parallel import N_JOBS_CONSTRAINT, single_blas_thread, uses_workers
-from ._state import compact_attributes, expand_attributes
+from ._state import compact_attributes, expand_attributes, fingerprint
 from ._utils import NumberInterval, check_generator, release_freed_memory
 from .metrics import mean_hamming_loss
 from .multilabel import MultiLabelStructure
@@ -121,6 +123,17 @@ class BaseStructuredEstimator(BaseEstimator):
     _perturbation = "gumbel"
     #: Whether the optimiser learns structures with hidden states (a label a set of states).
     _learns_hidden_states = False
+    #: The parameters a warm start's state depends on (those the estimator has): a warm start
+    #: after a change of one of them, or of the training data, fits afresh (:meth:`_fitted_on`).
+    _warm_start_depends_on: tuple = (
+        "structure",
+        "alpha",
+        "l1_ratio",
+        "class_weight",
+        "loss",
+        "unknown_label",
+        "ignore_label",
+    )
     #: What ``alpha="auto"`` means with dense features (learners that accept ``"auto"``).
     _dense_alpha: float | None = None
     #: ``alpha="auto"`` on multi-label data (:class:`~pmap_sklearn.MultiLabelStructure`; None:
@@ -186,7 +199,13 @@ class BaseStructuredEstimator(BaseEstimator):
     def _fit(self, X, y):
         self._check_fit_parameters()
         vars(self).pop("marginal_temperature_", None)  # fitted for the weights being replaced
-        warm = self.warm_start and hasattr(self, "_state")
+        fitted_on = self._fitted_on(X, y) if self.warm_start else {}
+        warm = (
+            self.warm_start
+            and hasattr(self, "_state")
+            and None not in fitted_on.values()
+            and self._state.fitted_on == fitted_on
+        )
         structure = self.structure_ if warm else self._make_structure()
         X, y = structure.check_input(X, y, getattr(self, "ignore_label", None))
         X, y = self._without_ignored(X, y, structure)
@@ -212,12 +231,24 @@ class BaseStructuredEstimator(BaseEstimator):
         if not warm:
             state = self._new_state(rng)
         state = self._fit_batch(batch, labels, state, rng)
+        state.fitted_on = fitted_on
         self._state = state
         self.coef_ = state.estimate.copy()
         self.n_iter_ = state.n_iter
         self._set_fitted_attributes(state)
         self.n_features_in_ = structure.n_features_in_
         return self
+
+    def _fitted_on(self, X, y) -> dict:
+        """The fingerprints of what a warm start's state depends on: the training data (``X``
+        and ``y`` as given) and the parameters of :attr:`_warm_start_depends_on`. A warm start
+        continues the state only when they are those of the last fit (made with
+        ``warm_start=True``); otherwise it fits afresh, as ``warm_start=False`` does: BCFW's
+        dual blocks are those of other samples, the SGD average and step sizes those of another
+        objective, the structure's solver that of other parameters."""
+        params = self.get_params(deep=False)
+        depends_on = {name: params[name] for name in self._warm_start_depends_on if name in params}
+        return {"data": fingerprint((X, y)), "parameters": fingerprint(depends_on)}
 
     def _without_ignored(self, X, y, structure: BaseStructure):
         """``X, y`` without the ``ignore_label`` nodes (see :func:`without_ignored`)."""

@@ -4,7 +4,9 @@ A learner's ``_new_state`` makes one and its optimiser updates it in place; ``fi
 on a warm start (so a failed fit changes nothing), reads ``estimate`` into ``coef_`` and
 ``n_iter`` into ``n_iter_``, and the estimator turns ``history`` into its fitted curves.
 Optimisers with more to keep (SGD's schedule position and average, BCFW's dual blocks) extend
-it.
+it. ``fitted_on`` records what the state was fitted on (the fingerprints of the training data
+and of the parameters the state depends on): a warm start continues the state only when they
+are unchanged (:func:`fingerprint`).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass, field, fields
 
+import joblib
 import numpy as np
 
 
@@ -29,12 +32,16 @@ class FitState:
         Iterations (epochs, rounds) of the last run.
     history : dict of str to list
         Per-iteration records by name (objective values, bounds, gaps, step sizes).
+    fitted_on : dict
+        The fingerprints (:func:`fingerprint`) of the training data and of the parameters the
+        state depends on; empty when the fit did not record them (``warm_start=False``).
     """
 
     coef: np.ndarray
     rng: np.random.Generator | None = None
     n_iter: int = 0
     history: dict = field(default_factory=dict)
+    fitted_on: dict = field(default_factory=dict)
 
     @property
     def estimate(self) -> np.ndarray:
@@ -49,6 +56,16 @@ class FitState:
     def recorded(self, name: str) -> list:
         """The history of ``name`` (empty if never recorded)."""
         return list(self.history.get(name, []))
+
+
+def fingerprint(value) -> str | None:
+    """A digest of ``value``'s content (arrays by their bytes, objects by their pickle), to tell
+    whether a warm start sees the data and parameters its state was fitted on; None when the
+    value cannot be digested (a generator), which never matches."""
+    try:
+        return joblib.hash(value)
+    except Exception:  # noqa: BLE001 - anything that cannot be pickled cannot be compared
+        return None
 
 
 #: Pickles store a float array by its non-zeros when at most this share of it is non-zero (an

@@ -104,7 +104,11 @@ class EpsilonCRF(BaseStructuredEstimator):
     n_message_sweeps : int, default=1
         Passes of Lemma 1 over all nodes per weight step.
     warm_start : bool, default=False
-        Continue from the previous ``coef_``.
+        Continue from the previous ``coef_`` on the same data (``X`` and ``y``) and parameters, when
+        the previous fit was made with ``warm_start=True``; after a change of the data or of
+        ``structure``, ``epsilon``, ``loss``, ``counting_numbers``, ``alpha``, ``unknown_label`` or
+        ``ignore_label``, a warm start fits afresh (as ``warm_start=False`` does): the state belongs
+        to the last fit's objective.
     n_jobs : int or None, default=None
         Processes for the structure's MAP solver with ``predict(X, decoding="map")``; the
         message passing itself is vectorised over the whole batch.
@@ -169,6 +173,11 @@ class EpsilonCRF(BaseStructuredEstimator):
         "n_message_sweeps": [NumberInterval(Integral, 1, None, closed="left")],
     }
     _marginal_methods = ("beliefs",)
+    _warm_start_depends_on = (
+        *BaseStructuredEstimator._warm_start_depends_on,
+        "epsilon",
+        "counting_numbers",
+    )
 
     def __init__(
         self,

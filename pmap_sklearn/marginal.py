@@ -99,7 +99,12 @@ class MarginalPerturbMAPCRF(BaseStructuredSGD):
     validation_fraction : float, default=0.1
         Fraction of the samples held out with ``early_stopping``.
     warm_start : bool, default=False
-        Continue from the previous fit (weights, schedule position and average).
+        Continue the previous fit (weights, schedule position and average, random stream) on the
+        same data (``X`` and ``y``) and parameters, when the previous fit was made with
+        ``warm_start=True``; after a change of the data or of ``structure``, ``alpha``,
+        ``l1_ratio``, ``class_weight``, ``unknown_label``, ``ignore_label``, ``unlabeled_weight`` or
+        ``gumbel_reduction``, a warm start fits afresh (as ``warm_start=False`` does): the state
+        belongs to the last fit's objective.
     n_perturbations : int, default=100
         Perturbations M used by :meth:`predict_marginals` and for the marginals q of the
         unknown labels.
@@ -166,6 +171,11 @@ class MarginalPerturbMAPCRF(BaseStructuredSGD):
     #: CV on yeast and scene's training splits (node-averaged: about 0.1 over their labels)
     _multilabel_alpha = 0.03
     _learns_hidden_states = True
+    _warm_start_depends_on = (
+        *BaseStructuredSGD._warm_start_depends_on,
+        "unlabeled_weight",
+        "gumbel_reduction",
+    )
     _dense_max_iter, _dense_tol = 100, None
     _parameter_constraints: dict = {
         **BaseStructuredSGD._parameter_constraints,

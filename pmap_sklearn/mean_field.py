@@ -87,7 +87,9 @@ class MeanFieldCRF(ClassWeightedSGD):
         decided from the data); on dense features ``"auto"`` is AdaGrad for 30 epochs without a
         stopping rule (the mean-field objective has no perturbation noise).
     n_iter_no_change, early_stopping, validation_fraction, warm_start : as in PerturbMAPCRF
-        The stopping rule and warm starts, as for :class:`~pmap_sklearn.PerturbMAPCRF`.
+        The stopping rule and warm starts, as for :class:`~pmap_sklearn.PerturbMAPCRF`; a warm
+        start after a change of ``loss``, ``n_iterations`` or ``damping`` (the structure's
+        solver is that mean field) fits afresh too.
     random_state, n_jobs, verbose, unknown_label, init, ignore_label : as in PerturbMAPCRF
         As for :class:`~pmap_sklearn.PerturbMAPCRF`.
 
@@ -137,6 +139,8 @@ class MeanFieldCRF(ClassWeightedSGD):
         "damping": [NumberInterval(Real, 0, 1, closed="left")],
     }
     _marginal_methods = ("exact",)
+    #: the structure's solver is the mean field of these: a warm start after a change fits afresh
+    _warm_start_depends_on = (*ClassWeightedSGD._warm_start_depends_on, "n_iterations", "damping")
     #: ``"auto"`` on dense features: AdaGrad for a fixed budget of 30 epochs (the objective is
     #: deterministic; on the blocky 4-class grids of ``benchmarks/multilabel.py`` 3-fold
     #: cross-validation on the training images chose AdaGrad over the 1/(α t) schedule,

@@ -153,7 +153,11 @@ class PseudoLikelihoodCRF(_LbfgsSurrogateCRF):
     n_jobs : int or None, default=None
         Processes for the graph cuts of prediction.
     warm_start : bool, default=False
-        Start from the previous ``coef_``.
+        Start from the previous ``coef_`` on the same data (``X`` and ``y``) and parameters, when
+        the previous fit was made with ``warm_start=True``; after a change of the data or of
+        ``structure``, ``alpha``, ``class_weight``, ``unknown_label`` or ``ignore_label``, a warm
+        start fits afresh (as ``warm_start=False`` does): the state belongs to the last fit's
+        objective.
     verbose : int, default=0
         Progress per L-BFGS iteration.
     unknown_label : int, float, str or None, default=-1
@@ -279,7 +283,11 @@ class PiecewiseCRF(_LbfgsSurrogateCRF):
     n_jobs : int or None, default=None
         Processes for the solver calls of prediction.
     warm_start : bool, default=False
-        Start from the previous ``coef_``.
+        Start from the previous ``coef_`` on the same data (``X`` and ``y``) and parameters, when
+        the previous fit was made with ``warm_start=True``; after a change of the data or of
+        ``structure``, ``alpha``, ``class_weight``, ``unknown_label`` or ``ignore_label``, a warm
+        start fits afresh (as ``warm_start=False`` does): the state belongs to the last fit's
+        objective.
     verbose : int, default=0
         Progress per L-BFGS iteration.
     unknown_label : int, float, str or None, default=-1
@@ -443,7 +451,11 @@ class ContrastiveDivergenceCRF(_FullBatchCRF):
     n_jobs : int or None, default=None
         Processes for the graph cuts of prediction.
     warm_start : bool, default=False
-        Continue from the previous ``coef_`` and step count.
+        Continue from the previous ``coef_`` and step count on the same data (``X`` and ``y``) and
+        parameters, when the previous fit was made with ``warm_start=True``; after a change of the
+        data or of ``structure``, ``alpha``, ``class_weight``, ``unknown_label`` or
+        ``ignore_label``, a warm start fits afresh (as ``warm_start=False`` does): the state belongs
+        to the last fit's objective.
     verbose : int, default=0
         Progress per step.
     unknown_label : int, float, str or None, default=-1
@@ -588,7 +600,11 @@ class PartClampCRF(_FullBatchCRF):
     n_jobs : int or None, default=None
         Processes for the graph cuts of MAP tightening and prediction.
     warm_start : bool, default=False
-        Start from the previous ``coef_`` (the states restart from the truth).
+        Start from the previous ``coef_`` (the states restart from the truth) on the same data
+        (``X`` and ``y``) and parameters, when the previous fit was made with ``warm_start=True``;
+        after a change of the data or of ``structure``, ``alpha``, ``class_weight``,
+        ``unknown_label`` or ``ignore_label``, a warm start fits afresh (as ``warm_start=False``
+        does): the state belongs to the last fit's objective.
     verbose : int, default=0
         Progress.
     unknown_label : int, float, str or None, default=-1

@@ -132,7 +132,11 @@ class PerturbMAPCRF(ClassWeightedSGD):
         Hold out ``validation_fraction`` of the samples and stop on their score (1 − Hamming).
     validation_fraction : float, default=0.1
     warm_start : bool, default=False
-        Continue from the previous fit (weights, schedule position and average).
+        Continue the previous fit (weights, schedule position and average, random stream) on the
+        same data (``X`` and ``y``) and parameters, when the previous fit was made with
+        ``warm_start=True``; after a change of the data or of ``structure``, ``alpha``,
+        ``l1_ratio``, ``class_weight``, ``unknown_label`` or ``ignore_label``, a warm start fits
+        afresh (as ``warm_start=False`` does): the state belongs to the last fit's objective.
     n_perturbations : int, default=100
         Perturbations M used by :meth:`predict_marginals` with ``method="perturb"`` (the
         default where the solver has no exact marginals: grids and graphs).

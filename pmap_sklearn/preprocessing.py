@@ -534,10 +534,10 @@ class SequenceVectorizer(
             )
         tokens, lengths = self._tokens(X)
         if self.n_features is not None:
-            self.vectorizer_ = FeatureHasher(
+            vectorizer = FeatureHasher(
                 self.n_features, input_type="dict", alternate_sign=False, dtype=self.dtype
             )
-            stacked = _with_named_errors(self.vectorizer_.transform, tokens, lengths)
+            stacked = _with_named_errors(vectorizer.transform, tokens, lengths)
         else:
             vectorizer = DictVectorizer(dtype=self.dtype)
             learned = _vectorise(tokens, self.dtype)
@@ -554,8 +554,8 @@ class SequenceVectorizer(
                 raise ValueError(
                     f"no feature is seen in {self.min_count} training tokens: lower min_count"
                 )
-            self.vectorizer_ = vectorizer
-        self.n_features_out_ = stacked.shape[1]
+        # the fitted vocabulary is replaced only now, when the whole fit has succeeded
+        self.vectorizer_, self.n_features_out_ = vectorizer, stacked.shape[1]
         return sparse.csr_matrix(stacked, dtype=self.dtype), lengths
 
     def transform(self, X) -> list:

@@ -229,10 +229,11 @@ class TwoStageCRF(MetaEstimatorMixin, BaseEstimator):
         probabilities = np.zeros((len(labels), len(classes)))
         for nodes, fold in jobs:
             probabilities[nodes] = fold
-        self.classes_ = classes
-        self.n_features_in_ = features.shape[1]
-        self.crf_ = self._crf().fit(self._stage_two(X, probabilities, offsets), y)
-        self.classifier_ = self._classifier().fit(features[known], labels[known])
+        crf = self._crf().fit(self._stage_two(X, probabilities, offsets), y)
+        classifier = self._classifier().fit(features[known], labels[known])
+        # the fitted model is replaced only now, when both stages have succeeded
+        self.classes_, self.n_features_in_ = classes, features.shape[1]
+        self.crf_, self.classifier_ = crf, classifier
         return self
 
     def stage_two_samples(self, X) -> list:

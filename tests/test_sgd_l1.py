@@ -258,13 +258,13 @@ def test_warm_start_continues_the_l1_state(sparse):
     twice = pickle.loads(pickle.dumps(twice))
     assert twice._state.l1_total.any()
     twice.fit(X, tags)
-    once = PerturbMAPCRF(max_iter=4, **params).fit(X, tags)
+    once = PerturbMAPCRF(max_iter=4, warm_start=True, **params).fit(X, tags)
     np.testing.assert_allclose(twice.coef_, once.coef_, rtol=1e-9, atol=1e-12)
     np.testing.assert_array_equal(twice._state.l1_total, once._state.l1_total)
     # AdaGrad's penalty due is kept by row; a warm start with a schedule keeps it by weight
     width = once.structure_.weight_row_width_
     assert once._state.l1_total.shape == (once.coef_.size // width, 1)
-    once.set_params(warm_start=True, learning_rate="constant", max_iter=1).fit(X, tags)
+    once.set_params(learning_rate="constant", max_iter=1).fit(X, tags)
     assert once._state.l1_total.shape == (once.coef_.size, 1) and (once.coef_ == 0).any()
 
 

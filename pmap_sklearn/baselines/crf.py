@@ -98,7 +98,11 @@ class ChainCRF(BaseStructuredEstimator):
         pseudo-gradient; it also stops when ten iterations gain less than L-BFGS-B's
         precision).
     warm_start : bool, default=False
-        Start from the previous ``coef_``.
+        Start from the previous ``coef_`` on the same data (``X`` and ``y``) and parameters, when
+        the previous fit was made with ``warm_start=True``; after a change of the data or of
+        ``structure``, ``alpha``, ``l1_ratio``, ``all_possible_states``, ``unknown_label`` or
+        ``ignore_label``, a warm start fits afresh (as ``warm_start=False`` does): the state belongs
+        to the last fit's objective.
     verbose : int, default=0
     unknown_label : int, float, str or None, default=-1
         The label that marks an unknown node in ``y`` (use e.g. ``"?"`` with string labels;
@@ -157,6 +161,10 @@ class ChainCRF(BaseStructuredEstimator):
     _marginal_methods = ("exact",)
     _learns_hidden_states = True
     _dense_alpha = 1e-4
+    _warm_start_depends_on = (
+        *BaseStructuredEstimator._warm_start_depends_on,
+        "all_possible_states",
+    )
     #: CV on yeast and scene's training splits, as PerturbMAPCRF (the same likelihood's scale)
     _multilabel_alpha = 0.1
 

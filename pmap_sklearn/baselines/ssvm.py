@@ -128,6 +128,12 @@ class StructuredSVM(BaseStructuredEstimator):
         Return the weighted average :math:`\bar{w} \propto \sum_k k w_k` of the primal iterates
         (BCFW-wavg of the reference, which converges much faster in the primal); it stays feasible.
     warm_start : bool, default=False
+        Continue the previous fit (BCFW's dual blocks, or the subgradient schedule; the average, the
+        random stream) on the same data (``X`` and ``y``) and parameters, when the previous fit was
+        made with ``warm_start=True``; after a change of the data or of ``structure``, ``solver``,
+        ``alpha``, ``average``, ``class_weight``, ``unknown_label`` or ``ignore_label`` (BCFW's dual
+        blocks are those of the last fit's samples), a warm start fits afresh (as
+        ``warm_start=False`` does): the state belongs to the last fit's objective.
     random_state : int, Generator, RandomState or None, default=None
         Order of the blocks.
     n_jobs : int or None, default=None
@@ -285,15 +291,9 @@ class StructuredSVM(BaseStructuredEstimator):
             return _sgd.SGDState(coef=self.structure_.project(np.zeros(size)), rng=rng)
         return BCFWState(coef=np.zeros(size), rng=rng, project=self.structure_.project)
 
-    def _check_fit_parameters(self) -> None:
-        state = getattr(self, "_state", None)
-        if self.warm_start and state is not None:
-            kind = "subgradient" if isinstance(state, _sgd.SGDState) else "bcfw"
-            if kind != self.solver:
-                raise ValueError(
-                    f"warm_start=True continues the {kind!r} solver's state: it cannot go on "
-                    f"with solver={self.solver!r} (set warm_start=False to start afresh)"
-                )
+    #: BCFW's dual blocks and both solvers' averages belong to the solver, the averaging and
+    #: the samples of the last fit: a warm start after a change fits afresh
+    _warm_start_depends_on = (*BaseStructuredEstimator._warm_start_depends_on, "solver", "average")
 
     def _set_fitted_attributes(self, state) -> None:
         if isinstance(state, _sgd.SGDState):
