@@ -38,7 +38,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from . import _sgd
 from ._backend import GraphKind, Potentials, check_capabilities
-from ._labels import as_samples, encode, without_ignored
+from ._labels import as_samples, check_markers, encode, without_ignored
 from ._parallel import N_JOBS_CONSTRAINT, single_blas_thread, uses_workers
 from ._state import compact_attributes, expand_attributes, fingerprint
 from ._utils import NumberInterval, check_generator, release_freed_memory
@@ -208,6 +208,7 @@ class BaseStructuredEstimator(BaseEstimator):
         )
         structure = self.structure_ if warm else self._make_structure()
         X, y = structure.check_input(X, y, getattr(self, "ignore_label", None))
+        check_markers(y, unknown_label=self.unknown_label, ignore_label=self._not_counted()[-1])
         X, y = self._without_ignored(X, y, structure)
         if warm:
             state = copy.deepcopy(self._state)  # the fit continues it; a failure must not

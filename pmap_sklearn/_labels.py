@@ -16,12 +16,55 @@ def unknown_mask(values: np.ndarray, unknown_label) -> np.ndarray:
         return mask
     if unknown_label is None:
         return np.zeros(values.shape, dtype=bool)
-    textual = values.dtype.kind in "US" or (
-        values.dtype.kind == "O" and values.size and isinstance(values.flat[0], str)
-    )
-    if bool(textual) != isinstance(unknown_label, str):
+    if _textual(values) != isinstance(unknown_label, str):
         return np.zeros(values.shape, dtype=bool)
     return np.asarray(values == unknown_label, dtype=bool)
+
+
+def _textual(values: np.ndarray) -> bool:
+    """Whether label values are strings (the kind a string marker matches)."""
+    return values.dtype.kind in "US" or bool(
+        values.dtype.kind == "O" and values.size and isinstance(values.flat[0], str)
+    )
+
+
+def check_markers(y, **markers) -> None:
+    """Refuse a label marker (``unknown_label=...``, ``ignore_label=...``) that cannot match the
+    labels, by the rule labels follow: strings match strings and numbers numbers, never one the
+    other (as ``y`` may not mix them). A marker of the other kind would mark no node and the
+    nodes it was meant for would be learnt as a class (``ignore_label=11`` among the strings
+    ``"11"``), so it is an error naming the marker to give. None marks nothing, and the default
+    ``unknown_label=-1`` stands for "no unknown label" among string labels.
+
+    Parameters
+    ----------
+    y : sequence of array-like
+        One label array per sample.
+    **markers : scalar or None
+        The markers by parameter name.
+    """
+    sample = next((a for a in map(np.asarray, y) if a.size), None)
+    if sample is None:
+        return
+    textual = _textual(sample)
+    for name, marker in markers.items():
+        if marker is None or isinstance(marker, str) == textual:
+            continue
+        if name == "unknown_label" and not isinstance(marker, str) and marker == -1:
+            continue
+        if textual:
+            remedy = f"{name}={str(marker)!r}"
+        else:
+            try:
+                remedy = f"{name}={int(marker) if float(marker).is_integer() else float(marker)!r}"
+            except ValueError:
+                remedy = f"a number as {name}"
+        labels = "strings" if textual else "numbers"
+        kind = "a string" if isinstance(marker, str) else "a number"
+        raise ValueError(
+            f"{name}={marker!r} is {kind} but the labels are {labels}: it would mark no node "
+            f"(a marker matches labels of its own kind, as a label does); give {remedy}"
+        )
 
 
 def _flat(y) -> tuple[list[np.ndarray], np.ndarray]:

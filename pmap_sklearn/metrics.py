@@ -246,10 +246,40 @@ def _hamming_score(y_true, y_pred, unknown_label=-1) -> float:
     return 1.0 - mean_hamming_loss(y_true, y_pred, unknown_label)
 
 
-#: ``1 − mean_hamming_loss`` of ``estimator.predict(X)``: a scikit-learn scorer for
-#: ``GridSearchCV(scoring=hamming_scorer)`` or ``scoring={"hamming": hamming_scorer}``.
-#: ``make_scorer(_hamming_score, unknown_label="?")`` marks unknown labels otherwise.
-hamming_scorer = make_scorer(_hamming_score)
+def _scored_model(estimator):
+    """The estimator that predicts: the last step of a pipeline (of pipelines)."""
+    while hasattr(estimator, "_final_estimator"):
+        estimator = estimator._final_estimator
+    return estimator
+
+
+def _not_counted(estimator) -> tuple:
+    """The markers of the nodes a scorer leaves out, read from the estimator that predicts (the
+    last step of a pipeline), as its ``score`` leaves them out: its ``unknown_label`` (default
+    ``-1``) and its ``ignore_label``."""
+    model = _scored_model(estimator)
+    return (getattr(model, "unknown_label", -1), getattr(model, "ignore_label", None))
+
+
+def hamming_scorer(estimator, X, y) -> float:
+    """``1 − mean_hamming_loss`` of ``estimator.predict(X)``, the estimator's ``score``: a
+    scorer for ``GridSearchCV(scoring=hamming_scorer)`` or ``scoring={"hamming":
+    hamming_scorer}``.
+
+    The nodes of the estimator's ``unknown_label`` and ``ignore_label`` (those of the last
+    step of a pipeline) are not counted, as its ``score`` leaves them out.
+
+    Parameters
+    ----------
+    estimator : fitted estimator
+    X : sequence of samples
+    y : sequence of label arrays
+
+    Returns
+    -------
+    float
+    """
+    return 1.0 - mean_hamming_loss(y, estimator.predict(X), _not_counted(estimator))
 
 
 # ---- multi-label classification: (n_samples, n_labels) 0/1 arrays -------------------------------
@@ -300,7 +330,9 @@ def weighted_hamming_scorer(estimator, X, y) -> float:
     :class:`~pmap_sklearn.GraphSample`, 1 for other samples); works on pipelines too.
 
     A scorer callable ``(estimator, X, y)``: the node sizes come from the samples X, which
-    :func:`sklearn.metrics.make_scorer` scorers never see.
+    :func:`sklearn.metrics.make_scorer` scorers never see. The nodes of the estimator's
+    ``unknown_label`` and ``ignore_label`` (those of the last step of a pipeline) are not
+    counted.
 
     Parameters
     ----------
@@ -312,7 +344,9 @@ def weighted_hamming_scorer(estimator, X, y) -> float:
     -------
     float
     """
-    return 1.0 - weighted_hamming_loss(y, estimator.predict(X), _sizes(X, y))
+    return 1.0 - weighted_hamming_loss(
+        y, estimator.predict(X), _sizes(X, y), _not_counted(estimator)
+    )
 
 
 # ---- sequence labelling: flat per-tag scores and entity (chunk) scores -----------------------
@@ -1019,7 +1053,7 @@ def _sizes(X, y) -> list:
 def _segmentation_scorer(name: str):
     def scorer(estimator, X, y) -> float:
         labels = getattr(estimator, "classes_", None)
-        void = getattr(estimator, "ignore_label", None)
+        void = getattr(_scored_model(estimator), "ignore_label", None)
         scores = segmentation_scores(
             y, estimator.predict(X), labels=labels, void=void, sample_weight=_sizes(X, y)
         )
@@ -1029,8 +1063,8 @@ def _segmentation_scorer(name: str):
     scorer.__doc__ = (
         f"``{name}`` of :func:`segmentation_scores` for ``estimator.predict(X)``, each node "
         "weighted by its size (a superpixel's pixels: node labels scored as their pixels), the "
-        "estimator's ``ignore_label`` (if any) not scored. A scorer callable ``(estimator, X, "
-        "y)`` for ``GridSearchCV`` / ``cross_validate``."
+        "estimator's ``ignore_label`` (if any; the last step's in a pipeline) not scored. A "
+        "scorer callable ``(estimator, X, y)`` for ``GridSearchCV`` / ``cross_validate``."
     )
     return scorer
 

@@ -22,7 +22,7 @@ from sklearn.utils._param_validation import HasMethods, StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
-from ._labels import unknown_mask
+from ._labels import check_markers, unknown_mask
 from ._utils import NumberInterval, check_generator, check_probabilities, stack_rows
 from .metrics import class_weight_by_code
 from .multilabel import MultiLabelStructure
@@ -211,6 +211,7 @@ class TwoStageCRF(MetaEstimatorMixin, BaseEstimator):
             )
         features, offsets = self._stacked_features(X, self._grids())
         labels = self._flat_labels(X, y, offsets)
+        check_markers([labels], unknown_label=self.unknown_label, ignore_label=self.ignore_label)
         known = ~unknown_mask(labels, (self.unknown_label, self.ignore_label))
         if not known.any():
             raise ValueError("y has no known label: stage one needs labelled nodes")
