@@ -14,6 +14,8 @@ from sklearn.preprocessing import StandardScaler
 
 from pmap_sklearn import (
     ChainCRF,
+    ChainStructure,
+    ContrastiveDivergenceCRF,
     EpsilonCRF,
     GraphSample,
     GridStructure,
@@ -21,9 +23,11 @@ from pmap_sklearn import (
     MarginalPerturbMAPCRF,
     MeanFieldCRF,
     NodeTransformer,
+    PartClampCRF,
     PerturbMAPCRF,
     PiecewiseCRF,
     Potentials,
+    PseudoLikelihoodCRF,
     SequenceVectorizer,
     StructuredSVM,
     TwoStageCRF,
@@ -91,6 +95,144 @@ def test_a_failed_warm_start_does_not_advance_the_state(chains):
     np.testing.assert_array_equal(model.coef_, coef)
     model.set_params(learning_rate="auto", eta0="auto").fit(X, y)  # it continues from there
     assert model.t_ == 2 * t
+
+
+#: Every public estimator that takes ``warm_start``: a new learner must join the contract below.
+WARM_STARTED = [
+    *SUPERVISED,
+    PseudoLikelihoodCRF,
+    ContrastiveDivergenceCRF,
+    PartClampCRF,
+]
+
+#: A new value of each parameter a warm start's state may depend on (``_warm_start_depends_on``).
+NEW_VALUES = {
+    "structure": ChainStructure(bias=False),
+    "alpha": 0.3,
+    "l1_ratio": 0.5,
+    "class_weight": "balanced",
+    "loss": {MeanFieldCRF: "hamming", EpsilonCRF: None},
+    "unknown_label": None,
+    "ignore_label": 2,
+    "solver": "subgradient",
+    "average": False,
+    "n_iterations": 3,
+    "damping": 0.5,
+    "unlabeled_weight": 0.5,
+    "gumbel_reduction": "flip",
+    "epsilon": 0.5,
+    "counting_numbers": "bethe",
+    "all_possible_states": "flip",
+}
+
+
+def _warm_quick(cls, **params):
+    structure = {} if cls in SUPERVISED else {"structure": "chain", "random_state": 0}
+    return _quick(cls, **{**structure, "max_iter": 3, **params})
+
+
+def test_every_public_estimator_with_warm_start_is_in_the_contract():
+    import pmap_sklearn
+
+    public = {
+        cls
+        for cls in map(lambda name: getattr(pmap_sklearn, name), pmap_sklearn.__all__)
+        if isinstance(cls, type) and "warm_start" in inspect.signature(cls).parameters
+    }
+    assert public == set(WARM_STARTED)
+
+
+@pytest.mark.parametrize("cls", WARM_STARTED)
+def test_a_warm_start_after_a_change_of_data_or_state_parameter_is_a_fresh_fit(cls, chains):
+    """A warm start continues its state only on the data and parameters it was fitted on
+    (BCFW's dual blocks belong to their samples, an SGD average to its alpha, the mean-field
+    solver to its iterations): after a change it is exactly the fit of a fresh estimator."""
+    X, y = chains
+    X, y, X_new, y_new = X[:12], y[:12], X[12:24], y[12:24]
+    changes = [("data", None)] + [
+        (name, NEW_VALUES[name])
+        for name in cls._warm_start_depends_on
+        if name in cls().get_params()
+    ]
+    for name, value in changes:
+        if isinstance(value, dict):
+            value = value[cls]
+        elif isinstance(value, str) and value == "flip":
+            value = not cls().get_params()[name]
+        warm = _warm_quick(cls, warm_start=True).fit(X, y)
+        if name == "data":
+            warm.fit(X_new, y_new)
+            cold = _warm_quick(cls).fit(X_new, y_new)
+        else:
+            warm.set_params(**{name: value}).fit(X, y)
+            cold = _warm_quick(cls, **{name: value}).fit(X, y)
+        np.testing.assert_allclose(warm.coef_, cold.coef_, err_msg=name)
+        for a, b in zip(warm.predict(X[:4]), cold.predict(X[:4]), strict=True):
+            np.testing.assert_array_equal(a, b, err_msg=name)
+    # and on the same data and parameters it continues: not the fit of a fresh estimator
+    warm = _warm_quick(cls, warm_start=True).fit(X, y).fit(X, y)
+    assert not np.allclose(warm.coef_, _warm_quick(cls).fit(X, y).coef_)
+
+
+def _fails(*args, **kwargs):
+    raise RuntimeError("interrupted")
+
+
+@pytest.mark.parametrize("cls", [*WARM_STARTED, TwoStageCRF])
+def test_a_refit_that_fails_midway_keeps_the_model_predicting_as_before(cls, chains, monkeypatch):
+    """The fit fails at its very end, once the optimiser has run on other data (wider
+    features, other classes): the fitted model is the previous one, whole."""
+    X, y = chains
+    if cls is TwoStageCRF:
+        model = TwoStageCRF(crf=_quick(PerturbMAPCRF), cv=2).fit(X, y)
+        where = PerturbMAPCRF  # stage two fails after stage one
+    else:
+        model = _warm_quick(cls, warm_start=True).fit(X, y)
+        where = cls
+    before, n_features = model.predict(X[:5]), model.n_features_in_
+    wider = [np.hstack([x, x]) for x in X]
+    monkeypatch.setattr(where, "_set_fitted_attributes", _fails)
+    with pytest.raises(RuntimeError, match="interrupted"):
+        model.fit(wider, [np.minimum(t, 1) for t in y])
+    monkeypatch.undo()
+    assert model.n_features_in_ == n_features
+    for a, b in zip(before, model.predict(X[:5]), strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_other_estimators_keep_their_model_when_a_refit_fails_midway(rng, monkeypatch):
+    """The continuous denoiser (its optimiser interrupted after its groups and domain were
+    set) and NodeTransformer (its transformer failing on wider features); SequenceVectorizer's
+    is in test_fit_state, the binary denoiser's below, and SuperpixelGraphs learns nothing."""
+    from pmap_sklearn import ContinuousLogSupermodularDenoiser
+
+    clean = rng.laplace(scale=2.0, size=(200, 4))
+    params = dict(groups="unary", grid_step=0.25, noise_std=1.0, max_iter=20, random_state=0)
+    denoiser = ContinuousLogSupermodularDenoiser(**params).fit(clean)
+    weights, noisy = denoiser.group_weights_.copy(), clean + rng.normal(size=clean.shape)
+    before = denoiser.predict(noisy)
+    monkeypatch.setattr(_sgd, "run_sgd", _fails)
+    with pytest.raises(RuntimeError, match="interrupted"):
+        denoiser.fit(np.hstack([clean, clean]))
+    monkeypatch.undo()
+    assert denoiser.n_features_in_ == 4
+    np.testing.assert_array_equal(denoiser.group_weights_, weights)
+    np.testing.assert_array_equal(denoiser.predict(noisy), before)
+
+    class FailsOnWideFeatures(StandardScaler):
+        def fit(self, X, y=None, sample_weight=None):
+            if X.shape[1] > 2:
+                raise RuntimeError("interrupted")
+            return super().fit(X, y, sample_weight)
+
+    samples = [rng.normal(size=(5, 2)) for _ in range(4)]
+    transformer = NodeTransformer(FailsOnWideFeatures()).fit(samples)
+    before = transformer.transform(samples)
+    with pytest.raises(RuntimeError, match="interrupted"):
+        transformer.fit([np.hstack([x, x]) for x in samples])
+    assert transformer.n_features_in_ == 2
+    for a, b in zip(before, transformer.transform(samples), strict=True):
+        np.testing.assert_array_equal(a, b)
 
 
 def test_an_interrupted_denoiser_fit_keeps_the_previous_model(rng):
