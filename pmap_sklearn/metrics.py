@@ -427,6 +427,40 @@ def flat_precision_recall_fscore_support(
     return precision, recall, fscore, support, kept
 
 
+_FLAT_SCORE_SECTIONS = """Parameters
+    ----------
+    y_true, y_pred : sequence of label arrays
+    BETAlabels : list, optional
+        The labels to score (by default every label seen).
+    exclude : label or list of labels, optional
+        Labels left out (e.g. ``"O"``).
+    average : {"micro", "macro", "weighted"}, default="weighted"
+        How the per-label scores are averaged (as scikit-learn does).
+    unknown_label : scalar or None, default=-1
+        Nodes with this label in ``y_true`` are not counted.
+
+    Returns
+    -------
+    float
+        The averaged SCORE.
+"""
+
+
+def _flat_score_doc(score: str, beta: bool = False):
+    """Write the shared Parameters and Returns sections of an averaged flat score into its
+    docstring (at ``FLAT_SCORE_SECTIONS``)."""
+    beta_entry = "beta : float\n        The weight of recall against precision.\n    "
+    sections = _FLAT_SCORE_SECTIONS.replace("BETA", beta_entry if beta else "")
+    sections = sections.replace("SCORE", score)
+
+    def decorate(function):
+        function.__doc__ = function.__doc__.replace("FLAT_SCORE_SECTIONS\n", sections)
+        return function
+
+    return decorate
+
+
+@_flat_score_doc("F1")
 def flat_f1_score(
     y_true, y_pred, *, labels=None, exclude=None, average="weighted", unknown_label=-1
 ) -> float:
@@ -436,21 +470,7 @@ def flat_f1_score(
     of sklearn-crfsuite's named-entity tutorial (``flat_f1_score(..., labels=tags other than
     O)``).
 
-    Parameters
-    ----------
-    y_true, y_pred : sequence of label arrays
-    labels : list, optional
-        The labels to score (by default every label seen).
-    exclude : label or list of labels, optional
-        Labels left out (e.g. ``"O"``).
-    average : {"micro", "macro", "weighted"}, default="weighted"
-        How the per-label F1 are averaged (as scikit-learn does).
-    unknown_label : scalar or None, default=-1
-        Nodes with this label in ``y_true`` are not counted.
-
-    Returns
-    -------
-    float
+    FLAT_SCORE_SECTIONS
 
     Examples
     --------
@@ -486,6 +506,7 @@ def _flat_average(which: int, y_true, y_pred, labels, exclude, average, unknown_
     return float(scores[which])
 
 
+@_flat_score_doc("precision")
 def flat_precision_score(
     y_true, y_pred, *, labels=None, exclude=None, average="weighted", unknown_label=-1
 ) -> float:
@@ -493,22 +514,7 @@ def flat_precision_score(
     (sklearn-crfsuite's ``metrics.flat_precision_score``; the arguments of
     :func:`flat_f1_score`).
 
-    Parameters
-    ----------
-    y_true, y_pred : sequence of label arrays
-    labels : list, optional
-        The labels to score (by default every label seen).
-    exclude : label or list of labels, optional
-        Labels left out (e.g. ``"O"``).
-    average : {"micro", "macro", "weighted"}, default="weighted"
-        How the per-label scores are averaged (as scikit-learn does).
-    unknown_label : scalar or None, default=-1
-        Nodes with this label in ``y_true`` are not counted.
-
-    Returns
-    -------
-    float
-        The averaged precision.
+    FLAT_SCORE_SECTIONS
 
     Examples
     --------
@@ -519,28 +525,14 @@ def flat_precision_score(
     return _flat_average(0, y_true, y_pred, labels, exclude, average, unknown_label)
 
 
+@_flat_score_doc("recall")
 def flat_recall_score(
     y_true, y_pred, *, labels=None, exclude=None, average="weighted", unknown_label=-1
 ) -> float:
     """Recall of the labels pooled over every node, averaged over the tags scored
     (sklearn-crfsuite's ``metrics.flat_recall_score``; the arguments of :func:`flat_f1_score`).
 
-    Parameters
-    ----------
-    y_true, y_pred : sequence of label arrays
-    labels : list, optional
-        The labels to score (by default every label seen).
-    exclude : label or list of labels, optional
-        Labels left out (e.g. ``"O"``).
-    average : {"micro", "macro", "weighted"}, default="weighted"
-        How the per-label scores are averaged (as scikit-learn does).
-    unknown_label : scalar or None, default=-1
-        Nodes with this label in ``y_true`` are not counted.
-
-    Returns
-    -------
-    float
-        The averaged recall.
+    FLAT_SCORE_SECTIONS
 
     Examples
     --------
@@ -551,30 +543,14 @@ def flat_recall_score(
     return _flat_average(1, y_true, y_pred, labels, exclude, average, unknown_label)
 
 
+@_flat_score_doc("F-beta", beta=True)
 def flat_fbeta_score(
     y_true, y_pred, beta, *, labels=None, exclude=None, average="weighted", unknown_label=-1
 ) -> float:
     """F-beta of the labels pooled over every node, averaged over the tags scored
     (sklearn-crfsuite's ``metrics.flat_fbeta_score``; ``beta = 1`` is :func:`flat_f1_score`).
 
-    Parameters
-    ----------
-    y_true, y_pred : sequence of label arrays
-    beta : float
-        The weight of recall against precision.
-    labels : list, optional
-        The labels to score (by default every label seen).
-    exclude : label or list of labels, optional
-        Labels left out (e.g. ``"O"``).
-    average : {"micro", "macro", "weighted"}, default="weighted"
-        How the per-label scores are averaged (as scikit-learn does).
-    unknown_label : scalar or None, default=-1
-        Nodes with this label in ``y_true`` are not counted.
-
-    Returns
-    -------
-    float
-        The averaged F-beta.
+    FLAT_SCORE_SECTIONS
 
     Examples
     --------
