@@ -41,11 +41,13 @@ class ClassWeightedSGD(BaseStructuredSGD):
 class PerturbMAPCRF(ClassWeightedSGD):
     r"""CRF trained on the perturb-and-MAP likelihood (Hazan & Jaakkola 2012).
 
-    Maximises :math:`(1/N) \sum_n [f(y_n|x_n) - A_G(x_n)] - (\alpha /2)\|w\|^2` where ``A_G(x) = E_z
-    max_y [f(y|x) + Σ_d z_d(y_d)]`` (zero-mean Gumbel z) upper-bounds the log-partition function and
-    only needs MAP calls. Each SGD step draws a mini-batch, one fresh perturbation per sample,
-    solves the perturbed MAP ``y*`` and moves :math:`w \leftarrow w + \eta (\operatorname{mean}
-    (\Psi (x, y) - \Psi (x, y*)) - \alpha w)`, then projects the cut weights to ``<= 0``.
+    Maximises :math:`\frac1N \sum_n [f(y_n|x_n) - A_G(x_n)] - \frac{\alpha}{2}\|w\|^2`, where
+    :math:`A_G(x) = \mathbb{E}_z \max_y [f(y|x) + \sum_d z_d(y_d)]` (zero-mean Gumbel
+    :math:`z`) upper-bounds the log-partition function and only needs MAP calls. Each SGD
+    step draws a mini-batch, one fresh perturbation per sample, solves the perturbed MAP
+    :math:`y^*` and moves
+    :math:`w \leftarrow w + \eta\,(\operatorname{mean}(\Psi(x, y) - \Psi(x, y^*)) - \alpha w)`,
+    then projects the cut weights to :math:`\le 0`.
 
     With hidden states (the structure's ``n_states_per_label`` or hidden nodes) the likelihood
     of the visible labels sums over the states, :math:`\log \sum_h \exp f(y, h|x) - A(x)`,

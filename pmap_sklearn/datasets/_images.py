@@ -57,17 +57,21 @@ def _cache_dir(cache) -> str | None:
 
 def cached_map(function, jobs: list, location, n_jobs, what: str) -> list:
     """``[function(*job) for job in jobs]`` over ``n_jobs`` processes, each result cached with
-    ``joblib.Memory`` in ``location`` (None: no cache); progress of ``what`` goes to standard
-    error while some results are not cached yet."""
+    ``joblib.Memory`` in ``location`` (None: no cache). While some results are not cached yet,
+    standard error gets one line saying what is computed and where it is cached, then (in a
+    terminal only) the count of images done every tenth of the way."""
     load = Memory(location, verbose=0).cache(function) if location else function
     pending = len(jobs)
     if location:
         pending = sum(not load.check_call_in_cache(*job) for job in jobs)
+    if pending:
+        where = f", cached in {location}" if location else ""
+        print(f"{what} of {pending} images{where}", file=sys.stderr, flush=True)
+    counting = pending and sys.stderr.isatty()
     results = []
     stream = Parallel(n_jobs=n_jobs, return_as="generator")(delayed(load)(*job) for job in jobs)
     for done, result in enumerate(stream, start=1):
         results.append(result)
-        if pending and (done % max(1, len(jobs) // 10) == 0 or done == len(jobs)):
-            where = f" (cached in {location})" if location else ""
-            print(f"{what}: {done}/{len(jobs)} images{where}", file=sys.stderr, flush=True)
+        if counting and (done % max(1, len(jobs) // 10) == 0 or done == len(jobs)):
+            print(f"{what}: {done}/{len(jobs)} images", file=sys.stderr, flush=True)
     return results
