@@ -407,7 +407,10 @@ def write_markdown(results) -> None:
         f"{results['feature_seconds_per_frame']:.2f} s a frame (read, SLIC, features). Stage one "
         f"of the two-stage rows: {results['stage_one_seconds']['out_of_fold']:.0f} s out of fold "
         f"(5 folds) + {results['stage_one_seconds']['final_classifier']:.0f} s for the final "
-        "classifier; their fit column is stage two's.",
+        "classifier; their fit column is stage two's. ECE is measured for the classifiers and "
+        f"the two-stage {'; '.join(WITH_MARGINALS)} (a CRF's marginals cost 100 perturbed MAPs of "
+        "every test frame); — elsewhere: no marginals (StructuredSVM, the decodings with a "
+        "hand-set weight) or not measured.",
         "",
         "| method | global | class avg | mIoU | ECE | fit (s) | predict (ms / frame) |",
         "|---|---|---|---|---|---|---|",
