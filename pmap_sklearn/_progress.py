@@ -8,6 +8,8 @@ import warnings
 
 from sklearn.exceptions import ConvergenceWarning
 
+from ._utils import user_stacklevel
+
 
 class Progress:
     """Prints ``[Name] epoch i/max_iter: loss …, elapsed …, ~… left`` after each iteration.
@@ -49,7 +51,7 @@ class Progress:
                 f"{self.name} did not converge: the stopping rule ({rule}) was not met in "
                 f"max_iter={self.max_iter} {_plural(self.unit)}; raise max_iter",
                 ConvergenceWarning,
-                stacklevel=3,
+                stacklevel=user_stacklevel(),
             )
         elif converged and self.verbose:
             print(f"[{self.name}] converged after {iterations} {_plural(self.unit)}", flush=True)

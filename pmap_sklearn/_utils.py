@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import ctypes
+import os
+import sys
 from collections.abc import Mapping
 from functools import cache, cached_property
+from pathlib import Path
 from typing import NamedTuple
 
+import joblib
 import numpy as np
+import sklearn
 from scipy import sparse
 from sklearn.utils._param_validation import Interval
 
@@ -106,6 +111,36 @@ def release_freed_memory() -> None:
     trim = _malloc_trim()
     if trim is not None:
         trim(0)
+
+
+def _package_dir(module) -> str:
+    return os.path.join(str(Path(module.__file__).resolve().parent), "")
+
+
+# this package, and the libraries between a user's call and its code: scikit-learn's fit
+# wrappers and meta-estimators (GridSearchCV, cross_validate, Pipeline), joblib's Parallel
+_LIBRARY_DIRS = tuple(
+    _package_dir(module) for module in (sys.modules[__package__], sklearn, joblib)
+)
+
+
+def user_stacklevel() -> int:
+    """The ``stacklevel`` that makes a ``warnings.warn`` of the calling function point at the
+    user's call: the first frame outside this package and the libraries that call into it
+    (scikit-learn, joblib), however deep the warning is raised. Python 3.12's
+    ``skip_file_prefixes`` does this; this computes it for older versions.
+
+    Call it as an argument: ``warnings.warn(message, Category, stacklevel=user_stacklevel())``.
+    """
+    frame, level = sys._getframe(1), 1  # level 1: the function calling warnings.warn
+    while frame is not None and _in_library(frame.f_code.co_filename):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+@cache
+def _in_library(filename: str) -> bool:
+    return not filename.startswith("<") and str(Path(filename).resolve()).startswith(_LIBRARY_DIRS)
 
 
 def check_generator(random_state) -> np.random.Generator:

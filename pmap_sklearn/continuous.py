@@ -35,7 +35,7 @@ from ._backend import (
     prox_group_max,
 )
 from ._parallel import N_JOBS_CONSTRAINT, single_blas_thread
-from ._utils import NumberInterval, check_generator
+from ._utils import NumberInterval, check_generator, user_stacklevel
 from .perturbation import gumbel
 from .samples import grid_edges
 
@@ -658,7 +658,7 @@ class ContinuousLogSupermodularDenoiser(BaseEstimator):
                     "patch_size to learn from its patches"
                 ),
                 ConvergenceWarning,
-                stacklevel=3,
+                stacklevel=user_stacklevel(),
             )
         return self
 

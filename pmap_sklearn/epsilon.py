@@ -29,7 +29,7 @@ from ._base import (
 from ._parallel import uses_workers
 from ._progress import Progress
 from ._state import FitState
-from ._utils import NonFiniteError, NumberInterval
+from ._utils import NonFiniteError, NumberInterval, user_stacklevel
 from .structures import ChainStructure, GraphStructure, GridStructure, check_structure
 
 #: The largest ``epsilon × |counting number|``: up to it the fitted weights scale with it (the
@@ -360,7 +360,7 @@ class EpsilonCRF(BaseStructuredEstimator):
                 f"EpsilonCRF stopped at iteration {stalled}: its line search found no decrease "
                 f"(primal-dual gap {gap:.3g}); {advice}",
                 ConvergenceWarning,
-                stacklevel=3,
+                stacklevel=user_stacklevel(),
             )
             return
         progress.finish(state.n_iter, converged, f"primal-dual gap < tol={self.tol}")
@@ -371,7 +371,7 @@ class EpsilonCRF(BaseStructuredEstimator):
                 "all zero; the objective is dominated by its entropy or loss term: lower "
                 "epsilon or tol, or scale the features",
                 ConvergenceWarning,
-                stacklevel=3,
+                stacklevel=user_stacklevel(),
             )
 
     def _lemma2(self, bp, batch, w, scores: _Scores, observed) -> _Lemma2:

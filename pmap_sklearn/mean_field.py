@@ -18,7 +18,7 @@ from ._backend import (
     unrolled_backward,
 )
 from ._base import BaseStructuredSGD
-from ._utils import NumberInterval
+from ._utils import NumberInterval, user_stacklevel
 from .perturb_map import ClassWeightedSGD
 
 __all__ = ["MeanFieldCRF"]
@@ -40,7 +40,7 @@ def _warn_large_features(features) -> None:
             "softmax saturates and learning stalls; scale the features (e.g. with "
             "NodeTransformer(StandardScaler()))",
             UserWarning,
-            stacklevel=4,
+            stacklevel=user_stacklevel(),
         )
 
 

@@ -31,7 +31,7 @@ from ._base import (
 )
 from ._lbfgs import minimise
 from ._state import FitState
-from ._utils import NumberInterval, onehot
+from ._utils import NumberInterval, onehot, user_stacklevel
 from .perturb_map import label_weights
 from .structures import BaseStructure, GraphStructure, GridStructure, check_structure
 
@@ -822,7 +822,7 @@ class PartClampCRF(_FullBatchCRF):
             "PartClampCRF(solver=...) was renamed schedule= (solver names the structure's MAP "
             "solver elsewhere); solver= will be removed in 0.3",
             FutureWarning,
-            stacklevel=3,
+            stacklevel=user_stacklevel(),
         )
         return self.solver
 

@@ -10,6 +10,7 @@ import sklearn.utils.estimator_checks as checks
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import check_scoring
 from sklearn.model_selection import GridSearchCV, KFold, cross_val_predict, cross_validate
+from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from pmap_sklearn import (
@@ -423,12 +424,30 @@ def test_one_progress_format(cls, unit, chains, capsys):
 @pytest.mark.parametrize("cls", [PerturbMAPCRF, StructuredSVM, ChainCRF])
 def test_convergence_warning_when_max_iter_ends_the_fit(cls, chains):
     params = {} if cls is ChainCRF else {"random_state": 0}
-    with pytest.warns(ConvergenceWarning, match=f"{cls.__name__} did not converge"):
+    with pytest.warns(ConvergenceWarning, match=f"{cls.__name__} did not converge") as record:
         cls(max_iter=1, **params).fit(*chains)
+    # it points at the user's call (this file), not at the library's optimiser
+    assert {w.filename for w in record if w.category is ConvergenceWarning} == {__file__}
     if cls is PerturbMAPCRF:  # no stopping rule, no warning
         with warnings.catch_warnings():
             warnings.simplefilter("error", ConvergenceWarning)
             cls(max_iter=1, tol=None, random_state=0).fit(*chains)
+
+
+def test_warnings_point_at_the_users_call(chains):
+    """Through scikit-learn (cross_validate, a Pipeline) and from every depth of the library
+    (the optimisers, a learner's own checks, a deprecated parameter), the warning's file and
+    line are the user's."""
+    X, y = chains
+    with pytest.warns(ConvergenceWarning) as record:
+        cross_validate(
+            make_pipeline(NodeTransformer(StandardScaler()), ChainCRF(max_iter=1)), X, y, cv=2
+        )
+    with pytest.warns(ConvergenceWarning) as more:
+        EpsilonCRF(max_iter=1, tol=1e-12).fit(X, y)
+    with pytest.warns(UserWarning, match="node features as large") as large:
+        MeanFieldCRF("chain", max_iter=1, random_state=0).fit([x * 1e4 for x in X], y)
+    assert {w.filename for w in [*record, *more, *large]} == {__file__}
 
 
 # ---- 7. fits into the ecosystem -------------------------------------------------------------

@@ -24,7 +24,7 @@ import numpy as np
 from sklearn.utils import check_scalar
 
 from .. import _parallel
-from .._utils import NonFiniteError, ranges
+from .._utils import NonFiniteError, ranges, user_stacklevel
 from .capabilities import Capabilities, PairwiseKind, PairwiseTerms
 from .potentials import Potentials, Statistics, add_clamped_differences, forbid_states
 
@@ -131,7 +131,7 @@ class Solver:
                 "Capabilities(max_states=..., terms=PairwiseTerms.ATTRACTIVE) instead (the "
                 "class attributes will stop working in 0.3)",
                 FutureWarning,
-                stacklevel=2,
+                stacklevel=user_stacklevel(),
             )
             changes = {}
             if "max_states" in legacy:
