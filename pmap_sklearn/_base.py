@@ -38,13 +38,14 @@ from sklearn.utils.validation import check_is_fitted
 
 from . import _sgd
 from ._backend import GraphKind, Potentials, check_capabilities
+from ._backend.sampling import sample_labellings
 from ._labels import as_samples, check_markers, encode, without_ignored
 from ._parallel import N_JOBS_CONSTRAINT, single_blas_thread, uses_workers
 from ._state import compact_attributes, expand_attributes, fingerprint
 from ._utils import NumberInterval, check_generator, release_freed_memory
 from .metrics import mean_hamming_loss
 from .multilabel import MultiLabelStructure
-from .perturbation import perturb_and_map
+from .perturbation import perturb_and_map, perturbed_maps
 from .samples import SampleBatch
 from .structures import BaseStructure, GraphStructure, GridStructure, check_structure
 
@@ -606,6 +607,85 @@ class BaseStructuredEstimator(BaseEstimator):
         """
         batch, marginals = self._label_marginals(X, method, n_perturbations, known_labels)
         return self.structure_.format_marginals(batch, marginals)
+
+    @available_if(lambda self: bool({"exact", "perturb"} & set(self._marginal_methods)))
+    @uses_workers
+    def sample(
+        self, X, n_draws: int = 100, known_labels=None, method: str | None = None, random_state=None
+    ):
+        """Joint labellings of each sample drawn from the estimator's model.
+
+        Where :meth:`predict_marginals` gives each node's label distribution, the draws are
+        whole labellings, consistent across nodes: diverse plausible segmentations, tag
+        sequences whose entities hold together. ``method`` is the one of
+        :meth:`predict_marginals`, and the label frequencies of the draws are its marginals
+        (exactly for ``"perturb"`` with ``n_perturbations=n_draws``, the same perturbed MAPs):
+
+        - ``"perturb"``: perturbed MAP labellings, the draws of the perturb-and-MAP model
+          (Papandreou & Yuille 2011; any structure, one MAP call per draw);
+        - ``"exact"``: draws from the distribution of the solver's marginals — forward
+          filtering, backward sampling on chains (Carter & Kohn 1994), the chain rule over
+          exact marginals on forests and with ``solver="brute_force"``, each node from its
+          mean-field marginal for :class:`~pmap_sklearn.MeanFieldCRF`.
+
+        A fitted :class:`~sklearn.pipeline.Pipeline` does not pass this method on: call
+        ``pipeline[-1].sample(pipeline[:-1].transform(X))``.
+
+        Parameters
+        ----------
+        X : sequence of samples
+        n_draws : int, default=100
+            Draws per sample.
+        known_labels : sequence of label arrays, optional
+            Labels known at prediction time (None elsewhere), as in :meth:`predict`: every
+            draw keeps them and is drawn conditionally on them.
+        method : {"perturb", "exact"}, optional
+            Defaults to the estimator's model, as in :meth:`predict_marginals`.
+        random_state : int, Generator, RandomState or None, optional
+            The draws' randomness; by default the estimator's ``random_state`` (fresh draws
+            at each call for an estimator without one, such as
+            :class:`~pmap_sklearn.ChainCRF`).
+
+        Returns
+        -------
+        ndarray of shape (n_samples,) of arrays
+            One array of ``classes_`` per sample, of shape (n_draws, D) (or
+            (n_draws, H, W)); with :class:`~pmap_sklearn.MultiLabelStructure` one
+            (n_samples, n_draws, n_labels) array of 0/1.
+        """
+        if isinstance(n_draws, bool) or not isinstance(n_draws, Integral) or n_draws < 1:
+            raise ValueError(f"n_draws must be an int >= 1, got {n_draws!r}")
+        check_is_fitted(self, "coef_")
+        method = self._default_marginal_method() if method is None else method
+        if method not in ("perturb", "exact") or method not in self._marginal_methods:
+            options = [m for m in self._marginal_methods if m in ("perturb", "exact")]
+            raise ValueError(f"method must be one of {options}, got {method!r}")
+        structure = self.structure_
+        batch = self._prepare_fitted(X)
+        clamp = self._known_codes(batch, known_labels)
+        w = self.coef_ / getattr(self, "marginal_temperature_", 1.0)
+        potentials, clamp = structure.restrict(structure.potentials(batch, w), clamp)
+        if random_state is None:
+            random_state = getattr(self, "random_state", None)
+        if method == "exact":
+            states = sample_labellings(structure.solver_, potentials, n_draws, random_state, clamp)
+        else:
+            states = perturbed_maps(
+                structure.solver_,
+                potentials,
+                n_draws,
+                random_state,
+                self._perturbation,
+                clamp,
+                n_jobs=getattr(self, "n_jobs", None),
+            )
+        draws = [
+            structure.format_labels(batch, structure.visible_labels(states_), self.classes_)
+            for states_ in states
+        ]
+        if isinstance(draws[0], np.ndarray) and draws[0].dtype != object:
+            return np.stack(draws, axis=1)  # scikit-learn's multi-label arrays
+        return as_samples([np.stack(per_sample) for per_sample in zip(*draws, strict=True)])
 
     def _label_marginals(self, X, method, n_perturbations, known_labels):
         """The checked arguments of :meth:`predict_marginals`, and the prepared batch with the

@@ -159,34 +159,86 @@ def perturb_and_map(
     -------
     PerturbedAverage
     """
-    p = potentials
     n_perturbations = int(n_perturbations)
-    seeds = check_generator(random_state).integers(2**63, size=p.n_samples)
-
-    def job(chunk):
-        nodes = slice(p.node_offsets[chunk.start], p.node_offsets[chunk.stop])
-        fixed = None if clamp is None else clamp[nodes]
-        args = (n_perturbations, seeds[chunk], kind, fixed, maxima, max_nodes)
-        return (solver, p.take(chunk), *args)
-
-    # each chunk pays each round's fixed costs once: one chunk per worker, or per max_nodes
-    cost = f"{job_kind(_perturb_chunk)}:{solver.name}"  # seconds per node and round
-    sizes = n_perturbations * p.lengths
-    limit = n_perturbations * max_nodes
-    results = map_samples(_perturb_chunk, job, sizes, n_jobs, limit, cost, chunks_per_worker=1)
+    results = _perturbed_chunks(
+        solver, potentials, n_perturbations, random_state, kind, clamp, n_jobs, max_nodes, maxima
+    )
     counts = np.concatenate([r[0] for r in results]) / n_perturbations
     total = np.concatenate([r[1] for r in results])
     squares = np.concatenate([r[2] for r in results])
-    mean = total / n_perturbations if maxima else np.full(p.n_samples, np.nan)
+    mean = total / n_perturbations if maxima else np.full(potentials.n_samples, np.nan)
     with np.errstate(invalid="ignore", divide="ignore"):
         variance = np.maximum(squares - n_perturbations * mean**2, 0.0) / (n_perturbations - 1)
         sem = np.sqrt(variance / n_perturbations)
     return PerturbedAverage(counts, mean, sem)
 
 
-def _perturb_chunk(solver, part, n_perturbations, seeds, kind, clamp, maxima, max_nodes):
+def perturbed_maps(
+    solver,
+    potentials,
+    n_draws: int,
+    random_state,
+    kind: str = "gumbel",
+    clamp=None,
+    n_jobs=None,
+    max_nodes: int = CHUNK_NODES,
+) -> np.ndarray:
+    """The perturbed MAP labellings themselves: ``n_draws`` joint draws of every sample from
+    the perturb-and-MAP distribution (Papandreou & Yuille 2011).
+
+    The same perturbations as :func:`perturb_and_map` with the same arguments, so the label
+    frequencies of the draws are its marginals exactly.
+
+    Parameters
+    ----------
+    solver : Solver
+    potentials : Potentials
+    n_draws : int
+    random_state : int, Generator, RandomState or None
+    kind : {"gumbel", "logistic"}, default="gumbel"
+    clamp : ndarray of shape (n_nodes,), optional
+        Labels of clamped nodes (``-1`` = free): the draws are conditional on them.
+    n_jobs : int, optional
+    max_nodes : int
+
+    Returns
+    -------
+    ndarray of shape (n_draws, n_nodes)
+    """
+    results = _perturbed_chunks(
+        solver, potentials, int(n_draws), random_state, kind, clamp, n_jobs, max_nodes, False, True
+    )
+    if not results:
+        return np.zeros((int(n_draws), 0), dtype=np.intp)
+    return np.concatenate([r[3] for r in results], axis=1)
+
+
+def _perturbed_chunks(
+    solver, p, n_perturbations, random_state, kind, clamp, n_jobs, max_nodes, maxima, keep=False
+) -> list:
+    """:func:`_perturb_chunk` on every chunk of samples (in processes with ``n_jobs``), each
+    sample's perturbations from its own stream seeded from ``random_state``."""
+    seeds = check_generator(random_state).integers(2**63, size=p.n_samples)
+
+    def job(chunk):
+        nodes = slice(p.node_offsets[chunk.start], p.node_offsets[chunk.stop])
+        fixed = None if clamp is None else clamp[nodes]
+        args = (n_perturbations, seeds[chunk], kind, fixed, maxima, max_nodes, keep)
+        return (solver, p.take(chunk), *args)
+
+    # each chunk pays each round's fixed costs once: one chunk per worker, or per max_nodes
+    cost = f"{job_kind(_perturb_chunk)}:{solver.name}"  # seconds per node and round
+    sizes = n_perturbations * p.lengths
+    limit = n_perturbations * max_nodes
+    return map_samples(_perturb_chunk, job, sizes, n_jobs, limit, cost, chunks_per_worker=1)
+
+
+def _perturb_chunk(
+    solver, part, n_perturbations, seeds, kind, clamp, maxima, max_nodes, keep=False
+):
     """Label counts (n_nodes, K) and the sums of the maxima and of their squares over
-    ``n_perturbations`` perturbed MAPs of the samples of ``part`` (one stream per sample).
+    ``n_perturbations`` perturbed MAPs of the samples of ``part`` (one stream per sample), and
+    with ``keep`` the labellings themselves (n_perturbations, n_nodes).
 
     The perturbations of a block of rounds are drawn with one call per sample (the same values
     as one call per round), the block holding at most ``max_nodes`` nodes × K draws."""
@@ -195,6 +247,7 @@ def _perturb_chunk(solver, part, n_perturbations, seeds, kind, clamp, maxima, ma
     counts = np.zeros(part.n_nodes * k)
     flat = np.arange(part.n_nodes) * k
     total, squares = np.zeros(part.n_samples), np.zeros(part.n_samples)
+    kept = np.empty((n_perturbations, part.n_nodes), dtype=np.intp) if keep else None
     per_block = max(1, max_nodes // max(part.n_nodes, 1))
     for start in range(0, n_perturbations, per_block):
         rounds = min(per_block, n_perturbations - start)
@@ -203,12 +256,14 @@ def _perturb_chunk(solver, part, n_perturbations, seeds, kind, clamp, maxima, ma
             block[:, offsets[i] : offsets[i + 1]] = draw(stream, rounds * n, k, kind).reshape(
                 rounds, n, k
             )
-        for perturbation in block:
+        for round_, perturbation in enumerate(block, start=start):
             perturbed = part.add_unary(perturbation)
             labels = solver.map(perturbed, clamp)
             counts += np.bincount(flat + labels, minlength=counts.size)
+            if keep:
+                kept[round_] = labels
             if maxima:
                 values = perturbed.score(labels)
                 total += values
                 squares += values**2
-    return counts.reshape(part.n_nodes, k), total, squares
+    return counts.reshape(part.n_nodes, k), total, squares, kept

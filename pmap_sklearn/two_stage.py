@@ -295,6 +295,27 @@ class TwoStageCRF(MetaEstimatorMixin, BaseEstimator):
         samples = self.stage_two_samples(X)  # checks the fit first
         return self.crf_.predict_marginals(samples, **params)
 
+    @available_if(_crf_has("sample"))
+    def sample(self, X, n_draws=100, **params):
+        """Joint labellings drawn from stage two's model on stage one's log-probabilities.
+
+        Parameters
+        ----------
+        X : sequence of samples
+        n_draws : int, default=100
+            Draws per sample.
+        **params : dict
+            Passed to the stage-two learner's ``sample`` (``known_labels``, ``method``,
+            ``random_state``).
+
+        Returns
+        -------
+        ndarray of shape (n_samples,) of arrays
+            The draws of each sample (see the stage-two learner's ``sample``).
+        """
+        samples = self.stage_two_samples(X)  # checks the fit first
+        return self.crf_.sample(samples, n_draws, **params)
+
     @available_if(_crf_has("predict_proba"))
     def predict_proba(self, X, **params):
         """Stage two's ``predict_proba`` (the name a Pipeline delegates).

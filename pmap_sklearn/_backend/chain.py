@@ -319,6 +319,46 @@ def log_forward_backward(unary, lengths, transition):
     return log_z, node, pair
 
 
+def forward_filtering_backward_sampling(unary, lengths, transition, n_draws, rng):
+    """Exact joint draws from chain CRFs: forward filtering, backward sampling (Carter & Kohn
+    1994; the sampling counterpart of forward-backward).
+
+    The log-domain forward messages give ``P(y_{L-1})`` at the last node and, backwards,
+    ``P(y_d | y_{d+1}) ∝ exp(alpha_d(y_d) + T(y_d, y_{d+1}))``; each draw is a Gumbel-max over
+    those log-probabilities, all chains and draws of a position at once.
+
+    Parameters
+    ----------
+    unary : ndarray of shape (B, L, K)
+        Padded node scores (``-inf`` for a label a node may not take).
+    lengths : ndarray of shape (B,)
+    transition : ndarray of shape (K, K)
+    n_draws : int
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    ndarray of shape (n_draws, B, L)
+        The labels of each draw; 0 beyond a chain's length.
+    """
+    n_chains, n_pos, n_states = unary.shape
+    alpha, _ = _messages(unary, lengths, transition, _logsumexp_step, backward=False)
+    labels = np.zeros((n_draws, n_chains, n_pos), dtype=np.intp)
+    for pos in range(n_pos - 1, -1, -1):
+        last = lengths - 1 == pos  # chains whose last node is here
+        inner = lengths - 1 > pos
+        if not (last.any() or inner.any()):
+            continue
+        logits = np.broadcast_to(alpha[:, pos], (n_draws, n_chains, n_states)).copy()
+        # P(y_d | y_{d+1}) ∝ exp(alpha_d(y_d) + T(y_d, y_{d+1})) on the chains that go on
+        if inner.any():
+            logits[:, inner] += transition.T[labels[:, inner, pos + 1]]
+        logits[:, ~(last | inner)] = 0.0  # chains shorter than pos + 1: ignored
+        labels[:, :, pos] = (logits + rng.gumbel(size=logits.shape)).argmax(axis=2)
+    labels[:, np.arange(n_pos)[None, :] >= lengths[:, None]] = 0
+    return labels
+
+
 class ChainSolver(Solver):
     """Exact inference on chains with a shared transition table (any number of labels).
 
@@ -465,6 +505,30 @@ class ChainSolver(Solver):
             node[nodes] = node_padded[np.repeat(np.arange(len(chains)), lengths), position]
             pair += chain_pair.sum(axis=0)
         return Marginals(Statistics(node, pair), log_z)
+
+    def sample(self, potentials, n_draws, rng, clamp=None) -> np.ndarray:
+        """Exact joint draws from every chain's distribution by forward filtering, backward
+        sampling (:func:`forward_filtering_backward_sampling`).
+
+        Parameters
+        ----------
+        potentials : Potentials
+        n_draws : int
+        rng : numpy.random.Generator
+        clamp : ndarray of shape (n_nodes,), optional
+            A label ``>= 0`` fixes the node's label: the draws are conditional on it.
+
+        Returns
+        -------
+        ndarray of shape (n_draws, n_nodes)
+        """
+        self._check(potentials, clamp)
+        p = potentials
+        if p.n_nodes == 0:
+            return np.zeros((n_draws, 0), dtype=np.intp)
+        padded, position = self._padded(p, clamp)
+        labels = forward_filtering_backward_sampling(padded, p.lengths, p.pairwise, n_draws, rng)
+        return labels[:, p.node_sample, position]
 
 
 def pad(node_values: np.ndarray, lengths: np.ndarray, fill: float = 0.0):

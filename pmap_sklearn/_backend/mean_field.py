@@ -267,6 +267,30 @@ class MeanFieldSolver(Solver):
             return np.zeros(0, dtype=np.intp)
         return self._iterate(potentials, clamp)[1].argmax(axis=1)
 
+    def sample(self, potentials: Potentials, n_draws: int, rng, clamp=None) -> np.ndarray:
+        """Joint draws from the mean-field distribution :math:`q(y) = \\prod_i q_i(y_i)`: each
+        node independently from its marginal (the model of a mean-field learner; a sample of
+        the Gibbs model only where the mean field is exact).
+
+        Parameters
+        ----------
+        potentials : Potentials
+        n_draws : int
+        rng : numpy.random.Generator
+        clamp : ndarray of shape (n_nodes,), optional
+            Label each node is forced to, ``-1`` for a free node.
+
+        Returns
+        -------
+        ndarray of shape (n_draws, n_nodes)
+        """
+        if isinstance(potentials, Potentials) and potentials.n_nodes == 0:
+            return np.zeros((n_draws, 0), dtype=np.intp)
+        q = self._iterate(potentials, clamp)[1]
+        with np.errstate(divide="ignore"):
+            logits = np.log(q)
+        return (logits + rng.gumbel(size=(n_draws, *q.shape))).argmax(axis=2)
+
 
 def log_loss_gradient(q: np.ndarray, labels: np.ndarray, weights: np.ndarray):
     """``Σ_d c_d (−log q_d(y_d))`` and its gradient in q (labels < 0 and c_d = 0 add nothing)."""

@@ -1,0 +1,178 @@
+"""Joint samples: exact draws against enumeration, perturbed MAP draws against the marginals
+they average, conditioning on known labels, and the estimator method's contract."""
+
+import itertools
+
+import numpy as np
+import pytest
+from scipy.stats import chisquare
+from sklearn.datasets import make_multilabel_classification
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import FunctionTransformer
+
+from pmap_sklearn import (
+    ChainCRF,
+    GridStructure,
+    MarginalPerturbMAPCRF,
+    MeanFieldCRF,
+    MultiLabelStructure,
+    PerturbMAPCRF,
+    StructuredSVM,
+)
+from pmap_sklearn._backend import Potentials
+from pmap_sklearn._backend.chain import ChainSolver, forward_filtering_backward_sampling
+from pmap_sklearn._backend.sampling import sample_labellings
+from pmap_sklearn.datasets import make_chain_data, make_grid_data
+from pmap_sklearn.solvers import check_solver as get_solver
+
+
+def _joint(unary, edges, tables):
+    """Every labelling of one small model and its exact probability."""
+    n, k = unary.shape
+    labellings = np.array(list(itertools.product(range(k), repeat=n)))
+    scores = unary[np.arange(n), labellings].sum(axis=1)
+    for (a, b), table in zip(edges, tables, strict=True):
+        scores = scores + table[labellings[:, a], labellings[:, b]]
+    probability = np.exp(scores - scores.max())
+    return labellings, probability / probability.sum()
+
+
+def _goodness_of_fit(draws, labellings, probability):
+    """The chi-square p-value of the draws' labelling counts against the probabilities."""
+    index = {tuple(y): i for i, y in enumerate(labellings)}
+    counts = np.bincount([index[tuple(y)] for y in draws], minlength=len(labellings))
+    return chisquare(counts, probability * len(draws)).pvalue
+
+
+def test_forward_filtering_backward_sampling_draws_the_chain_distribution():
+    rng = np.random.default_rng(0)
+    k, lengths = 3, np.array([4, 2, 1])
+    unary = rng.normal(size=(3, 4, k))
+    transition = rng.normal(size=(k, k))
+    draws = forward_filtering_backward_sampling(
+        unary, lengths, transition, 30_000, np.random.default_rng(1)
+    )
+    for chain, n in enumerate(lengths):
+        edges = [(d, d + 1) for d in range(n - 1)]
+        labellings, probability = _joint(unary[chain, :n], edges, [transition] * len(edges))
+        assert _goodness_of_fit(draws[:, chain, :n], labellings, probability) > 1e-3
+        assert not draws[:, chain, n:].any()  # padding
+
+
+def test_chain_draws_are_conditional_on_clamps():
+    rng = np.random.default_rng(2)
+    unary, transition = rng.normal(size=(4, 3)), rng.normal(size=(3, 3))
+    potentials = Potentials(unary, np.array([[0, 1], [1, 2], [2, 3]]), transition)
+    clamp = np.array([-1, 2, -1, -1])
+    draws = ChainSolver().sample(potentials, 30_000, np.random.default_rng(3), clamp)
+    assert (draws[:, 1] == 2).all()
+    labellings, probability = _joint(unary, [(0, 1), (1, 2), (2, 3)], [transition] * 3)
+    keep = labellings[:, 1] == 2
+    assert _goodness_of_fit(draws, labellings[keep], probability[keep] / probability[keep].sum())
+
+
+@pytest.mark.parametrize("solver", ["brute_force", "forest"])
+def test_chain_rule_draws_exact_distributions_of_other_solvers(solver):
+    """Solvers without their own sampler draw node by node from exact marginals."""
+    rng = np.random.default_rng(4)
+    edges = (
+        np.array([[0, 1], [0, 2], [2, 3]])
+        if solver == "forest"
+        else np.array([[0, 1], [1, 2], [0, 2], [2, 3]])
+    )
+    unary, tables = rng.normal(size=(4, 2)), rng.normal(size=(len(edges), 2, 2))
+    potentials = Potentials(unary, edges, tables)
+    draws = sample_labellings(get_solver(solver), potentials, 20_000, 5)
+    labellings, probability = _joint(unary, edges, tables)
+    assert _goodness_of_fit(draws, labellings, probability) > 1e-3
+
+
+def test_a_map_only_solver_cannot_draw_exactly():
+    potentials = Potentials(np.zeros((2, 2)), np.array([[0, 1]]), np.zeros((1, 2, 2)))
+    with pytest.raises(ValueError, match="method='perturb'"):
+        sample_labellings(get_solver("trws"), potentials, 3)
+
+
+@pytest.fixture(scope="module")
+def chains():
+    data = make_chain_data(n_samples=16, random_state=7)
+    return data.data, data.target
+
+
+def test_perturbed_draws_are_the_perturbed_marginals(chains):
+    """The same perturbations as predict_marginals: the frequencies are its marginals exactly."""
+    X, y = chains
+    model = MarginalPerturbMAPCRF(random_state=0, max_iter=3).fit(X, y)
+    draws = model.sample(X[:4], n_draws=50, method="perturb")
+    marginals = model.predict_marginals(X[:4], method="perturb", n_perturbations=50)
+    for sample, marginal in zip(draws, marginals, strict=True):
+        assert sample.shape == (50, len(marginal))
+        frequency = np.stack([(sample == c).mean(axis=0) for c in model.classes_], axis=-1)
+        np.testing.assert_allclose(frequency, marginal, atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [lambda: PerturbMAPCRF(random_state=0), lambda: ChainCRF(), lambda: MeanFieldCRF("chain")],
+)
+def test_default_draws_match_the_default_marginals(make, chains):
+    """Each estimator draws from its own model: exact chain draws for PerturbMAPCRF and
+    ChainCRF, independent mean-field draws for MeanFieldCRF — within Monte-Carlo error."""
+    X, y = chains
+    model = make().fit(X, y)
+    n_draws = 4000
+    draws = model.sample(X[:3], n_draws=n_draws, random_state=0)
+    for sample, marginal in zip(draws, model.predict_marginals(X[:3]), strict=True):
+        frequency = np.stack([(sample == c).mean(axis=0) for c in model.classes_], axis=-1)
+        sd = np.sqrt(marginal * (1 - marginal) / n_draws) + 1e-3
+        assert np.all(np.abs(frequency - marginal) < 5 * sd)
+
+
+def test_known_labels_are_kept_in_every_draw(chains):
+    X, y = chains
+    model = PerturbMAPCRF(random_state=0).fit(X, y)
+    known = [np.array([y[0][0]] + [None] * (len(y[0]) - 1), dtype=object)]
+    for method in ("exact", "perturb"):
+        draws = model.sample(X[:1], n_draws=40, known_labels=known, method=method)[0]
+        assert (draws[:, 0] == y[0][0]).all()
+
+
+def test_draws_take_the_shape_of_the_labels():
+    grids = make_grid_data(n_samples=4, random_state=0)
+    model = PerturbMAPCRF(GridStructure(), random_state=0, max_iter=3).fit(grids.data, grids.target)
+    draws = model.sample(grids.data[:2], n_draws=5)
+    assert draws[0].shape == (5, *np.shape(grids.target[0]))
+    X, Y = make_multilabel_classification(n_samples=60, n_features=6, n_classes=3, random_state=0)
+    multi = PerturbMAPCRF(MultiLabelStructure("full"), random_state=0).fit(X, Y)
+    draws = multi.sample(X[:4], n_draws=20_000, random_state=0)
+    assert draws.shape == (4, 20_000, 3) and set(np.unique(draws)) <= {0, 1}
+    proba = multi.predict_proba(X[:4])
+    assert np.all(np.abs(draws.mean(axis=1) - proba) < 5 * np.sqrt(0.25 / 20_000))
+
+
+def test_sample_refuses_what_it_cannot_do(chains):
+    X, y = chains
+    model = PerturbMAPCRF(random_state=0).fit(X, y)
+    with pytest.raises(ValueError, match="n_draws"):
+        model.sample(X[:1], n_draws=0)
+    with pytest.raises(ValueError, match="method must be one of"):
+        model.sample(X[:1], method="gibbs")
+    assert not hasattr(StructuredSVM(random_state=0).fit(X, y), "sample")  # no marginals
+
+
+def test_a_fitted_pipeline_reaches_sample_through_its_last_step(chains):
+    X, y = chains
+    pipeline = make_pipeline(FunctionTransformer(), PerturbMAPCRF(random_state=0)).fit(X, y)
+    draws = pipeline[-1].sample(pipeline[:-1].transform(X[:2]), n_draws=3)
+    assert len(draws) == 2 and draws[1].shape == (3, len(y[1]))
+
+
+def test_two_stage_crf_draws_from_its_stage_two(chains):
+    from pmap_sklearn import TwoStageCRF
+
+    X, y = chains
+    model = TwoStageCRF(crf=PerturbMAPCRF(random_state=0), cv=3, random_state=7).fit(X, y)
+    draws = model.sample(X[:2], n_draws=6, method="perturb")
+    expected = model.crf_.sample(model.stage_two_samples(X[:2]), 6, method="perturb")
+    for mine, theirs in zip(draws, expected, strict=True):
+        np.testing.assert_array_equal(mine, theirs)
