@@ -12,10 +12,13 @@ are unchanged (:func:`fingerprint`).
 from __future__ import annotations
 
 import copy
+import dataclasses
+import hashlib
+import pickle
 from dataclasses import dataclass, field, fields
 
-import joblib
 import numpy as np
+from scipy import sparse
 
 
 @dataclass
@@ -59,13 +62,38 @@ class FitState:
 
 
 def fingerprint(value) -> str | None:
-    """A digest of ``value``'s content (arrays by their bytes, objects by their pickle), to tell
-    whether a warm start sees the data and parameters its state was fitted on; None when the
-    value cannot be digested (a generator), which never matches."""
+    """A digest of ``value``'s content, to tell whether a warm start sees the data and
+    parameters its state was fitted on: arrays (dense or sparse) by their type, shape and
+    bytes, sequences and dataclasses (:class:`~pmap_sklearn.GraphSample`) item by item, other
+    objects by their pickle. None when the value cannot be digested (a generator), which never
+    matches."""
+    digest = hashlib.blake2b(digest_size=16)
     try:
-        return joblib.hash(value)
-    except Exception:  # noqa: BLE001 - anything that cannot be pickled cannot be compared
+        _digest(digest, value)
+    except Exception:  # noqa: BLE001 - what cannot be read cannot be compared
         return None
+    return digest.hexdigest()
+
+
+def _digest(digest, value) -> None:
+    if isinstance(value, np.ndarray) and value.dtype != object:
+        digest.update(f"array {value.dtype.str} {value.shape}".encode())
+        digest.update(np.ascontiguousarray(value).reshape(-1).view(np.uint8))
+    elif sparse.issparse(value):
+        value = value.tocsr()
+        digest.update(f"csr {value.shape}".encode())
+        for part in (value.data, value.indices, value.indptr):
+            _digest(digest, part)
+    elif isinstance(value, list | tuple | np.ndarray):  # np.ndarray: of objects
+        digest.update(f"{type(value).__name__} {len(value)}".encode())
+        for item in value:
+            _digest(digest, item)
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        digest.update(type(value).__name__.encode())
+        for entry in fields(value):
+            _digest(digest, getattr(value, entry.name))
+    else:
+        digest.update(pickle.dumps(value, protocol=5))
 
 
 #: Pickles store a float array by its non-zeros when at most this share of it is non-zero (an

@@ -208,3 +208,21 @@ def test_segmentation_scorers_see_the_ignore_label_of_a_pipelines_crf():
     scores = search.cv_results_["mean_test_score"]
     assert np.isfinite(scores).all() and scores[0] > scores[1] + 0.05  # alpha 1e3 underfits
     assert search.best_params_["perturbmapcrf__alpha"] == 1e-4
+
+
+def test_a_warm_start_reads_the_data_by_content(chains):
+    """Copies of the same samples continue the fit; one value changed in one sample (dense or
+    sparse) is other data, and the warm start fits afresh."""
+    from scipy import sparse
+
+    from pmap_sklearn import PerturbMAPCRF
+
+    X, y = chains
+    for kind in (np.asarray, sparse.csr_matrix):
+        samples = [kind(x) for x in X]
+        model = PerturbMAPCRF("chain", max_iter=2, tol=None, warm_start=True, random_state=0)
+        t = model.fit(samples, y).t_
+        assert model.fit([kind(np.array(x)) for x in X], [t.copy() for t in y]).t_ == 2 * t
+        changed = [np.array(x) for x in X]
+        changed[5][0, 0] += 1e-9
+        assert model.fit([kind(x) for x in changed], y).t_ == t
