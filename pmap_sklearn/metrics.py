@@ -242,10 +242,6 @@ def weighted_hamming_loss(y_true, y_pred, node_sizes=None, unknown_label=-1) -> 
     return float(np.mean(losses))
 
 
-def _hamming_score(y_true, y_pred, unknown_label=-1) -> float:
-    return 1.0 - mean_hamming_loss(y_true, y_pred, unknown_label)
-
-
 def _scored_model(estimator):
     """The estimator that predicts: the last step of a pipeline (of pipelines)."""
     while hasattr(estimator, "_final_estimator"):
