@@ -748,7 +748,7 @@ def run_sgd(
     validation_score : callable ``w -> float``, optional
         Score (higher is better) of weights on held-out samples.
     verbose : int
-        Progress after each epoch (see :class:`~pmap_sklearn._progress.Progress`); a
+        Progress of the epochs (see :class:`~pmap_sklearn._progress.Progress`); a
         ``ConvergenceWarning`` when ``tol`` is set and ``max_iter`` ends the run first.
     shuffle : bool, default=True
         Visit the samples in a new random order every epoch; False keeps their order and

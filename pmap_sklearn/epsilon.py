@@ -113,7 +113,8 @@ class EpsilonCRF(BaseStructuredEstimator):
         Processes for the structure's MAP solver with ``predict(X, decoding="map")``; the
         message passing itself is vectorised over the whole batch.
     verbose : int, default=0
-        Report the primal objective per iteration (``verbose >= 2``: the gap and step).
+        Report the primal objective of the first three iterations, every tenth of ``max_iter``
+        and the last (``verbose >= 2``: the gap and step; ``verbose >= 3``: every iteration).
     unknown_label : int, float, str or None, default=-1
         The label that marks an unknown node in ``y``; such samples are self-trained (a model
         fitted on the fully labelled samples fills them in with its belief argmax).

@@ -113,7 +113,8 @@ class MarginalPerturbMAPCRF(BaseStructuredSGD):
     n_jobs : int or None, default=None
         Processes for per-sample graph cuts (joblib); see :ref:`parallel`.
     verbose : int, default=0
-        Report progress after each epoch (``verbose >= 2``: more detail).
+        Report progress: the first three epochs, every tenth of ``max_iter`` and the last
+        (``verbose >= 2``: more detail; ``verbose >= 3``: every epoch).
     unknown_label : int, float, str or None, default=-1
         The label that marks an unknown node in ``y`` (None: every label is known).
     ignore_label : int, float, str or None, default=None

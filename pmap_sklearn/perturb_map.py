@@ -147,7 +147,8 @@ class PerturbMAPCRF(ClassWeightedSGD):
     n_jobs : int or None, default=None
         Processes for per-sample graph cuts (joblib); chains are solved in one vectorised call.
     verbose : int, default=0
-        Print the objective after each epoch.
+        Print the objective of the first three epochs, of every tenth of ``max_iter`` and of
+        the last (every epoch with ``verbose >= 3``).
     unknown_label : int, float, str or None, default=-1
         The label that marks an unknown node in ``y`` (use e.g. ``"?"`` with string labels;
         None: every label is known).

@@ -11,6 +11,8 @@ training nodes are over-confident, and a CRF fitted to them would learn to trust
 from __future__ import annotations
 
 import dataclasses
+import sys
+import time
 from numbers import Integral, Real
 
 import numpy as np
@@ -93,6 +95,10 @@ class TwoStageCRF(MetaEstimatorMixin, BaseEstimator):
         ``unary="scaled", bias=False``) — the lecture's two-stage learning: the unary terms are
         frozen and only how far to trust them is learned with the pairwise weights, so a class
         balance set in stage one (``class_weight="balanced"``) is kept.
+    verbose : int, default=0
+        Report on standard output which stage runs: each out-of-fold fit of stage one as it
+        ends (fold, nodes, seconds), stage two, the final classifier. Passed on as stage two's
+        ``verbose`` (its progress per epoch) when not 0.
 
     Attributes
     ----------
@@ -139,6 +145,7 @@ class TwoStageCRF(MetaEstimatorMixin, BaseEstimator):
         "ignore_label": "no_validation",
         "class_weight": [None, StrOptions({"balanced"}), dict],
         "unary": [StrOptions({"matrix", "scale"})],
+        "verbose": ["verbose"],
     }
 
     def __init__(
@@ -154,6 +161,7 @@ class TwoStageCRF(MetaEstimatorMixin, BaseEstimator):
         ignore_label=None,
         class_weight=None,
         unary="matrix",
+        verbose=0,
     ):
         self.classifier = classifier
         self.crf = crf
@@ -165,6 +173,7 @@ class TwoStageCRF(MetaEstimatorMixin, BaseEstimator):
         self.ignore_label = ignore_label
         self.class_weight = class_weight
         self.unary = unary
+        self.verbose = verbose
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -221,17 +230,28 @@ class TwoStageCRF(MetaEstimatorMixin, BaseEstimator):
                 f"y holds {len(classes)} class {list(classes)}: at least two are needed"
             )
         class_weight_by_code(self.class_weight, classes)  # both stages' weights, checked once
-        jobs = Parallel(n_jobs=self.n_jobs)(
+        folds = self._folds(len(X), groups)
+        report = _Report(self.verbose)
+        report(
+            f"stage one: {type(self._classifier()).__name__} out of fold, {len(folds)} folds "
+            f"of {len(X)} samples"
+        )
+        jobs = Parallel(n_jobs=self.n_jobs, return_as="generator")(
             delayed(_fold_probabilities)(
                 self._classifier(), features, labels, known, offsets, train, test, classes
             )
-            for train, test in self._folds(len(X), groups)
+            for train, test in folds
         )
         probabilities = np.zeros((len(labels), len(classes)))
-        for nodes, fold in jobs:
+        for number, (nodes, fold) in enumerate(jobs, 1):
             probabilities[nodes] = fold
-        crf = self._crf().fit(self._stage_two(X, probabilities, offsets), y)
+            report(f"stage one: fold {number}/{len(folds)} done ({len(nodes)} nodes predicted)")
+        crf = self._crf()
+        report(f"stage two: {type(crf).__name__} on the out-of-fold log-probabilities")
+        crf = crf.fit(self._stage_two(X, probabilities, offsets), y)
+        report(f"stage one: the final classifier on all {int(known.sum())} known nodes")
         classifier = self._classifier().fit(features[known], labels[known])
+        report("done")
         # the fitted model is replaced only now, when both stages have succeeded
         self.classes_, self.n_features_in_ = classes, features.shape[1]
         self.crf_, self.classifier_ = crf, classifier
@@ -431,6 +451,8 @@ class TwoStageCRF(MetaEstimatorMixin, BaseEstimator):
                 if name in own
             }
         )
+        if self.verbose and "verbose" in own:
+            crf.set_params(verbose=self.verbose)
         if self.unary == "scale":  # one weight on the log-probabilities, no bias
             structure = check_structure(own["structure"])
             if "unary" not in structure.get_params():
@@ -506,6 +528,18 @@ class TwoStageCRF(MetaEstimatorMixin, BaseEstimator):
             else:
                 samples.append(block)
         return samples
+
+
+class _Report:
+    """``[TwoStageCRF] <what>, <seconds> s elapsed`` on standard output when ``verbose``."""
+
+    def __init__(self, verbose):
+        self.verbose, self.started = verbose, time.perf_counter()
+
+    def __call__(self, what: str) -> None:
+        if self.verbose:
+            elapsed = time.perf_counter() - self.started
+            print(f"[TwoStageCRF] {what}, {elapsed:.2f} s elapsed", file=sys.stdout, flush=True)
 
 
 def _aligned(classifier, features, classes) -> np.ndarray:

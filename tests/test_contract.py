@@ -421,6 +421,22 @@ def test_one_progress_format(cls, unit, chains, capsys):
     assert "[LogSupermodularDenoiser] epoch 2/2: loss" in capsys.readouterr().out
 
 
+def test_progress_prints_a_few_lines_per_fit(chains, capsys):
+    """verbose=1 prints the first three epochs, every tenth of max_iter and the last (13
+    lines for 100 epochs, not 100); verbose=3 every epoch; an early stop prints its last."""
+    X, y = chains
+    PerturbMAPCRF(max_iter=100, tol=None, verbose=1, random_state=0).fit(X, y)
+    epochs = [int(line.split()[2].split("/")[0]) for line in capsys.readouterr().out.splitlines()]
+    assert epochs == [1, 2, 3, *range(10, 101, 10)]
+    PerturbMAPCRF(max_iter=30, tol=None, verbose=3, random_state=0).fit(X, y)
+    assert len(capsys.readouterr().out.splitlines()) == 30
+    model = PerturbMAPCRF(max_iter=100, tol=1e-3, verbose=1, random_state=0).fit(X, y)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-1] == f"[PerturbMAPCRF] converged after {model.n_iter_} epochs"
+    assert lines[-2].startswith(f"[PerturbMAPCRF] epoch {model.n_iter_}/100: loss ")
+    assert len(lines) <= 15
+
+
 @pytest.mark.parametrize("cls", [PerturbMAPCRF, StructuredSVM, ChainCRF])
 def test_convergence_warning_when_max_iter_ends_the_fit(cls, chains):
     params = {} if cls is ChainCRF else {"random_state": 0}

@@ -245,3 +245,26 @@ def test_scale_needs_a_structure_that_can_scale():
         model.fit(X, y)
     with pytest.raises(InvalidParameterError):
         TwoStageCRF(unary="diagonal").fit(X, y)
+
+
+def test_verbose_says_which_stage_runs_and_passes_on_to_stage_two(capsys):
+    data = make_chain_data(n_samples=30, random_state=0)
+    crf = PerturbMAPCRF(max_iter=4, tol=None, random_state=0)
+    TwoStageCRF(crf=crf, cv=3, random_state=0, verbose=1).fit(data.data, data.target)
+    lines = capsys.readouterr().out.splitlines()
+    stages = [line for line in lines if line.startswith("[TwoStageCRF]")]
+    assert [line.split(",")[0].split(" (")[0] for line in stages] == [
+        "[TwoStageCRF] stage one: LogisticRegression out of fold",
+        "[TwoStageCRF] stage one: fold 1/3 done",
+        "[TwoStageCRF] stage one: fold 2/3 done",
+        "[TwoStageCRF] stage one: fold 3/3 done",
+        "[TwoStageCRF] stage two: PerturbMAPCRF on the out-of-fold log-probabilities",
+        f"[TwoStageCRF] stage one: the final classifier on all {sum(map(len, data.target))} "
+        "known nodes",
+        "[TwoStageCRF] done",
+    ]
+    assert all(line.endswith(" s elapsed") for line in stages)
+    assert sum(line.startswith("[PerturbMAPCRF] epoch") for line in lines) == 4
+    assert crf.verbose == 0  # the given learner is cloned, not changed
+    TwoStageCRF(crf=crf, cv=3, random_state=0).fit(data.data, data.target)
+    assert capsys.readouterr().out == ""  # verbose=0 leaves stage two's own setting: silent
