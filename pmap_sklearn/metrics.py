@@ -605,7 +605,9 @@ def flat_classification_report(y_true, y_pred, labels=None, *, unknown_label=-1,
     Examples
     --------
     >>> from pmap_sklearn.metrics import flat_classification_report
-    >>> report = flat_classification_report([["B-PER", "O"]], [["B-PER", "B-PER"]], digits=2)
+    >>> report = flat_classification_report(
+    ...     [["B-PER", "O"]], [["B-PER", "B-PER"]], digits=2, zero_division=0.0
+    ... )
     >>> report.split()[:4]
     ['precision', 'recall', 'f1-score', 'support']
     """

@@ -102,7 +102,7 @@ def test_outputs_take_scikit_learns_multi_label_forms():
     np.testing.assert_allclose(marginals.sum(axis=-1), 1.0)
     assert model.score(X, Y) == pytest.approx(1 - hamming_loss(Y, predicted))
     # scikit-learn's metrics and scorers read the predictions as they are
-    accuracy_score(Y, predicted), f1_score(Y, predicted, average="samples")
+    accuracy_score(Y, predicted), f1_score(Y, predicted, average="samples", zero_division=1.0)
     search = GridSearchCV(
         clone(model),
         {"structure__label_graph": ["independent", "tree"]},

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +17,11 @@ from ..superpixels import _skimage
 def _read(file: Path) -> np.ndarray:
     io = _skimage("io", "the image data set loaders")
     try:
-        return io.imread(file)
+        with warnings.catch_warnings():
+            # a file no decoder recognises makes imageio try all its legacy plugins, whose
+            # DICOM module warns of its deprecation on import: noise for a png or jpg
+            warnings.filterwarnings("ignore", "The legacy `DICOM` plugin", DeprecationWarning)
+            return io.imread(file)
     except Exception as exc:  # noqa: BLE001 - any decoder error becomes a clear message
         raise ValueError(f"cannot read image {file}: {exc}") from None
 
