@@ -34,8 +34,7 @@ from pmap_sklearn import (
     MultiLabelStructure,
     PerturbMAPCRF,
 )
-from pmap_sklearn._backend import Potentials
-from pmap_sklearn._backend.sampling import sample_labellings
+from pmap_sklearn._backend import Potentials, sample_labellings
 from pmap_sklearn.datasets import make_chain_data, make_grid_data
 from pmap_sklearn.solvers import check_solver
 

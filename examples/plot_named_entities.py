@@ -9,8 +9,9 @@ their part-of-speech tags, :func:`~pmap_sklearn.datasets.token_features` on ``(w
 pairs — into sparse chains, and :class:`~pmap_sklearn.PerturbMAPCRF` decides its own settings
 from them (AdaGrad steps, mini-batches of 32, 8 epochs with their second half averaged,
 ``alpha = 0.2 / n_samples``). Scored on ``esp.testb`` with the shared task's entity F1 and the
-tutorial's token F1 (:mod:`pmap_sklearn.metrics`); the figure shows the per-type scores and
-the marginals of one sentence's tags, read through the pipeline with ``predict_proba``.
+tutorial's token F1 (:mod:`pmap_sklearn.metrics`); each found entity gets its probability; the
+figure shows the per-type scores and the marginals of one sentence's tags, read through the
+pipeline with ``predict_proba``.
 """
 
 import matplotlib.pyplot as plt
@@ -19,8 +20,10 @@ from sklearn.pipeline import make_pipeline
 
 from pmap_sklearn import PerturbMAPCRF, SequenceVectorizer
 from pmap_sklearn.datasets import load_conll2002, token_features
+from pmap_sklearn.inspection import entity_probabilities
 from pmap_sklearn.metrics import (
     entity_precision_recall_fscore_support,
+    entity_spans,
     flat_f1_score,
 )
 
@@ -40,6 +43,23 @@ precision, recall, f1, support, types = entity_precision_recall_fscore_support(
 )
 for name, p, r, f, n in zip(types, precision, recall, f1, support, strict=True):
     print(f"{name:5s} precision {p:.3f} recall {r:.3f} F1 {f:.3f} ({n} entities)")
+
+# %%
+# How sure the model is of each entity it found: the probability of the entity with its
+# tags, exact by forward–backward constrained to the span
+# (:func:`~pmap_sklearn.inspection.entity_probabilities`; :ref:`entity-confidence`).
+# Keeping only the surest entities trades recall for precision.
+confidences = entity_probabilities(tagger, test.tokens)
+for kind, start, end, probability in confidences[5]:
+    words = " ".join(word for word, _ in test.tokens[5][start:end])
+    print(f"{kind:4s} {words!r}: {probability:.3f}")
+gold = [set(entity_spans(tags)) for tags in test.tags]
+found = [(p, (k, s, e) in g) for c, g in zip(confidences, gold, strict=True) for k, s, e, p in c]
+confidence, right = np.array(found).T
+for threshold in (0.5, 0.9):
+    kept = confidence >= threshold
+    share, precision_kept = kept.mean(), right[kept].mean()
+    print(f"entities with P >= {threshold}: {share:.0%} kept, precision {precision_kept:.3f}")
 
 # %%
 # Per-type entity scores, and the marginals of a test sentence's tags (exact, by

@@ -37,8 +37,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from . import _sgd
-from ._backend import GraphKind, Potentials, check_capabilities
-from ._backend.sampling import sample_labellings
+from ._backend import GraphKind, Potentials, check_capabilities, sample_labellings
 from ._labels import as_samples, check_markers, encode, without_ignored
 from ._parallel import N_JOBS_CONSTRAINT, single_blas_thread, uses_workers
 from ._state import compact_attributes, expand_attributes, fingerprint

@@ -16,6 +16,8 @@ from .brute import BruteForceSolver
 from .capabilities import Capabilities, GraphKind, PairwiseKind, PairwiseTerms, Requirements
 from .capabilities import missing as missing
 from .chain import ChainSolver
+from .chain import pad as pad
+from .chain import span_log_probabilities as span_log_probabilities
 from .cut import GraphCutSolver
 from .expansion import AlphaExpansionSolver
 from .forest import ForestSolver
@@ -41,6 +43,7 @@ from .part_clamp import feedback_vertex_set as feedback_vertex_set
 from .potentials import ChainLayout, GridLayout, Potentials, Statistics
 from .potentials import forbid_states as forbid_states
 from .potentials import label_statistics as label_statistics
+from .sampling import sample_labellings as sample_labellings
 from .trws import TRWSSolver
 
 SOLVERS = {

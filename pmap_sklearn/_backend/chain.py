@@ -359,6 +359,53 @@ def forward_filtering_backward_sampling(unary, lengths, transition, n_draws, rng
     return labels
 
 
+def span_log_probabilities(unary, lengths, transition, labels, spans, before, after):
+    """Exact log-probabilities that chains take given labels on spans, with the labels just
+    before and after each span outside given sets (constrained forward-backward).
+
+    ``log P = log Σ_{k ∉ before} exp(alpha_{s-1}(k) + T(k, l_s)) + score of l_s..l_{e-1}
+    + log Σ_{k ∉ after} exp(T(l_{e-1}, k) + u_e(k) + beta_e(k)) − log Z``, the first term
+    ``u_s(l_s)`` alone at a chain's start and the last term 0 at its end.
+
+    Parameters
+    ----------
+    unary : ndarray of shape (B, L, K)
+        Padded node scores.
+    lengths : ndarray of shape (B,)
+    transition : ndarray of shape (K, K)
+    labels : ndarray of shape (B, L)
+        The labels the spans must take (read on the spans only).
+    spans : ndarray of shape (S, 3)
+        ``(chain, start, end)`` of each span, ``end`` one past its last node.
+    before, after : ndarray of shape (S, K) of bool
+        The labels forbidden just before and just after each span.
+
+    Returns
+    -------
+    ndarray of shape (S,)
+    """
+    alpha, beta = _messages(unary, lengths, transition, _logsumexp_step)
+    rows = np.arange(len(lengths))
+    log_z = _logsumexp(alpha[rows, lengths - 1], axis=1)
+    chain, start, end = spans.T
+    # the labelling's score along each chain: u_0(l_0), then T(l_{d-1}, l_d) + u_d(l_d)
+    increments = np.take_along_axis(unary, labels[:, :, None], axis=2)[:, :, 0]
+    increments[:, 1:] += transition[labels[:, :-1], labels[:, 1:]]
+    path = np.cumsum(increments, axis=1)
+    first = labels[chain, start]
+    inside = path[chain, end - 1] - path[chain, start] + unary[chain, start, first]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        opening = alpha[chain, np.maximum(start - 1, 0)] + transition[:, first].T
+        opening = np.where(start > 0, _logsumexp(np.where(before, -np.inf, opening), 1), 0.0)
+        inner = end < lengths[chain]
+        following = np.minimum(end, unary.shape[1] - 1)
+        closing = (
+            transition[labels[chain, end - 1]] + unary[chain, following] + beta[chain, following]
+        )
+        closing = np.where(inner, _logsumexp(np.where(after, -np.inf, closing), 1), 0.0)
+    return opening + inside + closing - log_z[chain]
+
+
 class ChainSolver(Solver):
     """Exact inference on chains with a shared transition table (any number of labels).
 
