@@ -133,11 +133,6 @@ def code_version():
     return git("rev-parse", "--short", "HEAD") or "unknown", changed
 
 
-def scores(Y, predicted):
-    """Hamming loss, subset accuracy and example-based F1 (scikit-learn's functions)."""
-    return multilabel_scores(Y, predicted)
-
-
 def timed_fit(model, X, Y):
     """Fit; the seconds and whether it warned that it did not converge."""
     start = time.perf_counter()
@@ -166,7 +161,7 @@ def run_baseline(name, learner, model, features, train, test):
         solver=None,
         fit_s=seconds,
         not_converged=warned,
-        **scores(test.target, model.predict(test.data)),
+        **multilabel_scores(test.target, model.predict(test.data)),
         hamming_marginal=None,
     )
     report(row)
@@ -194,7 +189,7 @@ def run_learner(name, learner, graph, train, test, features=STANDARDISED, build=
         solver=model.structure_.solver_.name,
         fit_s=seconds,
         not_converged=warned,
-        **scores(test.target, model.predict(test.data)),
+        **multilabel_scores(test.target, model.predict(test.data)),
     )
     try:
         marginal = model.predict(test.data, decoding="marginal")
@@ -227,7 +222,11 @@ def run_seeds(name, train, test):
             model = PerturbMAPCRF(MultiLabelStructure(graph), random_state=seed)
             seconds, _ = timed_fit(model, train.data, train.target)
             per_seed.append(
-                dict(seed=seed, fit_s=seconds, **scores(test.target, model.predict(test.data)))
+                dict(
+                    seed=seed,
+                    fit_s=seconds,
+                    **multilabel_scores(test.target, model.predict(test.data)),
+                )
             )
         summary = {
             key: (

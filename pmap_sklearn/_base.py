@@ -396,11 +396,22 @@ class BaseStructuredEstimator(BaseEstimator):
 
         return score
 
+    def _restricted_potentials(self, batch: SampleBatch, w: np.ndarray, clamp=None):
+        """The batch's potentials under weights ``w`` and the clamps (label codes or -1),
+        restricted to the states of the known labels (the structure's hidden states)."""
+        structure = self.structure_
+        return structure.restrict(structure.potentials(batch, w), clamp)
+
+    def _marginal_weights(self) -> np.ndarray:
+        """The weights of the estimator's distribution: ``coef_`` at the temperature that
+        :meth:`calibrate_marginals` fitted (1 before)."""
+        return self.coef_ / getattr(self, "marginal_temperature_", 1.0)
+
     def _map(self, batch: SampleBatch, w: np.ndarray, clamp=None) -> np.ndarray:
         """MAP labels (flat) of the batch under weights ``w``."""
-        structure = self.structure_
-        potentials, clamp = structure.restrict(structure.potentials(batch, w), clamp)
-        return structure.solver_.map(potentials, clamp, n_jobs=getattr(self, "n_jobs", None))
+        potentials, clamp = self._restricted_potentials(batch, w, clamp)
+        solver = self.structure_.solver_
+        return solver.map(potentials, clamp, n_jobs=getattr(self, "n_jobs", None))
 
     def _start_from_logistic(self, batch, targets, coef, rng, alpha: float) -> None:
         """Set the unary weights of ``coef`` (in place) to per-node multinomial logistic
@@ -662,8 +673,7 @@ class BaseStructuredEstimator(BaseEstimator):
         structure = self.structure_
         batch = self._prepare_fitted(X)
         clamp = self._known_codes(batch, known_labels)
-        w = self.coef_ / getattr(self, "marginal_temperature_", 1.0)
-        potentials, clamp = structure.restrict(structure.potentials(batch, w), clamp)
+        potentials, clamp = self._restricted_potentials(batch, self._marginal_weights(), clamp)
         if random_state is None:
             random_state = getattr(self, "random_state", None)
         if method == "exact":
@@ -707,15 +717,15 @@ class BaseStructuredEstimator(BaseEstimator):
             )
         batch = self._prepare_fitted(X)
         clamp = self._known_codes(batch, known_labels)
-        temperature = getattr(self, "marginal_temperature_", 1.0)
-        node = self._node_marginals(batch, self.coef_ / temperature, method, n_perturbations, clamp)
+        w = self._marginal_weights()
+        node = self._node_marginals(batch, w, method, n_perturbations, clamp)
         return batch, self.structure_.visible_marginals(node)
 
     def _node_marginals(self, batch, w, method, n_perturbations, clamp=None) -> np.ndarray:
         """Marginals (n_nodes, n_states) of the batch under weights ``w`` by ``method`` (with
         ``clamp``, label codes or -1, conditional on those labels)."""
         structure = self.structure_
-        potentials, clamp = structure.restrict(structure.potentials(batch, w), clamp)
+        potentials, clamp = self._restricted_potentials(batch, w, clamp)
         if method == "exact":
             if not structure.solver_.has_marginals:
                 raise ValueError(
@@ -1174,7 +1184,7 @@ class BaseStructuredSGD(BaseStructuredEstimator):
         ``w``; with ``clamp`` (flat labels, ``-1`` = free) the conditional marginals
         ``q(y_d | y_given)`` of the free nodes."""
         structure = self.structure_
-        potentials, clamp = structure.restrict(structure.potentials(batch, w), clamp)
+        potentials, clamp = self._restricted_potentials(batch, w, clamp)
         marginals = perturb_and_map(
             structure.solver_,
             potentials,

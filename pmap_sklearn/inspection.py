@@ -223,7 +223,6 @@ def entity_probabilities(estimator, X, *, outside="O", n_draws=1000, random_stat
     >>> [(kind, start, end) for kind, start, end, _ in entity_probabilities(model, X[:1])[0]]
     [('PER', 0, 2)]
     """
-    from ._backend import pad, span_log_probabilities
     from .metrics import _split_tag, entity_spans
 
     model = estimator[-1] if isinstance(estimator, Pipeline) else estimator
@@ -248,25 +247,21 @@ def entity_probabilities(estimator, X, *, outside="O", n_draws=1000, random_stat
             spans.append((sample, start, end, [code[t] for t in tags[start:end]]))
     before, after = np.array(before, bool), np.array(after, bool)
     structure = model.structure_
+    # exact where the solver has the capability and its model is the estimator's
     exact = (
-        isinstance(structure, ChainStructure)
+        hasattr(structure.solver_, "span_log_probabilities")
         and model._default_marginal_method() == "exact"
         and structure.n_states_ == len(classes)
     )
     if not spans:
         probability = np.zeros(0)
     elif exact:
-        batch = model._prepare_fitted(X)
-        w = model.coef_ / getattr(model, "marginal_temperature_", 1.0)
-        potentials = structure.potentials(batch, w)
-        unary, position = pad(potentials.unary, potentials.lengths)
-        labels = np.zeros(unary.shape[:2], dtype=np.intp)
-        for sample, start, end, codes in spans:
-            labels[sample, start:end] = codes
-        where = np.array([s[:3] for s in spans], dtype=np.intp)
-        log_p = span_log_probabilities(
-            unary, potentials.lengths, potentials.pairwise, labels, where, before, after
+        potentials, _ = model._restricted_potentials(
+            model._prepare_fitted(X), model._marginal_weights()
         )
+        labels = np.searchsorted(model.classes_, np.concatenate(list(predicted)))
+        where = np.array([s[:3] for s in spans], dtype=np.intp)
+        log_p = structure.solver_.span_log_probabilities(potentials, labels, where, before, after)
         probability = np.exp(log_p)
     else:
         draws = model.sample(X, n_draws=n_draws, random_state=random_state)

@@ -16,8 +16,6 @@ from .brute import BruteForceSolver
 from .capabilities import Capabilities, GraphKind, PairwiseKind, PairwiseTerms, Requirements
 from .capabilities import missing as missing
 from .chain import ChainSolver
-from .chain import pad as pad
-from .chain import span_log_probabilities as span_log_probabilities
 from .cut import GraphCutSolver
 from .expansion import AlphaExpansionSolver
 from .forest import ForestSolver

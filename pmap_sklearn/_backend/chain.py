@@ -577,6 +577,34 @@ class ChainSolver(Solver):
         labels = forward_filtering_backward_sampling(padded, p.lengths, p.pairwise, n_draws, rng)
         return labels[:, p.node_sample, position]
 
+    def span_log_probabilities(self, potentials, labels, spans, before, after) -> np.ndarray:
+        """Exact log-probabilities that chains take the given labels on spans, with the labels
+        just before and after each span outside given sets
+        (:func:`span_log_probabilities`, on the padded batch).
+
+        Parameters
+        ----------
+        potentials : Potentials
+        labels : ndarray of shape (n_nodes,)
+            The labels the spans must take (read on the spans only).
+        spans : ndarray of shape (S, 3)
+            ``(sample, start, end)`` of each span, positions in its sample, ``end`` one past
+            its last node.
+        before, after : ndarray of shape (S, K) of bool
+            The labels forbidden just before and just after each span.
+
+        Returns
+        -------
+        ndarray of shape (S,)
+        """
+        self._check(potentials)
+        padded, position = self._padded(potentials)
+        padded_labels = np.zeros(padded.shape[:2], dtype=np.intp)
+        padded_labels[potentials.node_sample, position] = labels
+        return span_log_probabilities(
+            padded, potentials.lengths, potentials.pairwise, padded_labels, spans, before, after
+        )
+
 
 def pad(node_values: np.ndarray, lengths: np.ndarray, fill: float = 0.0):
     """Values of consecutive chains (n_nodes, ...) as a padded (B, L, ...) array, and the

@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._utils import check_generator
+from .chain import _node_positions
 from .potentials import Potentials
 
 
@@ -63,8 +64,7 @@ def _chain_rule(solver, potentials: Potentials, n_draws, rng, clamp) -> np.ndarr
     copies = p.take(np.tile(np.arange(n_samples), n_draws))
     fixed = np.full(n_nodes, -1, dtype=np.intp) if clamp is None else np.asarray(clamp)
     fixed = np.tile(fixed.astype(np.intp), n_draws)
-    offsets = copies.node_offsets
-    position = np.arange(copies.n_nodes) - np.repeat(offsets[:-1], np.diff(offsets))
+    _, position, _ = _node_positions(copies.lengths)
     for pos in range(int(p.lengths.max(initial=0))):
         nodes = np.flatnonzero((position == pos) & (fixed < 0))
         if len(nodes) == 0:
