@@ -240,3 +240,15 @@ def test_entity_probabilities_from_draws_where_the_model_is_not_exact():
     assert len(exact) == len(drawn)
     with pytest.raises(ValueError, match="no marginals"):
         entity_probabilities(StructuredSVM(random_state=0, max_iter=2).fit(X, y), X[:1])
+
+
+def test_perturbed_draws_do_not_depend_on_n_jobs():
+    """Each sample's perturbations come from its own stream: the draws are the same whatever
+    the number of workers."""
+    grids = make_grid_data(n_samples=6, shape=(12, 12), random_state=1)
+    model = PerturbMAPCRF(GridStructure(), random_state=0, max_iter=3)
+    model.fit(grids.data, grids.target)
+    serial = model.sample(grids.data, n_draws=8, random_state=3)
+    parallel = model.set_params(n_jobs=2).sample(grids.data, n_draws=8, random_state=3)
+    for one, two in zip(serial, parallel, strict=True):
+        np.testing.assert_array_equal(one, two)
