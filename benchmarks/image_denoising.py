@@ -6,8 +6,9 @@ coffee, chelsea and rocket, in grey levels 0–255) and tested on three others (
 coins) with Gaussian noise of σ ∈ {10, 15, 25, 50} (one draw, seed 0):
 
 - continuous MAP, Haar quad-tree prior (``groups="tree"``, ``basis="haar"``), every overlapping
-  patch (stride 1); the same with the prior's scale chosen for each photo by Stein's unbiased
-  risk estimate (``prior_scale="sure"``); and with one group per coefficient on centred patches
+  patch (stride 1), the learned prior as it is (``prior_scale=1.0``) and with its scale chosen
+  for each photo by Stein's unbiased risk estimate (``prior_scale="sure"``, the default on
+  photos); and with one group per coefficient on centred patches
   (``groups="unary"``, ``center=True``);
 - MMSE (perturb-and-MAP posterior mean, 10 perturbations, levels of step σ/2), tree prior,
   patches at stride 2 (stride 1 takes about 4 times as long); the same with the prior's scale
@@ -43,21 +44,21 @@ SIGMAS = [10, 15, 25, 50]
 TV_WEIGHTS = [0.02, 0.03, 0.04, 0.06, 0.08, 0.1, 0.12, 0.15, 0.2, 0.25, 0.3]
 PRIOR = dict(patch_size=8, max_patches=40_000, max_iter=100, random_state=0, n_jobs=2)
 MODELS = {
-    "continuous MAP, tree prior": (
+    "continuous MAP, tree prior, scale 1": (
         dict(groups="tree", basis="haar"),
-        dict(decoding="continuous_map"),
+        dict(decoding="continuous_map", prior_scale=1.0),
     ),
-    "continuous MAP, tree prior, SURE scale": (
+    "continuous MAP, tree prior, SURE scale (defaults)": (
         dict(groups="tree", basis="haar"),
         dict(decoding="continuous_map", prior_scale="sure"),
     ),
-    "continuous MAP, unary prior (centred)": (
+    "continuous MAP, unary prior (centred), scale 1": (
         dict(groups="unary", basis="haar", center=True),
-        dict(decoding="continuous_map"),
+        dict(decoding="continuous_map", prior_scale=1.0),
     ),
-    "MMSE, tree prior (stride 2, M = 10)": (
+    "MMSE, tree prior (stride 2, M = 10), scale 1": (
         dict(groups="tree", basis="haar"),
-        dict(decoding="mmse", patch_stride=2, n_perturbations=10),
+        dict(decoding="mmse", patch_stride=2, n_perturbations=10, prior_scale=1.0),
     ),
     "MMSE, tree prior, SURE scale (stride 2, M = 10)": (
         dict(groups="tree", basis="haar"),
@@ -201,8 +202,8 @@ print(json.dumps(out))
 """
 
 DECODINGS = {
-    "continuous MAP (stride 1)": dict(decoding="continuous_map", patch_stride=1),
-    "continuous MAP (stride 1, prior_scale='sure')": dict(
+    "continuous MAP (stride 1)": dict(decoding="continuous_map", patch_stride=1, prior_scale=1.0),
+    "continuous MAP (stride 1, prior_scale='sure', the default)": dict(
         decoding="continuous_map", patch_stride=1, prior_scale="sure"
     ),
     "continuous MAP (stride 2)": dict(decoding="continuous_map", patch_stride=2, prior_scale=1.0),
@@ -243,7 +244,7 @@ def figure(path):
         "clean": clean,
         f"noisy σ = 25 ({scores(clean, noisy)[0]:.1f} dB)": noisy,
     }
-    estimate = model.predict(noisy, decoding="continuous_map")
+    estimate = model.set_params(prior_scale=1.0).predict(noisy, decoding="continuous_map")
     pictures[f"continuous MAP ({scores(clean, estimate)[0]:.1f} dB)"] = estimate
     estimate = model.set_params(prior_scale="sure").predict(noisy, decoding="continuous_map")
     pictures[f"SURE scale ({scores(clean, estimate)[0]:.1f} dB)"] = estimate

@@ -434,7 +434,7 @@ def test_whole_images_are_denoised_by_averaged_overlapping_patches(rng):
     train = _images(rng, [(40, 36), (33, 48)])
     clean = _images(rng, [(24, 20), (19, 27)])
     noisy = [image + 12.0 * rng.normal(size=image.shape) for image in clean]
-    model = _tree_model_of_images(train)
+    model = _tree_model_of_images(train).set_params(prior_scale=1.0)  # one prior for all
     assert model.patch_shape_ == (4, 4)
     denoised = model.predict(noisy)
     assert isinstance(denoised, list) and [d.shape for d in denoised] == [(24, 20), (19, 27)]
@@ -580,6 +580,24 @@ def test_sure_prior_scale_on_whole_images(rng, decoding):
     assert model.predict([noisy, noisy[:20]])[1].shape == (20, 30)
     with pytest.raises(ValueError, match="prior_scale"):
         model.set_params(prior_scale=0.0).predict(noisy)
+
+
+def test_default_prior_scale_is_sure_on_photos_and_one_on_signals(rng):
+    """``prior_scale="auto"``: Stein's choice on whole images, the learned prior on signals."""
+    train = _images(rng, [(40, 36), (33, 48)])
+    noisy = _images(rng, [(32, 30)])[0] + 12.0 * rng.normal(size=(32, 30))
+    photos = _tree_model_of_images(train)
+    assert photos.prior_scale == "auto"
+    np.testing.assert_array_equal(
+        photos.predict(noisy), photos.set_params(prior_scale="sure").predict(noisy)
+    )
+    signals = ContinuousLogSupermodularDenoiser(
+        grid_step=0.05, noise_std=1.0, max_iter=20, random_state=0
+    ).fit(rng.laplace(scale=2.0, size=(500, 2)))
+    noisy = rng.normal(size=(20, 2))
+    np.testing.assert_array_equal(
+        signals.predict(noisy), signals.set_params(prior_scale=1.0).predict(noisy)
+    )
 
 
 def test_mmse_posterior_variance_is_exact_on_independent_coefficients(rng):
