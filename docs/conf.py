@@ -172,6 +172,11 @@ html_theme_options = {
 }
 html_static_path = ["_static"]
 html_css_files = ["custom.css"]
+# long names wrap where a word ends (after "_" or ".", before a capital), never mid-word
+html_js_files = ["wrap_names.js"]
+# "On this page" lists an API page's methods by their own names (calibrate_marginals()), not
+# prefixed with the class's
+toc_object_entries_show_parents = "hide"
 # pages with no sub-pages have nothing to show in the left sidebar
 html_sidebars = {"getting_started": [], "api": []}
 
