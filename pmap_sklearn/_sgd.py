@@ -694,6 +694,12 @@ def learning_rate(schedule: str, t: int, alpha: float, eta0: float, power_t: flo
     return eta0
 
 
+#: What a learner's divergence error asks the user to change, unless the learner says otherwise.
+DIVERGENCE_REMEDY = (
+    "lower the step size (eta0, or eta0='auto'), scale the features or regularise more"
+)
+
+
 def run_sgd(
     make_oracle: OracleFactory,
     state: SGDState,
@@ -714,6 +720,7 @@ def run_sgd(
     average_weights: str = "uniform",
     shuffle: bool = True,
     name: str = "SGD",
+    remedy: str = DIVERGENCE_REMEDY,
 ) -> SGDState:
     """Run epochs of projected mini-batch SGD ascent, updating ``state`` in place.
 
@@ -753,6 +760,9 @@ def run_sgd(
     shuffle : bool, default=True
         Visit the samples in a new random order every epoch; False keeps their order and
         makes the oracle once (full-batch learners).
+    remedy : str
+        What the error tells the user to change when the weights or the objective stop being
+        finite (in the estimator's own parameters).
     """
     w = state.coef
     start_average = 0 if average is True else (int(average) if average else None)
@@ -782,8 +792,7 @@ def run_sgd(
             if not np.isfinite(lazy.touched if lazy is not None else w).all():
                 raise NonFiniteError(
                     f"SGD diverged in epoch {epoch + 1} (update {state.t + 1}): the weights are "
-                    "no longer finite; lower the step size (eta0, or eta0='auto'), scale the "
-                    "features or regularise more"
+                    f"no longer finite; {remedy}"
                 )
             state.t += 1
             state.n_seen += part.stop - part.start
@@ -808,8 +817,7 @@ def run_sgd(
         if not np.isfinite(regularised):
             raise NonFiniteError(
                 f"the objective of epoch {epoch + 1} is not finite ({regularised}): the weights "
-                "overflowed; lower the step size (eta0, or eta0='auto'), scale the features or "
-                "regularise more"
+                f"overflowed; {remedy}"
             )
         state.loss_curve.append(-regularised)
         current = regularised

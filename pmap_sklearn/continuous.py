@@ -362,7 +362,9 @@ class ContinuousLogSupermodularDenoiser(BaseEstimator):
     # ---- input --------------------------------------------------------------------------
     def _signals(self, X, fitting: bool) -> np.ndarray:
         """Signals as (n, …) float arrays of the patch shape (checked)."""
-        X = check_array(X, allow_nd=True, dtype=float, ensure_min_features=1)
+        # near float64's limit the finiteness check's sum overflows (it then checks each value)
+        with np.errstate(over="ignore", invalid="ignore"):
+            X = check_array(X, allow_nd=True, dtype=float, ensure_min_features=1)
         if X.ndim > 3:
             raise ValueError(
                 f"X must have shape (n_samples, n_features) or (n_samples, height, width), "
@@ -603,17 +605,23 @@ class ContinuousLogSupermodularDenoiser(BaseEstimator):
         self.n_features_in_ = int(np.prod(self.patch_shape_))
         with np.errstate(over="ignore", invalid="ignore"):  # reported just below
             magnitudes = np.abs(self._coefficients(X))
-        if not np.isfinite(magnitudes).all():
+            self.groups_ = self._make_groups(magnitudes.shape[1])
+            reach = (1.0 + self.domain_margin) * magnitudes.max(axis=0)
+            observed = self._group_max(magnitudes).mean(axis=0)  # ∂/∂d of the mean f(|α_n|)
+        if not (np.isfinite(magnitudes).all() and np.isfinite(reach).all()):
             raise ValueError(
-                "X is too large: its coefficients overflow float64 (scale the signals down)"
+                "X is too large: its coefficients (or their domain) overflow float64; rescale "
+                "the signals (and noise_std) towards 1, the model is the same in any unit"
             )
-        self.groups_ = self._make_groups(magnitudes.shape[1])
-        reach = (1.0 + self.domain_margin) * magnitudes.max(axis=0)
+        if not np.isfinite(observed).all():
+            raise ValueError(
+                "X is too large: the mean of its coefficients' group maxima overflows float64; "
+                "rescale the signals (and noise_std) towards 1, the model is the same in any unit"
+            )
         step = self.grid_step_ = self._step(float(reach.max()), self.noise_std)
         self._check_step(step, float(reach.max()))
         self.domain_ = step * np.maximum(np.ceil(reach / step - 1e-9), 1.0)
         levels = self._levels(self.noise_std)
-        observed = self._group_max(magnitudes).mean(axis=0)  # ∂/∂d of the mean f(|α_n|)
         constant = magnitudes.shape[1] * np.log(2.0)
 
         def make_oracle(order):
@@ -629,23 +637,30 @@ class ContinuousLogSupermodularDenoiser(BaseEstimator):
             return oracle
 
         state = _sgd.SGDState(coef=np.zeros(len(self.groups_)), rng=rng)
-        _sgd.run_sgd(
-            make_oracle,
-            state,
-            1,  # one "sample": the mean over the signals is exact, the prior is perturbed
-            rng=rng,
-            alpha=0.0,
-            batch_size=1,
-            steps=_sgd.AdaGrad(self.step_size / (observed + step)),
-            average=self.max_iter // 2,  # the second half of the iterates
-            max_iter=self.max_iter,
-            tol=None,
-            n_iter_no_change=1,
-            project=lambda weights: np.maximum(weights, 0.0, out=weights),  # d_A >= 0
-            verbose=self.verbose,
-            shuffle=False,
-            name=type(self).__name__,
-        )
+        # near float64's limit an overflow is refused by run_sgd with the remedy, not warned
+        with np.errstate(over="ignore", invalid="ignore"):
+            _sgd.run_sgd(
+                make_oracle,
+                state,
+                1,  # one "sample": the mean over the signals is exact, the prior is perturbed
+                rng=rng,
+                alpha=0.0,
+                batch_size=1,
+                steps=_sgd.AdaGrad(self.step_size / (observed + step)),
+                average=self.max_iter // 2,  # the second half of the iterates
+                max_iter=self.max_iter,
+                tol=None,
+                n_iter_no_change=1,
+                project=lambda weights: np.maximum(weights, 0.0, out=weights),  # d_A >= 0
+                verbose=self.verbose,
+                shuffle=False,
+                name=type(self).__name__,
+                remedy=(
+                    f"the signals (largest |coefficient| {float(np.max(self.domain_)):.3g}) "
+                    "leave float64 no room: rescale them (and noise_std) towards 1 (the model is "
+                    "the same in any unit), or lower step_size"
+                ),
+            )
         self.loss_curve_ = list(state.loss_curve)
         self.group_weights_ = state.estimate
         self.n_iter_ = state.n_iter

@@ -107,6 +107,17 @@ def test_the_prior_learns_at_any_scale_of_the_data():
     np.testing.assert_allclose(scaled * 1e200, unit, rtol=1e-9)
 
 
+def test_signals_at_the_edge_of_float64_are_refused_with_the_denoisers_own_remedy():
+    """×1e307 overflows: the error names the signals' scale and this estimator's parameters
+    (not an SGD learner's eta0), with no numpy warning on the way."""
+    model = ContinuousLogSupermodularDenoiser(noise_std=1e307, max_iter=5, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match="rescale the signals \\(and noise_std\\)") as error:
+            model.fit(RNG.normal(size=(50, 4)) * 1e307)
+    assert "eta0" not in str(error.value)
+
+
 def test_an_overflowing_noise_std_is_named():
     model = ContinuousLogSupermodularDenoiser(noise_std=1.0, max_iter=5).fit(
         RNG.normal(size=(50, 4))

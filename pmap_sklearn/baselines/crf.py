@@ -91,8 +91,9 @@ class ChainCRF(BaseStructuredEstimator):
         at zero — crfsuite's default model (sklearn-crfsuite's ``all_possible_states=False``),
         fewer weights to fit and to store. Needs the linear unary model of a structure with
         one table of node weights.
-    max_iter : int, default=300
-        L-BFGS (OWL-QN) iterations.
+    max_iter : int, default=1000
+        L-BFGS (OWL-QN) iterations at most; the fit stops at ``tol`` (the OCR words' chains
+        take 390 iterations on one fold of training words, 490 on nine).
     tol : float, default=1e-6
         L-BFGS tolerance on the projected gradient (OWL-QN: on the largest entry of the
         pseudo-gradient; it also stops when ten iterations gain less than L-BFGS-B's
@@ -175,7 +176,7 @@ class ChainCRF(BaseStructuredEstimator):
         alpha="auto",
         l1_ratio=0.0,
         all_possible_states=True,
-        max_iter=300,
+        max_iter=1000,
         tol=1e-6,
         warm_start=False,
         verbose=0,
