@@ -185,3 +185,20 @@ def test_mini_batches_stop_on_the_exact_duality_gap():
     assert svm.loss_curve_[0] == pytest.approx(_primal(svm, X, y, svm.coef_), rel=1e-9)
     full = StructuredSVM(tol=0.0, max_iter=6, **params).fit(X, y)
     assert full.n_iter_ == 6 and min(full.duality_gaps_) > -1e-12
+
+
+def test_the_default_budget_ends_a_fit_without_a_warning_a_budget_set_by_the_user_warns():
+    """``max_iter="auto"`` is a setting: a fit that ends there has not failed to converge; a
+    budget the user set, reached before the duality gap met ``tol``, is reported."""
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    data = make_chain_data(n_samples=30, noise=1.8, random_state=0)
+    X, y = data.data, data.target
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        model = StructuredSVM(alpha=1e-4, random_state=0).fit(X, y)
+    assert model.n_iter_ == 50  # the budget ended it: the gap is still above tol
+    with pytest.warns(ConvergenceWarning, match="did not converge"):
+        StructuredSVM(alpha=1e-4, max_iter=5, random_state=0).fit(X, y)
