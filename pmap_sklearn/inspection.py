@@ -7,9 +7,18 @@ from sklearn.pipeline import Pipeline
 from sklearn.utils import Bunch
 from sklearn.utils.validation import check_is_fitted
 
+from ._labels import as_samples
 from .structures import ChainStructure
 
-__all__ = ["explain_weights", "state_features", "transition_features"]
+__all__ = [
+    "explain_weights",
+    "state_features",
+    "transition_features",
+    "entity_probabilities",
+    "sequence_probabilities",
+    "region_probabilities",
+    "marginal_entropy",
+]
 
 
 def explain_weights(estimator, feature_names=None, top: int = 10) -> Bunch:
@@ -225,12 +234,7 @@ def entity_probabilities(estimator, X, *, outside="O", n_draws=1000, random_stat
     """
     from .metrics import _split_tag, entity_spans
 
-    model = estimator[-1] if isinstance(estimator, Pipeline) else estimator
-    if isinstance(estimator, Pipeline):
-        X = estimator[:-1].transform(X)
-    check_is_fitted(model, "coef_")
-    if not hasattr(model, "sample"):
-        raise ValueError(f"{type(model).__name__} has no marginals: entities have no probability")
+    model, X = _joint_model(estimator, X, "entities")
     predicted = model.predict(X)
     classes = model.classes_.tolist()
     split = [_split_tag(tag, outside) for tag in classes]  # names the tags it cannot read
@@ -248,11 +252,7 @@ def entity_probabilities(estimator, X, *, outside="O", n_draws=1000, random_stat
     before, after = np.array(before, bool), np.array(after, bool)
     structure = model.structure_
     # exact where the solver has the capability and its model is the estimator's
-    exact = (
-        hasattr(structure.solver_, "span_log_probabilities")
-        and model._default_marginal_method() == "exact"
-        and structure.n_states_ == len(classes)
-    )
+    exact = _exact_solver(model, "span_log_probabilities") is not None
     if not spans:
         probability = np.zeros(0)
     elif exact:
@@ -283,3 +283,324 @@ def entity_probabilities(estimator, X, *, outside="O", n_draws=1000, random_stat
         kind = split[codes[0]][1]
         result[sample].append((kind, start, end, float(p)))
     return result
+
+
+# ---- structured uncertainty: whole labellings, regions, uncertainty maps ---------------------
+def sequence_probabilities(
+    estimator, X, y=None, *, n_draws: int = 1000, random_state=None
+) -> np.ndarray:
+    """The probability the model gives a whole labelling of each sample.
+
+    The probability of the predicted (MAP) labelling, or of the labellings ``y``:
+    sklearn-crfsuite's ``tagger_.probability(yseq)``, for every structure. Where the estimator's
+    model is exact — chains (:class:`~pmap_sklearn.ChainCRF`, and
+    :class:`~pmap_sklearn.PerturbMAPCRF` with its default marginals), forests and
+    ``solver="brute_force"`` — it is exact: :math:`\\exp(f(y) - \\log Z)`, the labelling's score
+    minus the log-partition function (forward–backward on chains). Elsewhere it is the frequency
+    of the labelling over ``n_draws`` draws of :meth:`sample`, which only estimates a
+    probability that is not tiny: on a long sequence or a large graph almost every labelling,
+    the MAP included, is rarer than one draw in a thousand and gets 0. Use it there on short
+    sequences or tiny graphs, and :func:`region_probabilities` or
+    :func:`entity_probabilities` for parts of a labelling.
+
+    Parameters
+    ----------
+    estimator : fitted estimator or Pipeline
+        A learner with marginals, a pipeline ending in one (the steps before it transform
+        ``X``) or a :class:`~pmap_sklearn.TwoStageCRF`.
+    X : sequence of samples
+        As the estimator (or the pipeline) takes them.
+    y : sequence of label arrays, optional
+        A labelling of each sample, of the estimator's ``classes_`` and shaped as its labels;
+        by default the predicted one.
+    n_draws : int, default=1000
+        Draws per sample where the probability is a frequency.
+    random_state : int, Generator or None, optional
+        The draws' randomness (see :meth:`sample`).
+
+    Returns
+    -------
+    ndarray of shape (n_samples,)
+        The probability of each sample's labelling.
+
+    Raises
+    ------
+    ValueError
+        For an estimator without marginals, a label of ``y`` that is not one of ``classes_``,
+        or a labelling of the wrong length or shape.
+
+    Examples
+    --------
+    >>> from sklearn.pipeline import make_pipeline
+    >>> from pmap_sklearn import ChainCRF, SequenceVectorizer
+    >>> from pmap_sklearn.inspection import sequence_probabilities
+    >>> X = [[{"w": "Ann"}, {"w": "ran"}], [{"w": "Bo"}, {"w": "sat"}]] * 10
+    >>> y = [["B-PER", "O"]] * 20
+    >>> model = make_pipeline(SequenceVectorizer(), ChainCRF(alpha=0.1)).fit(X, y)
+    >>> best, other = sequence_probabilities(model, X[:1]), sequence_probabilities(
+    ...     model, X[:1], [["O", "O"]]
+    ... )
+    >>> bool(best[0] > 0.5 > other[0])
+    True
+    """
+    _check_n_draws(n_draws)
+    model, X = _joint_model(estimator, X, "labellings")
+    structure = model.structure_
+    batch = model._prepare_fitted(X)
+    if y is None:
+        codes = structure.visible_labels(model._map(batch, model.coef_))
+    else:
+        codes = _labelling_codes(model, batch, X, y)
+    solver = _exact_solver(model, "event_log_probabilities")
+    if solver is not None:  # each sample's labelling is one event over all its nodes
+        probability = np.ones(batch.n_samples)  # a sample without nodes: its empty labelling
+        filled = batch.lengths > 0
+        event = (np.cumsum(filled) - 1)[batch.node_sample]
+        potentials, _ = model._restricted_potentials(batch, model._marginal_weights())
+        nodes = np.arange(batch.n_nodes)
+        probability[filled] = np.exp(
+            solver.event_log_probabilities(potentials, nodes, codes, event)
+        )
+        return probability
+    targets = structure._visible_split(batch, codes)
+    drawn = _drawn_codes(model, X, n_draws, random_state)
+    return np.array(
+        [
+            (draws == target.ravel()).all(axis=1).mean()
+            for target, draws in zip(targets, drawn, strict=True)
+        ]
+    )
+
+
+def region_probabilities(estimator, X, *, n_draws: int = 1000, random_state=None):
+    """The regions of each predicted segmentation, with the probability the model keeps each.
+
+    A region is a connected set of nodes with the same predicted (MAP) label: a connected
+    component of the sample's graph once the edges between different labels are cut (a run of
+    equal tags on a chain). Its probability is that a labelling drawn from the model gives
+    every node of the region that label, :math:`P(y_R = k)` — a statement about the region as
+    a whole, which the node marginals do not make (the mean of the region's marginals ignores
+    that its nodes move together). Where the estimator's model is exact (chains, forests,
+    ``solver="brute_force"``) the probability is exact,
+    :math:`Z(y_R = k) / Z`, a log-partition with the region clamped; elsewhere (graph cuts,
+    α-expansion, TRW-S: superpixel graphs and grids) it is the frequency of the event over
+    ``n_draws`` draws of :meth:`sample`, within about :math:`\\sqrt{p (1 - p) / n_{draws}}`.
+
+    Parameters
+    ----------
+    estimator : fitted estimator or Pipeline
+        A learner with marginals, a pipeline ending in one (the steps before it transform
+        ``X``) or a :class:`~pmap_sklearn.TwoStageCRF`.
+    X : sequence of samples
+        As the estimator (or the pipeline) takes them.
+    n_draws : int, default=1000
+        Draws per sample where the probability is a frequency.
+    random_state : int, Generator or None, optional
+        The draws' randomness (see :meth:`sample`).
+
+    Returns
+    -------
+    regions : ndarray of shape (n_samples,) of arrays
+        Per sample, the region of each node (``0 .. n_regions - 1``, numbered in node order),
+        shaped like its labels (as :meth:`predict` returns them).
+    probabilities : ndarray of shape (n_samples,) of arrays
+        Per sample, the probability of each region, shape (n_regions,):
+        ``probabilities[i][regions[i]]`` is a map of the region confidences (for superpixel
+        graphs, :func:`~pmap_sklearn.superpixels.to_pixels` paints it on the pixels).
+
+    Raises
+    ------
+    ValueError
+        For an estimator without marginals.
+
+    Examples
+    --------
+    >>> from pmap_sklearn import GridStructure, PerturbMAPCRF
+    >>> from pmap_sklearn.datasets import make_grid_data
+    >>> from pmap_sklearn.inspection import region_probabilities
+    >>> data = make_grid_data(n_samples=6, shape=(8, 8), random_state=0)
+    >>> model = PerturbMAPCRF(GridStructure(), random_state=0).fit(data.data, data.target)
+    >>> regions, probabilities = region_probabilities(model, data.data[:1], n_draws=100)
+    >>> regions[0].shape, bool(((0 <= probabilities[0]) & (probabilities[0] <= 1)).all())
+    ((8, 8), True)
+    """
+    _check_n_draws(n_draws)
+    model, X = _joint_model(estimator, X, "regions")
+    structure = model.structure_
+    batch = model._prepare_fitted(X)
+    codes = structure.visible_labels(model._map(batch, model.coef_))
+    region, offsets = _regions(batch, codes)
+    solver = _exact_solver(model, "event_log_probabilities")
+    if solver is not None:  # every region one event: its nodes clamped to its label
+        potentials, _ = model._restricted_potentials(batch, model._marginal_weights())
+        nodes = np.arange(batch.n_nodes)
+        probability = np.exp(solver.event_log_probabilities(potentials, nodes, codes, region))
+    else:
+        from scipy import sparse
+
+        probability = np.empty(offsets[-1])
+        pieces = zip(
+            structure._visible_split(batch, codes),
+            structure._visible_split(batch, region),
+            _drawn_codes(model, X, n_draws, random_state),
+            strict=True,
+        )
+        for i, (labels, regions, draws) in enumerate(pieces):
+            local = regions.ravel() - offsets[i]
+            n_regions = offsets[i + 1] - offsets[i]
+            # the draws' wrong nodes counted per region: a draw keeps the regions with none
+            member = sparse.csr_matrix(
+                (np.ones(len(local)), (np.arange(len(local)), local)),
+                shape=(len(local), n_regions),
+            )
+            wrong = member.T @ (draws != labels.ravel()).T.astype(float)
+            probability[offsets[i] : offsets[i + 1]] = (wrong == 0).mean(axis=1)
+    local = region - offsets[batch.node_sample]
+    regions = as_samples(structure._visible_split(batch, local))
+    probabilities = as_samples(
+        [probability[offsets[i] : offsets[i + 1]] for i in range(batch.n_samples)]
+    )
+    return regions, probabilities
+
+
+def marginal_entropy(estimator, X, *, method=None, n_perturbations=None) -> np.ndarray:
+    """The uncertainty map of each sample: the entropy of every node's marginal, in nats.
+
+    :math:`H_d = -\\sum_k P(y_d = k) \\log P(y_d = k)`, 0 where the model is sure of the node
+    and :math:`\\log K` where every label is equally likely (divide by :math:`\\log K` for a
+    map in [0, 1]; by :math:`\\log 2` for bits). For superpixel graphs
+    :func:`~pmap_sklearn.superpixels.to_pixels` paints it on the pixels.
+
+    Parameters
+    ----------
+    estimator : fitted estimator or Pipeline
+        A learner with marginals, a pipeline ending in one (the steps before it transform
+        ``X``) or a :class:`~pmap_sklearn.TwoStageCRF`.
+    X : sequence of samples
+        As the estimator (or the pipeline) takes them.
+    method : {"perturb", "exact"}, optional
+        The marginals' method, as in :meth:`predict_marginals` (by default the estimator's
+        model).
+    n_perturbations : int, optional
+        As in :meth:`predict_marginals`.
+
+    Returns
+    -------
+    ndarray of shape (n_samples,) of arrays
+        Per sample, the entropy of each node, shaped like its labels.
+
+    Raises
+    ------
+    ValueError
+        For an estimator without marginals.
+
+    Examples
+    --------
+    >>> from pmap_sklearn import GridStructure, PerturbMAPCRF
+    >>> from pmap_sklearn.datasets import make_grid_data
+    >>> from pmap_sklearn.inspection import marginal_entropy
+    >>> data = make_grid_data(n_samples=6, shape=(8, 8), random_state=0)
+    >>> model = PerturbMAPCRF(GridStructure(), random_state=0).fit(data.data, data.target)
+    >>> entropy = marginal_entropy(model, data.data[:1])[0]
+    >>> entropy.shape, bool((entropy >= 0).all() and (entropy <= np.log(2) + 1e-12).all())
+    ((8, 8), True)
+    """
+    model, X = _fitted_learner(estimator, X)
+    given = dict(method=method, n_perturbations=n_perturbations)
+    marginals = model.predict_marginals(X, **{k: v for k, v in given.items() if v is not None})
+    out = []
+    for marginal in marginals:
+        marginal = np.asarray(marginal, dtype=float)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            terms = np.where(marginal > 0, marginal * np.log(marginal), 0.0)
+        out.append(np.maximum(-terms.sum(axis=-1), 0.0))
+    return as_samples(out)
+
+
+def _fitted_learner(estimator, X):
+    """The fitted learner ``estimator`` ends in, and ``X`` as it takes it: a pipeline's last
+    step after the other steps' ``transform``, a :class:`~pmap_sklearn.TwoStageCRF`'s CRF
+    after stage one."""
+    if isinstance(estimator, Pipeline):
+        X = estimator[:-1].transform(X)
+        estimator = estimator[-1]
+    if hasattr(estimator, "stage_two_samples"):  # checks its own fit
+        X = estimator.stage_two_samples(X)
+        estimator = estimator.crf_
+    check_is_fitted(estimator, "coef_")
+    return estimator, X
+
+
+def _joint_model(estimator, X, what: str):
+    """:func:`_fitted_learner`, refusing a learner that has no joint distribution to draw
+    from (no marginals): ``what`` would have no probability."""
+    model, X = _fitted_learner(estimator, X)
+    if not hasattr(model, "sample"):
+        raise ValueError(f"{type(model).__name__} has no marginals: {what} have no probability")
+    return model, X
+
+
+def _exact_solver(model, capability: str):
+    """The model's solver where it answers ``capability`` exactly for the estimator's own
+    distribution — its default marginals are the solver's exact ones and no label has hidden
+    states — else None (the probabilities are then frequencies over draws)."""
+    solver = model.structure_.solver_
+    if (
+        hasattr(solver, capability)
+        and model._default_marginal_method() == "exact"
+        and model.structure_.n_states_ == len(model.classes_)
+    ):
+        return solver
+    return None
+
+
+def _check_n_draws(n_draws) -> None:
+    if isinstance(n_draws, bool) or not isinstance(n_draws, int | np.integer) or n_draws < 1:
+        raise ValueError(f"n_draws must be an int >= 1, got {n_draws!r}")
+
+
+def _labelling_codes(model, batch, X, y) -> np.ndarray:
+    """Label codes of every node of the labellings ``y``, checked: each label one of the
+    model's ``classes_`` (no unknown marker: a labelling is whole), one per node."""
+    from ._labels import encode
+
+    _, y = model.structure_.check_input(X, y)
+    try:
+        codes, _ = encode(y, None, model.classes_)
+    except ValueError as error:
+        raise ValueError(f"y: {error}") from None
+    return model.structure_.prepare_labels(batch, codes)
+
+
+def _drawn_codes(model, X, n_draws: int, random_state) -> list:
+    """Per sample, the label codes of ``n_draws`` draws of :meth:`sample`, (n_draws, D)."""
+    draws = model.sample(X, n_draws=n_draws, random_state=random_state)
+    lookup = np.asarray(model.classes_)
+    return [np.searchsorted(lookup, np.asarray(d).reshape(n_draws, -1)) for d in draws]
+
+
+def _regions(batch, codes: np.ndarray):
+    """The region of every node — connected components of the graph without the edges between
+    different labels, all samples at once — numbered sample by sample in the order of their
+    first node (-1 for a hidden node), and the offsets of each sample's regions."""
+    from scipy import sparse
+    from scipy.sparse.csgraph import connected_components
+
+    n_nodes = batch.n_nodes
+    first, second = batch.edges.T
+    kept = (codes[first] == codes[second]) & (codes[first] >= 0)
+    graph = sparse.coo_matrix(
+        (np.ones(kept.sum()), (first[kept], second[kept])), shape=(n_nodes, n_nodes)
+    )
+    _, component = connected_components(graph, directed=False)
+    visible = np.flatnonzero(codes >= 0)
+    start = np.full(component.max(initial=-1) + 1, n_nodes)
+    np.minimum.at(start, component[visible], visible)
+    order = np.argsort(start, kind="stable")
+    n_regions = int(np.sum(start < n_nodes))
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    region = np.where(codes >= 0, rank[component], -1)
+    region_sample = batch.node_sample[start[order[:n_regions]]]
+    offsets = np.searchsorted(region_sample, np.arange(batch.n_samples + 1))
+    return region, offsets

@@ -359,6 +359,95 @@ class Solver:
         )
 
 
+class ExactEvents:
+    """Mixin of the solvers whose log-partition function is exact (forward-backward on chains,
+    sum-product on forests, enumeration): the exact probability of events "these nodes take
+    these labels", from the same queries as the marginals."""
+
+    def event_log_probabilities(self, potentials: Potentials, nodes, labels, events) -> np.ndarray:
+        """Exact log-probabilities that sets of nodes take given labels.
+
+        Event q holds when every node ``nodes[i]`` with ``events[i] == q`` takes ``labels[i]``:
+        :math:`\\log P(y_A = l_A) = \\log Z(y_A = l_A) - \\log Z`, the log-partition of the
+        event's sample with the nodes A clamped minus that of the sample. An event that fixes
+        every node of its sample is a whole labelling, :math:`f(l) - \\log Z` (its score, no
+        clamped copy); the others are solved on clamped copies of their samples, in bounded
+        chunks.
+
+        Parameters
+        ----------
+        potentials : Potentials
+        nodes : array-like of shape (M,)
+            Global nodes, each at most once per event.
+        labels : array-like of shape (M,)
+            The label each of them must take.
+        events : array-like of shape (M,)
+            The event of each node, ``0..Q-1``: every event has nodes, all in one sample.
+
+        Returns
+        -------
+        ndarray of shape (Q,)
+            ``log P`` of every event (``-inf`` for an event the model forbids).
+
+        Raises
+        ------
+        ValueError
+            For nodes, labels or events out of range, an event without nodes or across
+            samples, or a node twice in one event.
+        """
+        self._check(potentials)
+        p = potentials
+        nodes, labels, events = (
+            np.asarray(a, dtype=np.intp).ravel() for a in (nodes, labels, events)
+        )
+        if not len(nodes) == len(labels) == len(events):
+            raise ValueError("nodes, labels and events must have the same length")
+        if not len(nodes):
+            return np.zeros(0)
+        if nodes.min() < 0 or nodes.max() >= p.n_nodes:
+            raise ValueError(f"event nodes must lie in 0..{p.n_nodes - 1}")
+        if labels.min() < 0 or labels.max() >= p.n_states:
+            raise ValueError(f"event labels must lie in 0..{p.n_states - 1}")
+        n_events = int(events.max()) + 1
+        if events.min() < 0 or not np.bincount(events, minlength=n_events).all():
+            raise ValueError(f"events must number 0..{n_events - 1}, each with at least one node")
+        if len(np.unique(events * p.n_nodes + nodes)) != len(nodes):
+            raise ValueError("a node appears twice in one event")
+        order = np.lexsort((nodes, events))  # by event, then node
+        nodes, labels, events = nodes[order], labels[order], events[order]
+        starts = np.searchsorted(events, np.arange(n_events + 1))
+        sample = p.node_sample[nodes]
+        event_sample = sample[starts[:-1]]
+        if np.any(sample != event_sample[events]):
+            bad = int(events[np.flatnonzero(sample != event_sample[events])[0]])
+            raise ValueError(f"event {bad} has nodes in two samples: an event lies in one")
+        log_z = self._exact_log_partition(p)[event_sample]
+        out = np.empty(n_events)
+        whole = np.diff(starts) == p.lengths[event_sample]
+        if whole.any():  # whole labellings: their score, on a copy of each one's sample
+            ids = np.flatnonzero(whole)
+            out[ids] = p.take(event_sample[ids]).score(labels[ranges(starts, ids)])
+        part = np.flatnonzero(~whole)
+        for chunk in chunks_by_size(p.lengths[event_sample[part]]):
+            ids = part[chunk]
+            copies = p.take(event_sample[ids])
+            members = ranges(starts, ids)  # the entries of these events, copy by copy
+            copy = np.repeat(np.arange(len(ids)), np.diff(starts)[ids])
+            local = nodes[members] - p.node_offsets[sample[members]]
+            clamp = np.full(copies.n_nodes, -1, dtype=np.intp)
+            clamp[copies.node_offsets[copy] + local] = labels[members]
+            out[ids] = self._exact_log_partition(copies, clamp)
+        return out - log_z
+
+    def _exact_log_partition(self, potentials: Potentials, clamp=None) -> np.ndarray:
+        """``log Z`` of every sample: the solver's own ``log_partition`` where it has one
+        (enumeration, cheaper than its marginals), else that of its marginals."""
+        own = getattr(self, "log_partition", None)
+        if own is not None:
+            return own(potentials, clamp)
+        return self.marginals(potentials, clamp).log_partition
+
+
 def _first_bad_sample(potentials: Potentials, name: str) -> int:
     values = getattr(potentials, name)
     if name == "unary":

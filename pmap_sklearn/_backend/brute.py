@@ -14,7 +14,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from .base import Marginals, Solver, check_count
+from .base import ExactEvents, Marginals, Solver, check_count
 from .capabilities import Capabilities, PairwiseKind
 from .messages import pairwise_statistics
 from .potentials import Potentials, Statistics, clamp_mask, clamp_scores, pair_statistics
@@ -71,7 +71,7 @@ def _labelling_table(n_nodes: int, edges: np.ndarray, n_states: int):
 _table_of = GraphCache(_labelling_table)
 
 
-class BruteForceSolver(Solver):
+class BruteForceSolver(ExactEvents, Solver):
     """Exact MAP and marginals of tiny models by enumerating every labelling.
 
     Parameters

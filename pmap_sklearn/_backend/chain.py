@@ -18,7 +18,14 @@ from __future__ import annotations
 import numpy as np
 
 from .._utils import ranges
-from .base import ClampedSolution, Marginals, Solver, chunks_by_size, solved_queries
+from .base import (
+    ClampedSolution,
+    ExactEvents,
+    Marginals,
+    Solver,
+    chunks_by_size,
+    solved_queries,
+)
 from .capabilities import Capabilities, GraphKind, PairwiseKind
 from .potentials import (
     ChainLayout,
@@ -406,7 +413,7 @@ def span_log_probabilities(unary, lengths, transition, labels, spans, before, af
     return opening + inside + closing - log_z[chain]
 
 
-class ChainSolver(Solver):
+class ChainSolver(ExactEvents, Solver):
     """Exact inference on chains with a shared transition table (any number of labels).
 
     MAP by Viterbi; all single-node clamped maximisers from one forward and one backward

@@ -17,7 +17,7 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import breadth_first_order, connected_components
 
 from .._utils import ranges
-from .base import Marginals, Solver
+from .base import ExactEvents, Marginals, Solver
 from .capabilities import Capabilities, GraphKind
 from .messages import pairwise_statistics
 from .potentials import Potentials, Statistics, clamp_scores
@@ -268,7 +268,7 @@ class ClampedDecomposition:
         return constant + forest.log_partition, node, pair
 
 
-class ForestSolver(Solver):
+class ForestSolver(ExactEvents, Solver):
     """Exact MAP and marginals of models that are forests once their clamped nodes are
     removed: chains and trees, or any graph with a feedback vertex set clamped (Part & Clamp).
 

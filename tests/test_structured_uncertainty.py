@@ -1,0 +1,320 @@
+"""Probabilities of whole labellings and regions, uncertainty maps and reliability diagrams:
+exact against enumeration on tiny models, frequencies against the exact values within
+Monte-Carlo error, the binning shared with the calibration error, the errors."""
+
+import itertools
+
+import numpy as np
+import pytest
+from scipy import ndimage
+from sklearn.pipeline import make_pipeline
+
+from pmap_sklearn import (
+    ChainCRF,
+    GraphSample,
+    GridStructure,
+    PerturbMAPCRF,
+    SequenceVectorizer,
+    StructuredSVM,
+    TwoStageCRF,
+    inspection,
+)
+from pmap_sklearn.bounds import log_partition_exact
+from pmap_sklearn.datasets import make_chain_data, make_grid_data
+from pmap_sklearn.inspection import (
+    marginal_entropy,
+    region_probabilities,
+    sequence_probabilities,
+)
+from pmap_sklearn.metrics import expected_calibration_error, reliability_curve
+from pmap_sklearn.solvers import BruteForceSolver, ChainSolver, ForestSolver, Potentials
+
+
+@pytest.fixture(scope="module")
+def short_chains():
+    """Chains of 4 nodes, 3 labels: 81 labellings to enumerate."""
+    data = make_chain_data(n_samples=30, n_states=3, random_state=0)
+    return [x[:4] for x in data.data], [t[:4] for t in data.target]
+
+
+@pytest.fixture(scope="module")
+def chain_crf(short_chains):
+    return ChainCRF(alpha=0.1).fit(*short_chains)
+
+
+def _labellings(classes, n_nodes):
+    return [np.array(y) for y in itertools.product(classes, repeat=n_nodes)]
+
+
+def _log_probabilities(model, x, labellings, weights=None):
+    """log P of each labelling by enumeration: its score minus the brute-force log Z."""
+    potentials = model.structure_.potentials(
+        model.structure_.prepare([x]), model.coef_ if weights is None else weights
+    )
+    codes = [np.searchsorted(model.classes_, y.ravel()) for y in labellings]
+    scores = np.array([potentials.score(c)[0] for c in codes])
+    return scores - log_partition_exact(potentials)
+
+
+# ---- the solver capability -----------------------------------------------------------------
+@pytest.mark.parametrize("solver", [ChainSolver(), ForestSolver(), BruteForceSolver()])
+def test_event_log_probabilities_are_exact(solver, rng):
+    """Whole labellings and partial events (clamped nodes) against enumeration on two chains."""
+    k, unary, transition = 3, rng.normal(size=(7, 3)), rng.normal(size=(3, 3))
+    edges = np.array([[0, 1], [1, 2], [2, 3], [4, 5], [5, 6]])
+    potentials = Potentials(unary, edges, transition, np.array([0, 4, 7]), np.array([0, 3, 5]))
+    nodes = [0, 1, 2, 3, 6, 4, 2, 1]  # a whole labelling, then two events of a few nodes
+    labels = [0, 2, 1, 1, 0, 2, 1, 1]
+    events = [0, 0, 0, 0, 1, 1, 2, 2]
+    got = solver.event_log_probabilities(potentials, nodes, labels, events)
+
+    def log_p(sample_nodes, fixed):
+        scores, held = [], []
+        for y in itertools.product(range(k), repeat=len(sample_nodes)):
+            s = sum(unary[v, y[i]] for i, v in enumerate(sample_nodes))
+            s += sum(transition[y[i], y[i + 1]] for i in range(len(y) - 1))
+            scores.append(s)
+            held.append(all(y[sample_nodes.index(v)] == label for v, label in fixed))
+        scores, held = np.array(scores), np.array(held)
+        return np.logaddexp.reduce(scores[held]) - np.logaddexp.reduce(scores)
+
+    expected = [
+        log_p([0, 1, 2, 3], [(0, 0), (1, 2), (2, 1), (3, 1)]),
+        log_p([4, 5, 6], [(6, 0), (4, 2)]),
+        log_p([0, 1, 2, 3], [(2, 1), (1, 1)]),
+    ]
+    np.testing.assert_allclose(got, expected, rtol=1e-10)
+
+
+def test_event_log_probabilities_refuse_bad_events():
+    potentials = Potentials(np.zeros((4, 2)), np.array([[0, 1], [2, 3]]), np.zeros((2, 2)),
+                            np.array([0, 2, 4]), np.array([0, 1, 2]))  # fmt: skip
+    solver = ChainSolver()
+    with pytest.raises(ValueError, match="two samples"):
+        solver.event_log_probabilities(potentials, [1, 2], [0, 0], [0, 0])
+    with pytest.raises(ValueError, match="twice"):
+        solver.event_log_probabilities(potentials, [1, 1], [0, 1], [0, 0])
+    with pytest.raises(ValueError, match="at least one node"):
+        solver.event_log_probabilities(potentials, [0], [0], [1])
+    with pytest.raises(ValueError, match="labels must lie"):
+        solver.event_log_probabilities(potentials, [0], [2], [0])
+
+
+# ---- sequence probabilities ----------------------------------------------------------------
+@pytest.mark.parametrize(
+    "make", [lambda: ChainCRF(alpha=0.1), lambda: PerturbMAPCRF(random_state=0)]
+)
+def test_sequence_probabilities_are_exact_on_chains(short_chains, make):
+    """Every labelling of a chain: the probabilities are exp(score − log Z) and sum to 1; the
+    default is the MAP labelling's."""
+    X, y = short_chains
+    model = make().fit(X, y)
+    x = X[0]
+    labellings = _labellings(model.classes_, len(x))
+    probability = sequence_probabilities(model, [x] * len(labellings), labellings)
+    assert probability.shape == (len(labellings),)
+    np.testing.assert_allclose(probability.sum(), 1.0, rtol=1e-9)
+    np.testing.assert_allclose(
+        np.log(probability), _log_probabilities(model, x, labellings), rtol=1e-9
+    )
+    best = model.predict([x])[0]
+    index = next(i for i, lab in enumerate(labellings) if np.array_equal(lab, best))
+    np.testing.assert_allclose(sequence_probabilities(model, [x]), probability[index])
+    assert probability[index] == probability.max()  # the MAP is the most probable labelling
+
+
+def test_sequence_probabilities_follow_the_fitted_temperature(short_chains):
+    X, y = short_chains
+    model = PerturbMAPCRF(random_state=0).fit(X, y)
+    model.calibrate_marginals(X[20:], y[20:])
+    x, temperature = X[0], model.marginal_temperature_
+    labellings = _labellings(model.classes_, len(x))
+    probability = sequence_probabilities(model, [x] * len(labellings), labellings)
+    expected = _log_probabilities(model, x, labellings, model.coef_ / temperature)
+    np.testing.assert_allclose(np.log(probability), expected, rtol=1e-9)
+
+
+def test_sequence_probabilities_from_draws_agree_with_the_exact_ones(
+    chain_crf, short_chains, monkeypatch
+):
+    """The frequency path (exact draws of the same model) within Monte-Carlo error."""
+    X, _ = short_chains
+    exact = sequence_probabilities(chain_crf, X[:5])
+    monkeypatch.setattr(inspection, "_exact_solver", lambda model, capability: None)
+    n = 20_000
+    drawn = sequence_probabilities(chain_crf, X[:5], n_draws=n, random_state=0)
+    assert np.all(np.abs(drawn - exact) < 5 * np.sqrt(exact * (1 - exact) / n) + 1e-12)
+
+
+def test_sequence_probabilities_from_draws_of_a_loopy_model():
+    """On grids the frequency of the MAP labelling over perturbed MAPs: what sample draws."""
+    data = make_grid_data(n_samples=6, shape=(3, 3), noise=0.8, random_state=0)
+    model = PerturbMAPCRF(GridStructure(), random_state=0).fit(data.data, data.target)
+    probability = sequence_probabilities(model, data.data[:2], n_draws=200, random_state=1)
+    draws = model.sample(data.data[:2], n_draws=200, random_state=1)
+    for p, drawn, best in zip(probability, draws, model.predict(data.data[:2]), strict=True):
+        assert p == (drawn == best).all(axis=(1, 2)).mean()
+
+
+def test_sequence_probabilities_through_a_pipeline_and_two_stages():
+    X = [[{"w": "Ann"}, {"w": "ran"}], [{"w": "Bo"}, {"w": "sat"}], [{"w": "it"}]] * 10
+    y = [["B-PER", "O"], ["B-PER", "O"], ["O"]] * 10
+    pipeline = make_pipeline(SequenceVectorizer(), ChainCRF(alpha=0.1)).fit(X, y)
+    direct = sequence_probabilities(pipeline[-1], pipeline[0].transform(X[:3]), y[:3])
+    np.testing.assert_allclose(sequence_probabilities(pipeline, X[:3], y[:3]), direct)
+    data = make_chain_data(n_samples=20, random_state=0)
+    two_stage = TwoStageCRF(crf=ChainCRF(alpha=0.1), cv=2).fit(data.data, data.target)
+    samples = two_stage.stage_two_samples(data.data[:3])
+    np.testing.assert_allclose(
+        sequence_probabilities(two_stage, data.data[:3]),
+        sequence_probabilities(two_stage.crf_, samples),
+    )
+
+
+def test_sequence_probabilities_refuse_bad_labellings(chain_crf, short_chains):
+    X, y = short_chains
+    with pytest.raises(ValueError, match="not one of the classes"):
+        sequence_probabilities(chain_crf, X[:1], [np.array([0, 1, 7, 0])])
+    with pytest.raises(ValueError, match=r"sample 0: y has shape \(3,\), expected \(4,\)"):
+        sequence_probabilities(chain_crf, X[:1], [y[0][:3]])
+    with pytest.raises(ValueError, match="X has 2 samples but y has 1"):
+        sequence_probabilities(chain_crf, X[:2], y[:1])
+    with pytest.raises(ValueError, match="not one of the classes"):
+        sequence_probabilities(chain_crf, X[:1], [np.array([0, -1, 1, 0])])  # no unknown
+    with pytest.raises(ValueError, match="n_draws"):
+        sequence_probabilities(chain_crf, X[:1], n_draws=0)
+    svm = StructuredSVM(random_state=0, max_iter=2).fit(X, y)
+    for function in (sequence_probabilities, region_probabilities):
+        with pytest.raises(ValueError, match="StructuredSVM has no marginals"):
+            function(svm, X[:1])
+    with pytest.raises(ValueError, match="StructuredSVM has no marginals"):
+        marginal_entropy(svm, X[:1])
+
+
+# ---- regions -------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def tiny_grid():
+    data = make_grid_data(n_samples=12, shape=(3, 4), noise=1.0, random_state=0)
+    model = PerturbMAPCRF(GridStructure(solver="brute_force"), random_state=0)
+    return data, model.fit(data.data, data.target)
+
+
+def test_regions_are_the_connected_components_of_equal_labels():
+    data = make_grid_data(n_samples=4, shape=(12, 12), noise=1.2, random_state=3)
+    model = PerturbMAPCRF(GridStructure(), random_state=0).fit(data.data, data.target)
+    regions, probabilities = region_probabilities(model, data.data, n_draws=5)
+    for region, p, labels in zip(regions, probabilities, model.predict(data.data), strict=True):
+        assert region.shape == labels.shape and len(p) == region.max() + 1
+        expected = sum(ndimage.label(labels == k)[1] for k in np.unique(labels))
+        assert region.max() + 1 == expected
+        for r in range(expected):  # each region one label, one 4-connected piece
+            inside = region == r
+            assert len(np.unique(labels[inside])) == 1
+            assert ndimage.label(inside)[1] == 1
+        assert region.ravel()[0] == 0 and np.all(
+            np.diff(np.maximum.accumulate(region.ravel())) <= 1
+        )
+
+
+def test_region_probabilities_are_exact_by_enumeration(tiny_grid):
+    data, model = tiny_grid
+    assert model._default_marginal_method() == "exact"
+    for x in data.data[:3]:
+        (region,), (probability,) = region_probabilities(model, [x])
+        labellings = _labellings(model.classes_, x.shape[0] * x.shape[1])
+        p = np.exp(_log_probabilities(model, x, labellings))
+        best = model.predict([x])[0].ravel()
+        stacked = np.array(labellings)
+        for r, value in enumerate(probability):
+            inside = region.ravel() == r
+            expected = p[(stacked[:, inside] == best[inside]).all(axis=1)].sum()
+            np.testing.assert_allclose(value, expected, rtol=1e-9)
+
+
+def test_region_probabilities_from_draws_agree_with_the_exact_ones(
+    chain_crf, short_chains, monkeypatch
+):
+    """On chains (regions: runs of equal labels) the frequency over exact draws of the same
+    model within Monte-Carlo error; on a tiny grid, over its chain-rule draws."""
+    X, _ = short_chains
+    _, exact = region_probabilities(chain_crf, X[:6])
+    monkeypatch.setattr(inspection, "_exact_solver", lambda model, capability: None)
+    n = 20_000
+    _, drawn = region_probabilities(chain_crf, X[:6], n_draws=n, random_state=0)
+    for e, d in zip(exact, drawn, strict=True):
+        assert np.all(np.abs(d - e) < 5 * np.sqrt(e * (1 - e) / n) + 1e-12)
+
+
+def test_region_probabilities_from_perturbed_draws_on_graphs():
+    """A superpixel-like graph with graph cuts: the frequency of each region over the draws of
+    sample with the same random_state."""
+    rng = np.random.default_rng(0)
+    edges = np.array([[i, i + 1] for i in range(5)] + [[0, 3], [2, 5]])
+    X = [GraphSample(rng.normal(size=(6, 2)) + np.repeat([[2, 0], [0, 2]], 3, 0), edges)
+         for _ in range(12)]  # fmt: skip
+    y = [np.repeat([0, 1], 3)] * 12
+    model = PerturbMAPCRF("graph", random_state=0).fit(X, y)
+    regions, probabilities = region_probabilities(model, X[:3], n_draws=300, random_state=2)
+    draws = model.sample(X[:3], n_draws=300, random_state=2)
+    for region, p, drawn, best in zip(
+        regions, probabilities, draws, model.predict(X[:3]), strict=True
+    ):
+        for r, value in enumerate(p):
+            inside = region == r
+            assert value == (drawn[:, inside] == best[inside]).all(axis=1).mean()
+
+
+# ---- uncertainty maps ----------------------------------------------------------------------
+def test_marginal_entropy_is_the_entropy_of_the_marginals(tiny_grid):
+    data, model = tiny_grid
+    entropy = marginal_entropy(model, data.data[:2])
+    for h, marginal in zip(entropy, model.predict_marginals(data.data[:2]), strict=True):
+        assert h.shape == marginal.shape[:-1]
+        np.testing.assert_allclose(h, -(marginal * np.log(marginal)).sum(axis=-1))
+    perturbed = marginal_entropy(model, data.data[:1], method="perturb", n_perturbations=20)[0]
+    frequencies = model.predict_marginals(data.data[:1], method="perturb", n_perturbations=20)[0]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        expected = -np.nansum(frequencies * np.log(frequencies), axis=-1)
+    np.testing.assert_allclose(perturbed, expected)
+
+
+# ---- reliability diagrams ------------------------------------------------------------------
+def test_reliability_curve_gives_the_calibration_error(rng):
+    y_true = [rng.integers(0, 3, size=n) for n in (5, 40, 17)]
+    y_proba = [rng.dirichlet(np.ones(3) * 0.5, size=len(t)) for t in y_true]
+    for n_bins in (1, 7, 15):
+        curve = reliability_curve(y_true, y_proba, n_bins=n_bins)
+        kept = curve.count > 0
+        assert curve.count.sum() == 62 and len(curve.bin_edges) == n_bins + 1
+        gap = np.sum(curve.count[kept] * np.abs(curve.accuracy[kept] - curve.confidence[kept]))
+        np.testing.assert_allclose(
+            gap / curve.count.sum(), expected_calibration_error(y_true, y_proba, n_bins=n_bins)
+        )
+        assert np.isnan(curve.accuracy[~kept]).all()
+        inside = (curve.bin_edges[:-1][kept] <= curve.confidence[kept]) & (
+            curve.confidence[kept] <= curve.bin_edges[1:][kept]
+        )
+        assert inside.all()
+    top = np.concatenate([p.max(axis=1) for p in y_proba])
+    right = np.concatenate([p.argmax(axis=1) == t for p, t in zip(y_proba, y_true, strict=True)])
+    events = reliability_curve(right, top)  # the same items as events: the same curve
+    np.testing.assert_allclose(events.accuracy, reliability_curve(y_true, y_proba).accuracy)
+    np.testing.assert_allclose(
+        expected_calibration_error(right.astype(int), top.tolist()),
+        expected_calibration_error(y_true, y_proba),
+    )
+
+
+def test_reliability_curve_refuses_bad_events():
+    with pytest.raises(ValueError, match="outside"):
+        reliability_curve([True, False], [0.5, 1.5])
+    with pytest.raises(ValueError, match="bools or 0/1"):
+        reliability_curve([2, 0], [0.5, 0.5])
+    with pytest.raises(ValueError, match="must hold whether"):
+        reliability_curve([True], [0.5, 0.5])
+    with pytest.raises(ValueError, match="classes and void"):
+        reliability_curve([True], [0.5], classes=[0, 1])
+    with pytest.raises(ValueError, match="n_bins"):
+        reliability_curve([True], [0.5], n_bins=0)
+    with pytest.raises(ValueError, match="sums to"):
+        reliability_curve([[0]], [[[0.5, 0.6]]])
