@@ -186,6 +186,7 @@ _NEEDS = {
     "plot_ocr_words": "ocr/letter.data.gz",
     "plot_horse_segmentation": "weizmann_horse/rgb",
     "plot_semi_supervised": "weizmann_horse/rgb",
+    "plot_region_confidence": "weizmann_horse/rgb",
     "plot_pos_tagging": "ud_english_ewt/en_ewt-ud-train.conllu.gz",
     "plot_named_entities": "conll2002/esp.train.gz",
     "plot_crfsuite_tutorial": "conll2002/esp.train.gz",

@@ -9,7 +9,9 @@ fitted to noisy binary images of ellipses; for a test image we look at its MAP s
 a few draws, each pixel's probability of the foreground (the draws' frequency) and the
 entropy of that probability — the pixels to check by hand. Functions of whole labellings come
 from the same draws: the probability that the MAP segmentation is right everywhere within a
-region, the spread of the segmented area, the probability that there is a shape at all.
+region, the spread of the segmented area, the probability that there is a shape at all, the
+probability that each region of the MAP segmentation is kept whole. Last, the reliability
+diagram of the pixel marginals says whether they are right as often as they claim.
 
 The test image is a hard one: a small ellipse under strong noise, which the MAP labelling
 misses altogether — the single most probable segmentation is (almost) empty — while most
@@ -21,6 +23,8 @@ import numpy as np
 
 from pmap_sklearn import GridStructure, PerturbMAPCRF
 from pmap_sklearn.datasets import make_grid_data
+from pmap_sklearn.inspection import marginal_entropy, region_probabilities
+from pmap_sklearn.metrics import expected_calibration_error, reliability_curve
 
 data = make_grid_data(n_samples=24, shape=(40, 40), noise=1.2, random_state=0)
 X_train, y_train = data.data[:20], data.target[:20]
@@ -30,13 +34,13 @@ print(f"test pixel accuracy {model.score(X_test, y_test):.3f}")
 
 # %%
 # 200 draws of the first test image, and its MAP labelling. The frequency of the foreground
-# over the draws is ``predict_marginals`` with the same perturbations; its entropy (in bits)
-# is 0 where every draw agrees and 1 where they split evenly.
+# over the draws is ``predict_marginals`` with the same perturbations; its entropy
+# (:func:`~pmap_sklearn.inspection.marginal_entropy`, in nats: divided by log 2 for bits) is 0
+# where every draw agrees and 1 bit where they split evenly.
 draws = model.sample(X_test[:1], n_draws=200)[0]  # (200, 40, 40)
 best = model.predict(X_test[:1])[0]
 foreground = draws.mean(axis=0)
-with np.errstate(divide="ignore", invalid="ignore"):
-    entropy = -np.nansum([p * np.log2(p) for p in (foreground, 1 - foreground)], axis=0)
+entropy = marginal_entropy(model, X_test[:1], n_perturbations=200)[0] / np.log(2)
 unsure = entropy > 0.5
 print(f"pixels with entropy > 0.5 bit: {unsure.sum()} of {unsure.size}")
 print(f"MAP errors among them: {(best != y_test[0])[unsure].sum()} of {(best != y_test[0]).sum()}")
@@ -52,7 +56,29 @@ shape = (area >= 20).mean()
 print(f"truth {y_test[0].sum()} pixels; P(a shape of 20 pixels or more) = {shape:.2f}")
 
 # %%
-fig, axes = plt.subplots(1, 7, figsize=(14, 2.6))
+# The regions of the MAP segmentation with the probability that a draw keeps each whole
+# (:func:`~pmap_sklearn.inspection.region_probabilities`, :ref:`region-confidence`): the MAP's
+# background of this image is a confident-looking "nothing here" that almost no draw keeps.
+# On pixel grids a large region is rarely kept pixel for pixel — its boundary moves from draw
+# to draw — so its probability is small even where the segmentation is good: whole-region
+# questions fit coarser units (superpixels) or the part of a region that matters.
+regions, probabilities = region_probabilities(model, X_test[:1], n_draws=200)
+for r, p in enumerate(probabilities[0]):
+    inside = regions[0] == r
+    label = "foreground" if best[inside][0] else "background"
+    print(f"MAP region {r}: {inside.sum():4d} {label} pixels, kept whole by P = {p:.2f}")
+
+# %%
+# Are the pixel marginals right as often as they say? The reliability diagram of the four
+# test images (:func:`~pmap_sklearn.metrics.reliability_curve`): the fraction of pixels whose
+# most probable label is right, per bin of that label's probability.
+marginals = model.predict_marginals(X_test)
+curve = reliability_curve(y_test, marginals, n_bins=10)
+ece = expected_calibration_error(y_test, marginals, n_bins=10)
+print(f"expected calibration error of the test pixels: {ece:.3f}")
+
+# %%
+fig, axes = plt.subplots(1, 8, figsize=(16, 2.6))
 panels = [
     (X_test[0][..., 0], "noisy input", "gray"),
     (y_test[0], "truth", "gray"),
@@ -62,9 +88,14 @@ panels = [
     (foreground, "P(foreground)", "viridis"),
     (entropy, "entropy (bits)", "magma"),
 ]
-for axis, (image, title, cmap) in zip(axes, panels, strict=True):
+for axis, (image, title, cmap) in zip(axes[:-1], panels, strict=True):
     axis.imshow(image, cmap=cmap)
     axis.set_title(title, fontsize=9)
     axis.axis("off")
+kept = curve.count > 0
+axes[-1].plot([0, 1], [0, 1], color="grey", linewidth=0.8)
+axes[-1].plot(curve.confidence[kept], curve.accuracy[kept], "o-", markersize=3)
+axes[-1].set(xlim=(0.45, 1), ylim=(0.45, 1), xlabel="confidence", ylabel="accuracy")
+axes[-1].set_title(f"reliability (ECE {ece:.3f})", fontsize=9)
 fig.tight_layout()
 plt.show()

@@ -1,4 +1,5 @@
-"""Model inspection: which features push each label, and the label-transition scores."""
+"""Model inspection: which features push each label, the label-transition scores, and how sure
+the model is of whole structures — entities, tag sequences, regions — and of each node."""
 
 from __future__ import annotations
 
@@ -300,8 +301,8 @@ def sequence_probabilities(
     of the labelling over ``n_draws`` draws of :meth:`sample`, which only estimates a
     probability that is not tiny: on a long sequence or a large graph almost every labelling,
     the MAP included, is rarer than one draw in a thousand and gets 0. Use it there on short
-    sequences or tiny graphs, and :func:`region_probabilities` or
-    :func:`entity_probabilities` for parts of a labelling.
+    sequences or tiny graphs, and :func:`~pmap_sklearn.inspection.region_probabilities` or
+    :func:`~pmap_sklearn.inspection.entity_probabilities` for parts of a labelling.
 
     Parameters
     ----------

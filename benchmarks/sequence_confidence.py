@@ -1,0 +1,128 @@
+"""Sequence confidence on CoNLL-2002 Spanish (testb): is the probability of a sentence's
+predicted tag sequence calibrated, and does it rank the sentences tagged right as a whole?
+
+A sentence is right when its predicted tags equal the gold tags everywhere. Confidences:
+
+- ``inspection.sequence_probabilities``: the probability the model gives the predicted sequence
+  — exact, :math:`\\exp(f(y) - \\log Z)` by forward-backward, for ``PerturbMAPCRF`` (its default
+  marginals on chains are the exact model's); the frequency of the sequence over 1,000 draws of
+  ``sample`` (perturbed MAPs) for ``MarginalPerturbMAPCRF``;
+- the token-marginal heuristics: the product of the tokens' top marginals (the probability if
+  the tags were independent) and their minimum (the least sure token).
+
+Scores: expected calibration error over 15 equal-width bins (``metrics.reliability_curve``), the
+area under the ROC curve of the confidence as a detector of right sentences, the mean confidence
+and the fraction of sentences right. Every model with its defaults (``random_state=0``),
+trained on train.
+
+Run: ``python benchmarks/sequence_confidence.py`` (about 3 minutes); writes
+``docs/results/sequence_confidence.{md,json}``.
+"""
+
+import json
+import os
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.metrics import roc_auc_score
+from sklearn.pipeline import make_pipeline
+
+RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
+BINS = 15
+N_DRAWS = 1000
+
+
+def dicts_of(sentences):
+    from pmap_sklearn.datasets import token_features
+
+    return [[dict(token_features(s, i), bias=1.0) for i in range(len(s))] for s in sentences]
+
+
+def scores(confidence, right) -> dict:
+    from pmap_sklearn.metrics import expected_calibration_error, reliability_curve
+
+    curve = reliability_curve(right, confidence, n_bins=BINS)
+    return dict(
+        ece=expected_calibration_error(right, confidence, n_bins=BINS),
+        auc=float(roc_auc_score(right, confidence)),
+        mean_confidence=float(np.mean(confidence)),
+        right=float(np.mean(right)),
+        zero=int(np.sum(confidence == 0)),
+        sentences=len(right),
+        curve=dict(
+            count=curve.count.tolist(),
+            confidence=[None if np.isnan(c) else float(c) for c in curve.confidence],
+            accuracy=[None if np.isnan(a) else float(a) for a in curve.accuracy],
+        ),
+    )
+
+
+def main():
+    from pmap_sklearn import MarginalPerturbMAPCRF, PerturbMAPCRF, SequenceVectorizer
+    from pmap_sklearn.datasets import load_conll2002
+    from pmap_sklearn.inspection import sequence_probabilities
+
+    warnings.simplefilter("ignore", ConvergenceWarning)
+    load, started = os.getloadavg(), time.perf_counter()
+    train, test = load_conll2002("esp", "train"), load_conll2002("esp", "testb")
+    train_dicts, test_dicts = dicts_of(train.tokens), dicts_of(test.tokens)
+    rows = []
+    for name, learner in (
+        ("PerturbMAPCRF", PerturbMAPCRF(random_state=0)),
+        ("MarginalPerturbMAPCRF", MarginalPerturbMAPCRF(random_state=0)),
+    ):
+        model = make_pipeline(SequenceVectorizer(), learner).fit(train_dicts, train.tags)
+        predicted = model.predict(test_dicts)
+        right = np.array(
+            [np.array_equal(p, np.asarray(g)) for p, g in zip(predicted, test.tags, strict=True)]
+        )
+        start = time.perf_counter()
+        probability = sequence_probabilities(model, test_dicts, random_state=0)
+        seconds = time.perf_counter() - start
+        how = f"{N_DRAWS:,} draws" if name.startswith("Marginal") else "exact"
+        top = [m.max(axis=1) for m in model.predict_proba(test_dicts)]
+        confidences = {
+            f"sequence_probabilities ({how}, {seconds:.1f} s)": probability,
+            "product of the top token marginals": np.array([t.prod() for t in top]),
+            "smallest top token marginal": np.array([t.min() for t in top]),
+        }
+        for what, confidence in confidences.items():
+            rows.append(dict(model=name, confidence=what, **scores(confidence, right)))
+            r = rows[-1]
+            print(
+                f"{name:<22} {what:<45} ECE {r['ece']:.3f}  AUC {r['auc']:.3f}  "
+                f"confidence {r['mean_confidence']:.3f}  right {r['right']:.3f}  "
+                f"zeros {r['zero']}",
+                flush=True,
+            )
+    minutes = (time.perf_counter() - started) / 60
+    lines = [
+        "# Sequence confidence: CoNLL-2002 Spanish (testb)",
+        "",
+        f"`python benchmarks/sequence_confidence.py` ({minutes:.1f} min, load average "
+        f"{load[0]:.1f}). Each sentence's confidence in its predicted tag sequence against "
+        f"whether the whole sequence is right; ECE over {BINS} bins, AUC of the confidence as a "
+        "detector of right sentences; sentences given confidence 0. Models with their defaults.",
+        "",
+        "| model | confidence | ECE | AUC | mean confidence | right | zeros | sentences |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['model']} | {r['confidence']} | {r['ece']:.3f} | {r['auc']:.3f} | "
+            f"{r['mean_confidence']:.3f} | {r['right']:.3f} | {r['zero']} | "
+            f"{r['sentences']:,} |"
+        )
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "sequence_confidence.md").write_text("\n".join(lines) + "\n")
+    (RESULTS / "sequence_confidence.json").write_text(
+        json.dumps(dict(load=load, minutes=minutes, bins=BINS, rows=rows), indent=1)
+    )
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
