@@ -1038,13 +1038,12 @@ def reliability_curve(y_true, y_proba, *, classes=None, n_bins=15, void=None):
 
     Examples
     --------
-    >>> import numpy as np
     >>> from pmap_sklearn.metrics import reliability_curve
     >>> curve = reliability_curve([True, False, True, True], [0.9, 0.3, 0.8, 0.95], n_bins=5)
     >>> curve.count.tolist(), curve.accuracy[[1, 4]].tolist()
     ([0, 1, 0, 0, 3], [0.0, 1.0])
-    >>> np.round(curve.confidence[4], 6)
-    np.float64(0.883333)
+    >>> round(float(curve.confidence[4]), 6)
+    0.883333
     """
     from sklearn.utils import Bunch
 
