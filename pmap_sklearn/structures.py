@@ -573,9 +573,13 @@ class BaseStructure(BaseEstimator):
             expected = batch.lengths[i] - hidden[i]
             if yi.size != expected or (yi.ndim > 1 and yi.shape != batch.label_shapes[i]):
                 shape = (int(expected),) if hidden[i] else batch.label_shapes[i]
+                hint = ""
+                if yi.ndim == 1 and len(shape) == 2 and yi.size == shape[0]:
+                    # one label per row of X: a sequence read as a grid image
+                    hint = "; for sequences (one label per row of X) use structure='chain'"
                 raise ValueError(
                     f"sample {i}: y has shape {yi.shape}, expected {shape} (one label per "
-                    f"{'visible ' if hidden[i] else ''}node)"
+                    f"{'visible ' if hidden[i] else ''}node){hint}"
                 )
             if yi.size and not np.issubdtype(yi.dtype, np.integer):
                 if not (np.issubdtype(yi.dtype, np.number) and np.all(yi == np.round(yi))):

@@ -353,3 +353,14 @@ def test_sequence_vectorizer_is_finite_or_names_the_token(X):
         return
     assert [c.shape[0] for c in chains] == [len(s) for s in X]
     assert all(np.isfinite(c.data).all() for c in chains)
+
+
+def test_sequences_given_to_a_grid_learner_are_told_to_use_a_chain():
+    """MeanFieldCRF's default structure is a grid: words (one label per row of X) read as
+    images get the remedy, not only the shapes."""
+    from pmap_sklearn import MeanFieldCRF
+    from pmap_sklearn.datasets import make_chain_data
+
+    data = make_chain_data(n_samples=5, noise=1.0, random_state=0)
+    with pytest.raises(ValueError, match="use structure='chain'"):
+        MeanFieldCRF().fit(data.data, data.target)
