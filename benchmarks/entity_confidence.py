@@ -4,19 +4,27 @@ keeping the entities a model is sure of.
 Each predicted entity (conlleval's reading of the predicted tags) gets a confidence and is right
 when the gold tags hold the same entity (type, start, end). Confidences:
 
-- ``entity_probabilities``: the probability the model gives the entity with its tags — exact by
-  constrained forward-backward for ``PerturbMAPCRF`` (its default marginals on chains are the
-  exact ones), a frequency over draws for ``MarginalPerturbMAPCRF``;
+- ``entity_probabilities``: the probability the model gives the entity with its tags. With its
+  defaults, the frequency of the entity over 1,000 perturbed MAP labellings for the
+  perturb-and-MAP learners (the distribution their training fits); ``method="exact"`` for
+  ``PerturbMAPCRF``: the Gibbs distribution of its weights, exact by constrained
+  forward-backward (the default of earlier versions, and the default after
+  ``calibrate_marginals``, whose temperature is fitted for those marginals);
 - the token-marginal heuristics users apply to crfsuite: the mean, and the product, of the
-  predicted tags' marginals over the entity's tokens — for the same models and for
-  sklearn-crfsuite's tutorial model (c1 = c2 = 0.1, 100 iterations) with its marginals.
+  predicted tags' marginals over the entity's tokens (the default marginals: exact for
+  ``PerturbMAPCRF``) — for the same models and for sklearn-crfsuite's tutorial model (c1 = c2 =
+  0.1, 100 iterations) with its marginals.
 
-Scores: expected calibration error of the confidence (15 equal-width bins), and the precision of
-the entities kept when only the most confident 80 % are kept (selective prediction), beside the
-precision of all of them. Every model with its defaults (``random_state=0``), trained on train.
+Scores: expected calibration error of the confidence (15 equal-width bins,
+:func:`~pmap_sklearn.metrics.expected_calibration_error`), and the precision of the entities
+kept when only the most confident 80 % are kept (selective prediction), beside the precision
+of all of them. Every model with its defaults (``random_state=0``; the defaults of
+``PerturbMAPCRF`` with seeds 1 and 2 too), trained on train; the one temperature is fitted on
+testa, never on testb. The reliability diagram (10 bins) of ``PerturbMAPCRF``'s entity
+probabilities, perturbed MAPs against exact, shows where they are over-confident.
 
-Run: ``python benchmarks/entity_confidence.py`` (about 3 minutes; sklearn-crfsuite rows need the
-benchmark extras); writes ``docs/results/entity_confidence.{md,json}``.
+Run: ``python benchmarks/entity_confidence.py`` (about 10 minutes; sklearn-crfsuite rows need
+the benchmark extras); writes ``docs/results/entity_confidence.{md,json}``.
 """
 
 import json
@@ -65,15 +73,11 @@ def correctness(predicted, truth):
 
 
 def scores(confidence, right) -> dict:
-    which = np.minimum((confidence * BINS).astype(int), BINS - 1)
-    ece = sum(
-        abs(right[which == b].mean() - confidence[which == b].mean()) * np.mean(which == b)
-        for b in range(BINS)
-        if np.any(which == b)
-    )
+    from pmap_sklearn.metrics import expected_calibration_error
+
     kept = np.argsort(-confidence, kind="stable")[: int(round(COVERAGE * len(confidence)))]
     return dict(
-        ece=float(ece),
+        ece=expected_calibration_error(right, confidence, n_bins=BINS),
         precision_at_coverage=float(right[kept].mean()),
         precision=float(right.mean()),
         entities=len(right),
@@ -84,34 +88,48 @@ def main():
     from pmap_sklearn import MarginalPerturbMAPCRF, PerturbMAPCRF, SequenceVectorizer
     from pmap_sklearn.datasets import load_conll2002
     from pmap_sklearn.inspection import entity_probabilities
+    from pmap_sklearn.metrics import reliability_curve
 
     warnings.simplefilter("ignore", ConvergenceWarning)
     load, started = os.getloadavg(), time.perf_counter()
     train, test = load_conll2002("esp", "train"), load_conll2002("esp", "testb")
     train_dicts, test_dicts = dicts_of(train.tokens), dicts_of(test.tokens)
-    rows = []
+    rows, curves = [], {}
 
     def add(model, confidence_name, confidence, right):
         rows.append(dict(model=model, confidence=confidence_name, **scores(confidence, right)))
         print(rows[-1], flush=True)
+
+    def probabilities(model, method=None):
+        start = time.perf_counter()
+        found = entity_probabilities(model, test_dicts, method=method, random_state=0)
+        seconds = time.perf_counter() - start
+        return np.array([p for sentence in found for *_, p in sentence]), seconds
 
     dev = load_conll2002("esp", "testa")
     for name, learner in (
         ("PerturbMAPCRF", PerturbMAPCRF(random_state=0)),
         ("PerturbMAPCRF, temperature fitted on testa", PerturbMAPCRF(random_state=0)),
         ("MarginalPerturbMAPCRF", MarginalPerturbMAPCRF(random_state=0)),
+        ("PerturbMAPCRF, random_state=1", PerturbMAPCRF(random_state=1)),
+        ("PerturbMAPCRF, random_state=2", PerturbMAPCRF(random_state=2)),
     ):
         model = make_pipeline(SequenceVectorizer(), learner).fit(train_dicts, train.tags)
         if "temperature" in name:  # temperature scaling of the marginals on the tuning split
             model[-1].calibrate_marginals(model[0].transform(dicts_of(dev.tokens)), dev.tags)
         predicted = list(model.predict(test_dicts))
         right = correctness(predicted, test.tags)
-        start = time.perf_counter()
-        exact = entity_probabilities(model, test_dicts, random_state=0)
-        seconds = time.perf_counter() - start
-        probability = np.array([p for sentence in exact for *_, p in sentence])
-        how = "1,000 draws" if name.startswith("Marginal") else "exact"
+        probability, seconds = probabilities(model)
+        how = "exact" if "temperature" in name else "1,000 perturbed MAPs"
         add(name, f"entity_probabilities ({how}, {seconds:.1f} s)", probability, right)
+        if name.startswith("PerturbMAPCRF") and "temperature" not in name:
+            curves[name] = {"perturbed MAPs": (probability, right)}
+            probability, seconds = probabilities(model, method="exact")
+            curves[name]["exact"] = (probability, right)
+            how = f"method='exact' ({seconds:.1f} s)"
+            add(name, f"entity_probabilities, {how}", probability, right)
+        if "random_state" in name:
+            continue
         mean, product = heuristics(
             predicted, list(model.predict_proba(test_dicts)), model[-1].classes_
         )
@@ -143,7 +161,8 @@ def main():
         f"`python benchmarks/entity_confidence.py` ({minutes:.1f} min, load average "
         f"{load[0]:.1f}). Each predicted entity's confidence against whether the gold tags "
         f"hold it; ECE over {BINS} bins; precision of the {COVERAGE:.0%} most confident "
-        "entities and of all. Models with their defaults.",
+        "entities and of all. Models with their defaults (seed 0 unless named); the one "
+        "temperature is fitted on testa.",
         "",
         f"| model | confidence | ECE | precision at {COVERAGE:.0%} coverage | precision | "
         "entities |",
@@ -154,10 +173,33 @@ def main():
             f"| {r['model']} | {r['confidence']} | {r['ece']:.3f} | "
             f"{r['precision_at_coverage']:.4f} | {r['precision']:.4f} | {r['entities']:,} |"
         )
+    lines += [
+        "",
+        "Reliability of PerturbMAPCRF's entity probabilities (seed 0; 10 bins): entities, "
+        "mean confidence and fraction right per bin, perturbed MAPs (the default) / exact.",
+        "",
+        "| bin | entities | confidence | right |",
+        "|---|---|---|---|",
+    ]
+    reliability = {}
+    for method, (probability, right) in curves["PerturbMAPCRF"].items():
+        curve = reliability_curve(right.astype(bool), probability, n_bins=10)
+        reliability[method] = {
+            key: curve[key].tolist() for key in ("count", "confidence", "accuracy")
+        }
+    default, exact = reliability["perturbed MAPs"], reliability["exact"]
+    for b in range(10):
+        cells = [
+            " / ".join(
+                "–" if not r["count"][b] else fmt.format(r[key][b]) for r in (default, exact)
+            )
+            for key, fmt in (("count", "{:,}"), ("confidence", "{:.3f}"), ("accuracy", "{:.3f}"))
+        ]
+        lines.append(f"| {b / 10:.1f}–{(b + 1) / 10:.1f} | " + " | ".join(cells) + " |")
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "entity_confidence.md").write_text("\n".join(lines) + "\n")
     (RESULTS / "entity_confidence.json").write_text(
-        json.dumps(dict(load=load, minutes=minutes, rows=rows), indent=1)
+        json.dumps(dict(load=load, minutes=minutes, rows=rows, reliability=reliability), indent=1)
     )
     print("\n".join(lines))
 

@@ -46,10 +46,12 @@ for name, p, r, f, n in zip(types, precision, recall, f1, support, strict=True):
 
 # %%
 # How sure the model is of each entity it found: the probability of the entity with its
-# tags, exact by forward–backward constrained to the span
-# (:func:`~pmap_sklearn.inspection.entity_probabilities`; :ref:`entity-confidence`).
+# tags (:func:`~pmap_sklearn.inspection.entity_probabilities`; :ref:`entity-confidence`).
+# ``method="exact"`` takes the Gibbs distribution of the weights, exact by forward–backward
+# constrained to the span, in a second; the default, the entity's frequency over 1,000
+# perturbed MAP labellings, is the better calibrated but costs 1,000 MAP calls per sentence.
 # Keeping only the surest entities trades recall for precision.
-confidences = entity_probabilities(tagger, test.tokens)
+confidences = entity_probabilities(tagger, test.tokens, method="exact")
 for kind, start, end, probability in confidences[5]:
     words = " ".join(word for word, _ in test.tokens[5][start:end])
     print(f"{kind:4s} {words!r}: {probability:.3f}")

@@ -189,17 +189,18 @@ def transition_features(estimator) -> dict:
     }
 
 
-def entity_probabilities(estimator, X, *, outside="O", n_draws=1000, random_state=None) -> list:
+def entity_probabilities(
+    estimator, X, *, method=None, outside="O", n_draws=1000, random_state=None
+) -> list:
     """The predicted entities of each sequence with the probability the model gives them.
 
     Each entity of the predicted (MAP) tags, read as ``conlleval`` reads them
     (:func:`~pmap_sklearn.metrics.entity_spans`), gets the probability that a labelling drawn
     from the model holds it with these tags: the span's tags as predicted, a tag before it
     that does not continue it into a longer entity (for a span that opens with ``I`` or
-    ``E``) and a tag after it that does not extend it. On chains, where the estimator's model
-    is the exact one (:class:`~pmap_sklearn.ChainCRF`, and
-    :class:`~pmap_sklearn.PerturbMAPCRF` with its default marginals), the probability is exact,
-    by forward-backward constrained to the span; elsewhere it is the frequency of that event
+    ``E``) and a tag after it that does not extend it. For the exact model on chains
+    (:class:`~pmap_sklearn.ChainCRF`, ``method="exact"``) the probability is exact, by
+    forward-backward constrained to the span; elsewhere it is the frequency of that event
     over ``n_draws`` draws of :meth:`sample`. The usual substitute, the product or mean of the
     span's token marginals, ignores how the tags depend on each other.
 
@@ -210,6 +211,19 @@ def entity_probabilities(estimator, X, *, outside="O", n_draws=1000, random_stat
         transform ``X``).
     X : sequence of samples
         As the estimator (or the pipeline) takes them.
+    method : {"perturb", "exact"}, optional
+        The distribution the labellings are drawn from, as in :meth:`sample`: ``"perturb"``,
+        the perturbed MAP labellings (a frequency over ``n_draws`` of them, one MAP call
+        each); ``"exact"``, the distribution of the estimator's marginals of that name (the
+        exact ones by forward-backward on chains: fast, and no draws). By default, the
+        distribution the estimator was fitted to: ``"perturb"`` for the perturb-and-MAP
+        learners (:class:`~pmap_sklearn.PerturbMAPCRF`,
+        :class:`~pmap_sklearn.MarginalPerturbMAPCRF`), whose stochastic gradient matches the
+        features of the training labels to their expectation under the perturbed MAPs
+        (Hazan & Jaakkola 2012), and whose entity probabilities are then the better
+        calibrated ones ("Entity confidence" in the user guide); the estimator's default
+        marginals otherwise, and after ``calibrate_marginals`` (its temperature is fitted
+        for them).
     outside : str, default="O"
         The tag outside every entity.
     n_draws : int, default=1000
@@ -236,6 +250,13 @@ def entity_probabilities(estimator, X, *, outside="O", n_draws=1000, random_stat
     from .metrics import _split_tag, entity_spans
 
     model, X = _joint_model(estimator, X, "entities")
+    if method is None:  # the distribution fitted: to the training labels, or by a temperature
+        fitted = "perturb" in model._marginal_methods and not hasattr(
+            model, "marginal_temperature_"
+        )
+        method = "perturb" if fitted else model._default_marginal_method()
+    elif method not in model._marginal_methods:
+        raise ValueError(f"method must be one of {list(model._marginal_methods)}, got {method!r}")
     predicted = model.predict(X)
     classes = model.classes_.tolist()
     split = [_split_tag(tag, outside) for tag in classes]  # names the tags it cannot read
@@ -252,8 +273,8 @@ def entity_probabilities(estimator, X, *, outside="O", n_draws=1000, random_stat
             spans.append((sample, start, end, [code[t] for t in tags[start:end]]))
     before, after = np.array(before, bool), np.array(after, bool)
     structure = model.structure_
-    # exact where the solver has the capability and its model is the estimator's
-    exact = _exact_solver(model, "span_log_probabilities") is not None
+    # exact where the solver has the capability for the distribution asked
+    exact = _exact_solver(model, "span_log_probabilities", method) is not None
     if not spans:
         probability = np.zeros(0)
     elif exact:
@@ -265,7 +286,7 @@ def entity_probabilities(estimator, X, *, outside="O", n_draws=1000, random_stat
         log_p = structure.solver_.span_log_probabilities(potentials, labels, where, before, after)
         probability = np.exp(log_p)
     else:
-        draws = model.sample(X, n_draws=n_draws, random_state=random_state)
+        draws = model.sample(X, n_draws=n_draws, method=method, random_state=random_state)
         lookup = np.asarray(model.classes_)
         probability = np.empty(len(spans))
         coded = {}
@@ -541,14 +562,16 @@ def _joint_model(estimator, X, what: str):
     return model, X
 
 
-def _exact_solver(model, capability: str):
-    """The model's solver where it answers ``capability`` exactly for the estimator's own
-    distribution — its default marginals are the solver's exact ones and no label has hidden
-    states — else None (the probabilities are then frequencies over draws)."""
+def _exact_solver(model, capability: str, method: str | None = None):
+    """The model's solver where it answers ``capability`` exactly for the distribution of
+    ``method`` (None: the estimator's default marginals) — that method is the solver's exact
+    marginals and no label has hidden states — else None (the probabilities are then
+    frequencies over draws)."""
     solver = model.structure_.solver_
+    method = model._default_marginal_method() if method is None else method
     if (
         hasattr(solver, capability)
-        and model._default_marginal_method() == "exact"
+        and method == "exact"
         and model.structure_.n_states_ == len(model.classes_)
     ):
         return solver
