@@ -44,7 +44,7 @@ from ._state import compact_attributes, expand_attributes, fingerprint
 from ._utils import NumberInterval, check_generator, release_freed_memory
 from .metrics import mean_hamming_loss
 from .multilabel import MultiLabelStructure
-from .perturbation import perturb_and_map, perturbed_maps
+from .perturbation import GIBBS_SWEEPS, perturb_and_map, perturbed_maps
 from .samples import SampleBatch
 from .structures import BaseStructure, GraphStructure, GridStructure, check_structure
 
@@ -109,7 +109,8 @@ class BaseStructuredEstimator(BaseEstimator):
     --------------------------------
     _marginal_methods : tuple of str
         The ``method`` values :meth:`predict_marginals` accepts, the default first:
-        ``"perturb"`` (perturb-and-MAP estimate) and / or ``"exact"`` (the solver's marginals).
+        ``"perturb"`` (perturb-and-MAP estimate), ``"exact"`` (the solver's marginals) and / or
+        ``"gibbs"`` (Gibbs chains of the weights' Gibbs distribution from perturbed MAPs).
     _exact_marginals_are_the_model : bool
         The default of :meth:`predict_marginals` is ``"exact"`` where the solver computes
         exact marginals (the weights were fitted for the Gibbs distribution).
@@ -595,13 +596,19 @@ class BaseStructuredEstimator(BaseEstimator):
         Parameters
         ----------
         X : sequence of samples
-        method : {"perturb", "exact"}, optional
+        method : {"perturb", "exact", "gibbs"}, optional
             ``"perturb"``: frequency of each label over ``n_perturbations`` perturbed MAP
             labellings (any structure); ``"exact"``: the solver's exact marginals
-            (forward-backward on chains, enumeration with ``solver="brute_force"``). Defaults to
-            the estimator's model (see the estimator): ``"exact"`` where the solver computes
-            them for :class:`~pmap_sklearn.PerturbMAPCRF` and
-            :class:`~pmap_sklearn.ChainCRF`, ``"perturb"`` otherwise.
+            (forward-backward on chains, enumeration with ``solver="brute_force"``);
+            ``"gibbs"``: Gibbs sampling of the weights' Gibbs distribution
+            ``P(y) ∝ exp f(y)``, ``n_perturbations`` chains each started at a perturbed MAP
+            labelling and run for 20 sweeps, each node's label probabilities given its
+            neighbours averaged over the chains and the last 10 sweeps — on loopy graphs closer
+            to the Gibbs marginals than ``"perturb"``, at a few times its cost
+            (:ref:`loopy-marginals`). Defaults to the
+            estimator's model (see the estimator): ``"exact"`` where the solver computes them
+            for :class:`~pmap_sklearn.PerturbMAPCRF` and :class:`~pmap_sklearn.ChainCRF`,
+            ``"perturb"`` otherwise.
         n_perturbations : int, optional
             Defaults to the estimator's ``n_perturbations``.
         known_labels : sequence of label arrays, optional
@@ -636,7 +643,10 @@ class BaseStructuredEstimator(BaseEstimator):
         - ``"exact"``: draws from the distribution of the solver's marginals — forward
           filtering, backward sampling on chains (Carter & Kohn 1994), the chain rule over
           exact marginals on forests and with ``solver="brute_force"``, each node from its
-          mean-field marginal for :class:`~pmap_sklearn.MeanFieldCRF`.
+          mean-field marginal for :class:`~pmap_sklearn.MeanFieldCRF`;
+        - ``"gibbs"``: the states of the Gibbs chains of :meth:`predict_marginals` after their
+          20 sweeps, one chain per draw started at a perturbed MAP (approximate draws from the
+          Gibbs distribution of the weights).
 
         A fitted :class:`~sklearn.pipeline.Pipeline` does not pass this method on: call
         ``pipeline[-1].sample(pipeline[:-1].transform(X))``.
@@ -649,7 +659,7 @@ class BaseStructuredEstimator(BaseEstimator):
         known_labels : sequence of label arrays, optional
             Labels known at prediction time (None elsewhere), as in :meth:`predict`: every
             draw keeps them and is drawn conditionally on them.
-        method : {"perturb", "exact"}, optional
+        method : {"perturb", "exact", "gibbs"}, optional
             Defaults to the estimator's model, as in :meth:`predict_marginals`.
         random_state : int, Generator, RandomState or None, optional
             The draws' randomness; by default the estimator's ``random_state`` (fresh draws
@@ -667,8 +677,9 @@ class BaseStructuredEstimator(BaseEstimator):
             raise ValueError(f"n_draws must be an int >= 1, got {n_draws!r}")
         check_is_fitted(self, "coef_")
         method = self._default_marginal_method() if method is None else method
-        if method not in ("perturb", "exact") or method not in self._marginal_methods:
-            options = [m for m in self._marginal_methods if m in ("perturb", "exact")]
+        drawn = ("perturb", "exact", "gibbs")
+        if method not in drawn or method not in self._marginal_methods:
+            options = [m for m in self._marginal_methods if m in drawn]
             raise ValueError(f"method must be one of {options}, got {method!r}")
         structure = self.structure_
         batch = self._prepare_fitted(X)
@@ -687,6 +698,7 @@ class BaseStructuredEstimator(BaseEstimator):
                 self._perturbation,
                 clamp,
                 n_jobs=getattr(self, "n_jobs", None),
+                n_sweeps=GIBBS_SWEEPS if method == "gibbs" else 0,
             )
         draws = [
             structure.format_labels(batch, structure.visible_labels(states_), self.classes_)
@@ -743,6 +755,7 @@ class BaseStructuredEstimator(BaseEstimator):
             clamp,
             n_jobs=getattr(self, "n_jobs", None),
             maxima=False,
+            n_sweeps=GIBBS_SWEEPS if method == "gibbs" else 0,
         )
         return average.marginals
 
@@ -831,7 +844,7 @@ class BaseStructuredEstimator(BaseEstimator):
             Return, per sample, a list of ``{label: probability}`` dicts, one per node (as
             sklearn-crfsuite's ``CRF.predict_marginals``); nodes in the order of the flattened
             labels.
-        method : {"perturb", "exact"}, optional
+        method : {"perturb", "exact", "gibbs"}, optional
             As in :meth:`predict_marginals`.
         n_perturbations : int, optional
             As in :meth:`predict_marginals`.
@@ -965,7 +978,7 @@ class BaseStructuredSGD(BaseStructuredEstimator):
     """
 
     _parameter_constraints: dict = SGD_CONSTRAINTS
-    _marginal_methods = ("perturb", "exact")
+    _marginal_methods = ("perturb", "exact", "gibbs")
 
     def __init__(
         self,

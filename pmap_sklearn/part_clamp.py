@@ -64,9 +64,10 @@ _FULL_BATCH_CONSTRAINTS: dict = {
 class _FullBatchCRF(BaseStructuredEstimator):
     """Shared contract of the full-batch surrogate-likelihood learners: grid and graph
     structures of any K (the pairwise weights kept attractive where the solver needs it),
-    MAP prediction by the structure's solver, marginals by perturb-and-MAP."""
+    MAP prediction by the structure's solver, marginals by perturb-and-MAP (or by Gibbs
+    chains started from perturbed MAPs: the weights define a Gibbs distribution)."""
 
-    _marginal_methods = ("perturb",)
+    _marginal_methods = ("perturb", "gibbs")
 
     def _make_structure(self):
         if self.structure == "grid":

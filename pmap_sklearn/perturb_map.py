@@ -141,7 +141,8 @@ class PerturbMAPCRF(ClassWeightedSGD):
         afresh (as ``warm_start=False`` does): the state belongs to the last fit's objective.
     n_perturbations : int, default=100
         Perturbations M used by :meth:`predict_marginals` with ``method="perturb"`` (the
-        default where the solver has no exact marginals: grids and graphs).
+        default where the solver has no exact marginals: grids and graphs), and the Gibbs
+        chains of ``method="gibbs"``.
     random_state : int, Generator, RandomState or None, default=None
         Seeds the perturbations and the sample order; results do not depend on ``n_jobs``.
     n_jobs : int or None, default=None

@@ -240,7 +240,7 @@ def test_bad_input_and_parameters(chains):
     with pytest.raises(ValueError, match="sample 0 has 7 node features, expected 6"):
         crf.predict([np.zeros((3, 7))])
     with pytest.raises(ValueError, match="method must be"):
-        crf.predict_marginals(X[:1], method="gibbs")
+        crf.predict_marginals(X[:1], method="beliefs")
 
 
 @pytest.fixture(scope="module")

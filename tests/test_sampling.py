@@ -156,7 +156,7 @@ def test_sample_refuses_what_it_cannot_do(chains):
     with pytest.raises(ValueError, match="n_draws"):
         model.sample(X[:1], n_draws=0)
     with pytest.raises(ValueError, match="method must be one of"):
-        model.sample(X[:1], method="gibbs")
+        model.sample(X[:1], method="beliefs")
     assert not hasattr(StructuredSVM(random_state=0).fit(X, y), "sample")  # no marginals
 
 

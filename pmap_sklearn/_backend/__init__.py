@@ -20,7 +20,9 @@ from .cut import GraphCutSolver
 from .expansion import AlphaExpansionSolver
 from .forest import ForestSolver
 from .gibbs import GibbsSampler, GibbsSession
+from .gibbs import conditional_probabilities as conditional_probabilities
 from .gibbs import conditional_scores as conditional_scores
+from .gibbs import sample_colours as sample_colours
 from .group_prox import prox_group_max as prox_group_max
 from .ishikawa import GroupMaxPotentials, IshikawaSolver
 from .level_tree import forest_shaped as forest_shaped
