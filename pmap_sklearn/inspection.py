@@ -250,13 +250,7 @@ def entity_probabilities(
     from .metrics import _split_tag, entity_spans
 
     model, X = _joint_model(estimator, X, "entities")
-    if method is None:  # the distribution fitted: to the training labels, or by a temperature
-        fitted = "perturb" in model._marginal_methods and not hasattr(
-            model, "marginal_temperature_"
-        )
-        method = "perturb" if fitted else model._default_marginal_method()
-    elif method not in model._marginal_methods:
-        raise ValueError(f"method must be one of {list(model._marginal_methods)}, got {method!r}")
+    method = _event_method(model, method)
     predicted = model.predict(X)
     classes = model.classes_.tolist()
     split = [_split_tag(tag, outside) for tag in classes]  # names the tags it cannot read
@@ -309,16 +303,16 @@ def entity_probabilities(
 
 # ---- structured uncertainty: whole labellings, regions, uncertainty maps ---------------------
 def sequence_probabilities(
-    estimator, X, y=None, *, n_draws: int = 1000, random_state=None
+    estimator, X, y=None, *, method=None, n_draws: int = 1000, random_state=None
 ) -> np.ndarray:
     """The probability the model gives a whole labelling of each sample.
 
     The probability of the predicted (MAP) labelling, or of the labellings ``y``:
-    sklearn-crfsuite's ``tagger_.probability(yseq)``, for every structure. Where the estimator's
-    model is exact — chains (:class:`~pmap_sklearn.ChainCRF`, and
-    :class:`~pmap_sklearn.PerturbMAPCRF` with its default marginals), forests and
-    ``solver="brute_force"`` — it is exact: :math:`\\exp(f(y) - \\log Z)`, the labelling's score
-    minus the log-partition function (forward–backward on chains). Elsewhere it is the frequency
+    sklearn-crfsuite's ``tagger_.probability(yseq)``, for every structure. For a distribution a
+    solver gives exactly (``method="exact"`` on chains, forests and with
+    ``solver="brute_force"``; :class:`~pmap_sklearn.ChainCRF`'s model) it is exact:
+    :math:`\\exp(f(y) - \\log Z)`, the labelling's score minus the log-partition function
+    (forward–backward on chains). Elsewhere it is the frequency
     of the labelling over ``n_draws`` draws of :meth:`sample`, which only estimates a
     probability that is not tiny: on a long sequence or a large graph almost every labelling,
     the MAP included, is rarer than one draw in a thousand and gets 0. Use it there on short
@@ -335,6 +329,12 @@ def sequence_probabilities(
     y : sequence of label arrays, optional
         A labelling of each sample, of the estimator's ``classes_`` and shaped as its labels;
         by default the predicted one.
+    method : {"perturb", "exact", "gibbs"}, optional
+        The distribution the labellings are drawn from, as in :meth:`sample`; by default the
+        one the estimator was fitted to, as for
+        :func:`~pmap_sklearn.inspection.entity_probabilities` (the perturbed MAPs for the
+        perturb-and-MAP learners, the default marginals' otherwise and after
+        ``calibrate_marginals``).
     n_draws : int, default=1000
         Draws per sample where the probability is a frequency.
     random_state : int, Generator or None, optional
@@ -373,7 +373,8 @@ def sequence_probabilities(
         codes = structure.visible_labels(model._map(batch, model.coef_))
     else:
         codes = _labelling_codes(model, batch, X, y)
-    solver = _exact_solver(model, "event_log_probabilities")
+    method = _event_method(model, method)
+    solver = _exact_solver(model, "event_log_probabilities", method)
     if solver is not None:  # each sample's labelling is one event over all its nodes
         probability = np.ones(batch.n_samples)  # a sample without nodes: its empty labelling
         filled = batch.lengths > 0
@@ -385,7 +386,7 @@ def sequence_probabilities(
         )
         return probability
     targets = structure._visible_split(batch, codes)
-    drawn = _drawn_codes(model, X, n_draws, random_state)
+    drawn = _drawn_codes(model, X, n_draws, random_state, method)
     return np.array(
         [
             (draws == target.ravel()).all(axis=1).mean()
@@ -394,7 +395,7 @@ def sequence_probabilities(
     )
 
 
-def region_probabilities(estimator, X, *, n_draws: int = 1000, random_state=None):
+def region_probabilities(estimator, X, *, method=None, n_draws: int = 1000, random_state=None):
     """The regions of each predicted segmentation, with the probability the model keeps each.
 
     A region is a connected set of nodes with the same predicted (MAP) label: a connected
@@ -402,10 +403,10 @@ def region_probabilities(estimator, X, *, n_draws: int = 1000, random_state=None
     equal tags on a chain). Its probability is that a labelling drawn from the model gives
     every node of the region that label, :math:`P(y_R = k)` — a statement about the region as
     a whole, which the node marginals do not make (the mean of the region's marginals ignores
-    that its nodes move together). Where the estimator's model is exact (chains, forests,
-    ``solver="brute_force"``) the probability is exact,
-    :math:`Z(y_R = k) / Z`, a log-partition with the region clamped; elsewhere (graph cuts,
-    α-expansion, TRW-S: superpixel graphs and grids) it is the frequency of the event over
+    that its nodes move together). For a distribution a solver gives exactly
+    (``method="exact"`` on chains, forests and with ``solver="brute_force"``) the probability
+    is exact, :math:`Z(y_R = k) / Z`, a log-partition with the region clamped; elsewhere
+    (perturbed MAPs; graph cuts, α-expansion, TRW-S) it is the frequency of the event over
     ``n_draws`` draws of :meth:`sample`, within about :math:`\\sqrt{p (1 - p) / n_{draws}}`.
 
     Parameters
@@ -415,6 +416,12 @@ def region_probabilities(estimator, X, *, n_draws: int = 1000, random_state=None
         ``X``) or a :class:`~pmap_sklearn.TwoStageCRF`.
     X : sequence of samples
         As the estimator (or the pipeline) takes them.
+    method : {"perturb", "exact", "gibbs"}, optional
+        The distribution the labellings are drawn from, as in :meth:`sample`; by default the
+        one the estimator was fitted to, as for
+        :func:`~pmap_sklearn.inspection.entity_probabilities` (the perturbed MAPs for the
+        perturb-and-MAP learners, the default marginals' otherwise and after
+        ``calibrate_marginals``).
     n_draws : int, default=1000
         Draws per sample where the probability is a frequency.
     random_state : int, Generator or None, optional
@@ -452,7 +459,8 @@ def region_probabilities(estimator, X, *, n_draws: int = 1000, random_state=None
     batch = model._prepare_fitted(X)
     codes = structure.visible_labels(model._map(batch, model.coef_))
     region, offsets = _regions(batch, codes)
-    solver = _exact_solver(model, "event_log_probabilities")
+    method = _event_method(model, method)
+    solver = _exact_solver(model, "event_log_probabilities", method)
     if solver is not None:  # every region one event: its nodes clamped to its label
         potentials, _ = model._restricted_potentials(batch, model._marginal_weights())
         nodes = np.arange(batch.n_nodes)
@@ -464,7 +472,7 @@ def region_probabilities(estimator, X, *, n_draws: int = 1000, random_state=None
         pieces = zip(
             structure._visible_split(batch, codes),
             structure._visible_split(batch, region),
-            _drawn_codes(model, X, n_draws, random_state),
+            _drawn_codes(model, X, n_draws, random_state, method),
             strict=True,
         )
         for i, (labels, regions, draws) in enumerate(pieces):
@@ -562,6 +570,22 @@ def _joint_model(estimator, X, what: str):
     return model, X
 
 
+def _event_method(model, method):
+    """The distribution whose events are measured: ``method`` (checked), by default the one
+    the estimator was fitted to — the perturbed MAPs for the learners whose stochastic
+    gradient matches the training labels' features to their expectation under them (Hazan &
+    Jaakkola 2012), the estimator's default marginals otherwise and after
+    ``calibrate_marginals`` (its temperature is fitted for those)."""
+    if method is None:
+        fitted = "perturb" in model._marginal_methods and not hasattr(
+            model, "marginal_temperature_"
+        )
+        return "perturb" if fitted else model._default_marginal_method()
+    if method not in model._marginal_methods:
+        raise ValueError(f"method must be one of {list(model._marginal_methods)}, got {method!r}")
+    return method
+
+
 def _exact_solver(model, capability: str, method: str | None = None):
     """The model's solver where it answers ``capability`` exactly for the distribution of
     ``method`` (None: the estimator's default marginals) — that method is the solver's exact
@@ -596,9 +620,9 @@ def _labelling_codes(model, batch, X, y) -> np.ndarray:
     return model.structure_.prepare_labels(batch, codes)
 
 
-def _drawn_codes(model, X, n_draws: int, random_state) -> list:
+def _drawn_codes(model, X, n_draws: int, random_state, method) -> list:
     """Per sample, the label codes of ``n_draws`` draws of :meth:`sample`, (n_draws, D)."""
-    draws = model.sample(X, n_draws=n_draws, random_state=random_state)
+    draws = model.sample(X, n_draws=n_draws, method=method, random_state=random_state)
     lookup = np.asarray(model.classes_)
     return [np.searchsorted(lookup, np.asarray(d).reshape(n_draws, -1)) for d in draws]
 

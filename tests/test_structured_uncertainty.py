@@ -111,7 +111,8 @@ def test_sequence_probabilities_are_exact_on_chains(short_chains, make):
     model = make().fit(X, y)
     x = X[0]
     labellings = _labellings(model.classes_, len(x))
-    probability = sequence_probabilities(model, [x] * len(labellings), labellings)
+    exact = dict(method="exact")  # the perturb-and-MAP learners' default is their draws
+    probability = sequence_probabilities(model, [x] * len(labellings), labellings, **exact)
     assert probability.shape == (len(labellings),)
     np.testing.assert_allclose(probability.sum(), 1.0, rtol=1e-9)
     np.testing.assert_allclose(
@@ -119,7 +120,7 @@ def test_sequence_probabilities_are_exact_on_chains(short_chains, make):
     )
     best = model.predict([x])[0]
     index = next(i for i, lab in enumerate(labellings) if np.array_equal(lab, best))
-    np.testing.assert_allclose(sequence_probabilities(model, [x]), probability[index])
+    np.testing.assert_allclose(sequence_probabilities(model, [x], **exact), probability[index])
     assert probability[index] == probability.max()  # the MAP is the most probable labelling
 
 
@@ -140,10 +141,34 @@ def test_sequence_probabilities_from_draws_agree_with_the_exact_ones(
     """The frequency path (exact draws of the same model) within Monte-Carlo error."""
     X, _ = short_chains
     exact = sequence_probabilities(chain_crf, X[:5])
-    monkeypatch.setattr(inspection, "_exact_solver", lambda model, capability: None)
+    monkeypatch.setattr(inspection, "_exact_solver", lambda model, capability, method: None)
     n = 20_000
     drawn = sequence_probabilities(chain_crf, X[:5], n_draws=n, random_state=0)
     assert np.all(np.abs(drawn - exact) < 5 * np.sqrt(exact * (1 - exact) / n) + 1e-12)
+
+
+def test_the_perturb_and_map_learners_measure_events_on_their_perturbed_maps(short_chains):
+    """By default the distribution the estimator was fitted to: for PerturbMAPCRF the
+    frequencies over its perturbed MAPs (what sample(method="perturb") draws), also on chains
+    where the exact marginals are its predict_marginals default; after calibrate_marginals the
+    exact ones at the fitted temperature."""
+    X, y = short_chains
+    model = PerturbMAPCRF(random_state=0).fit(X, y)
+    assert model._default_marginal_method() == "exact"
+    draws = model.sample(X[:3], n_draws=300, method="perturb", random_state=4)
+    probability = sequence_probabilities(model, X[:3], n_draws=300, random_state=4)
+    for p, drawn, best in zip(probability, draws, model.predict(X[:3]), strict=True):
+        assert p == (drawn == best).all(axis=1).mean()
+    _, regions = region_probabilities(model, X[:3], n_draws=300, random_state=4)
+    _, exact = region_probabilities(model, X[:3], method="exact")
+    assert not all(np.allclose(a, b) for a, b in zip(regions, exact, strict=True))
+    model.calibrate_marginals(X[20:], y[20:])
+    np.testing.assert_allclose(
+        sequence_probabilities(model, X[:3]),
+        sequence_probabilities(model, X[:3], method="exact"),
+    )
+    with pytest.raises(ValueError, match="method must be one of"):
+        region_probabilities(model, X[:3], method="beliefs")
 
 
 def test_sequence_probabilities_from_draws_of_a_loopy_model():
@@ -220,7 +245,7 @@ def test_region_probabilities_are_exact_by_enumeration(tiny_grid):
     data, model = tiny_grid
     assert model._default_marginal_method() == "exact"
     for x in data.data[:3]:
-        (region,), (probability,) = region_probabilities(model, [x])
+        (region,), (probability,) = region_probabilities(model, [x], method="exact")
         labellings = _labellings(model.classes_, x.shape[0] * x.shape[1])
         p = np.exp(_log_probabilities(model, x, labellings))
         best = model.predict([x])[0].ravel()
@@ -238,7 +263,7 @@ def test_region_probabilities_from_draws_agree_with_the_exact_ones(
     model within Monte-Carlo error; on a tiny grid, over its chain-rule draws."""
     X, _ = short_chains
     _, exact = region_probabilities(chain_crf, X[:6])
-    monkeypatch.setattr(inspection, "_exact_solver", lambda model, capability: None)
+    monkeypatch.setattr(inspection, "_exact_solver", lambda model, capability, method: None)
     n = 20_000
     _, drawn = region_probabilities(chain_crf, X[:6], n_draws=n, random_state=0)
     for e, d in zip(exact, drawn, strict=True):
