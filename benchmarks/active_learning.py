@@ -13,8 +13,9 @@ seed's permutation and ``random_state``). Scored at each budget by the entity F1
 Uncertainties (of a sentence under the model fitted so far):
 
 - ``1 - P(predicted sequence)``: the probability that the predicted tags are not the
-  sentence's (:func:`~pmap_sklearn.inspection.sequence_probabilities`, exact on chains: the
-  least-confidence strategy of Culotta & McCallum 2005);
+  sentence's (:func:`~pmap_sklearn.inspection.sequence_probabilities` with
+  ``method="exact"``, by forward-backward: the least-confidence strategy of Culotta &
+  McCallum 2005);
 - ``expected token errors``: :math:`\\sum_d (1 - \\max_k q_d(k))`, the expected number of
   tags the MAP-marginal decoding gets wrong (the exact marginals of ``predict_proba``);
 - ``expected token errors per token``: the same over the sentence's length;
@@ -87,10 +88,11 @@ def least_confident_decision(model, X):
 
 def sequence_uncertainty(model, X):
     """Per sentence, ``1 - P(y* | x)``: the probability that the predicted tag sequence is not
-    the one (exact on chains, :func:`~pmap_sklearn.inspection.sequence_probabilities`)."""
+    the one (:func:`~pmap_sklearn.inspection.sequence_probabilities`, exact on chains with
+    ``method="exact"``: most sequences are rarer than one of the default's perturbed MAPs)."""
     from pmap_sklearn.inspection import sequence_probabilities
 
-    return 1 - sequence_probabilities(model, X)
+    return 1 - sequence_probabilities(model, X, method="exact")
 
 
 STRATEGIES = {
