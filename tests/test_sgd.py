@@ -206,3 +206,90 @@ def test_step_search_does_not_shrink_to_nothing_where_no_step_improves():
         average=False,
     )
     assert eta > 0.1
+
+
+def _counted_quadratic(targets, curvature, sizes, work):
+    """``ℓ_n(w) = −(c/2) ‖w − t_n‖²`` plus Gumbel-free noise from the oracle's generator, its
+    calls' work (the ``sizes`` of the samples they are handed) added to ``work``."""
+
+    def make_oracle(order):
+        order = np.asarray(order)
+
+        def oracle(part, w, rng):
+            rows = order[part]
+            work.append(float(sizes[rows].sum()))
+            residual = targets[rows] - w
+            noise = rng.normal(size=residual.shape)
+            gradient = curvature * (residual + noise).sum(axis=0)
+            return gradient, -0.5 * curvature * float((residual**2).sum())
+
+        return oracle
+
+    return make_oracle
+
+
+def _quadratic_search(curvature, n_samples=400, seed=0, **kwargs):
+    rng = np.random.default_rng(seed)
+    targets = rng.normal(1.0, 1.0, size=(n_samples, 3))
+    sizes = rng.integers(1, 6, size=n_samples).astype(float)
+    work = []
+    eta = calibrate_eta0(
+        _counted_quadratic(targets, curvature, sizes, work),
+        np.zeros(3),
+        n_samples,
+        rng=np.random.default_rng(seed),
+        alpha=1e-4,
+        batch_size=8,
+        project=lambda w: w,
+        **kwargs,
+    )
+    return eta, work, sizes
+
+
+def test_step_size_search_spends_at_most_its_budget():
+    """Every sample of every pass and evaluation counts, by its size: under a budget the
+    subsample shrinks and the search stops before overrunning it, while without one it passes
+    over up to ``n_calibration`` samples per candidate."""
+    _, unbounded, sizes = _quadratic_search(50.0)
+    budget = sizes.sum()  # one epoch
+    assert sum(unbounded) > 3 * budget  # 256 samples a pass, judged on them, 4+ candidates
+    eta, work, _ = _quadratic_search(50.0, budget=budget, sizes=sizes)
+    assert sum(work) <= budget
+    assert max(work) < max(unbounded)  # a judgement over fewer samples than 256
+    # a start 2^20 below the step: the gallop would need ~10 candidates; the budget stops it at
+    # the best step evaluated so far
+    far, work, _ = _quadratic_search(50.0, start=1e-8, budget=budget, sizes=sizes)
+    assert sum(work) <= budget
+    assert 1e-8 < far < eta
+    # the budget is at least the evaluation at w and four candidates on one mini-batch
+    _, work, _ = _quadratic_search(50.0, budget=1.0, sizes=sizes)
+    assert 0 < sum(work) <= 9 * sizes.max() * 8
+
+
+def test_budgeted_step_size_search_finds_the_step_of_the_full_search():
+    """Started from Polyak's step, the search on a subsample within one epoch of work picks a
+    step within a factor 2 of the full search from 0.1 (256 samples a pass), at curvatures
+    from 1 to 10⁴ (steps from ~1 to ~1e-4); the same seed gives the same step."""
+    for curvature in (1.0, 50.0, 1e4):
+        full, _, sizes = _quadratic_search(curvature, start=0.1)
+        bounded, _, _ = _quadratic_search(curvature, budget=sizes.sum(), sizes=sizes)
+        assert 0.5 <= bounded / full <= 2.0, (curvature, bounded, full)
+        again, _, _ = _quadratic_search(curvature, budget=sizes.sum(), sizes=sizes)
+        assert again == bounded
+
+
+def test_held_out_search_keeps_its_pass_or_returns_its_start():
+    """With held-out judging the judged samples shrink under a budget and the pass keeps its
+    length; where three full passes do not fit, the start comes back without a pass."""
+    eta, work, sizes = _quadratic_search(
+        50.0, n_calibration=64, held_out=256, start=0.4, budget=30.0, n_samples=400
+    )
+    assert eta == 0.4 and work == []
+    kwargs = dict(n_calibration=64, held_out=256, start=0.4, n_samples=400)
+    _, work, sizes = _quadratic_search(50.0, **kwargs)
+    judged_work = max(work)  # one call over every judged sample
+    budget = 2.5 * judged_work  # three passes of 64 samples fit with half the judged samples
+    _, bounded, _ = _quadratic_search(50.0, budget=budget, sizes=sizes, **kwargs)
+    assert sum(bounded) <= budget
+    assert max(bounded) < judged_work  # fewer judged samples
+    assert min(bounded) > 0
