@@ -504,7 +504,7 @@ def markdown(runs):
     for label, run in runs.items():
         parts += [
             "",
-            f"## {label}",
+            f"### {label}",
             "",
             f"`{run['command']}`, profiled by {run['method']}; load average "
             f"{run['load_start']:.1f} at the start, {run['load_end']:.1f} at the end "

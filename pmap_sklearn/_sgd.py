@@ -363,15 +363,16 @@ def calibrate_eta0(
 
     With a ``budget``, the oracle work of the whole search — every sample of every pass and
     evaluation, counted by its ``sizes`` (e.g. its nodes) — stays within it: the subsample
-    shrinks (a random part of the drawn one) until the evaluation at ``w`` and four candidates
-    fit, but keeps one mini-batch of ``batch_size`` samples to pass over (a step as noisy as
-    the fit's: smaller ones choose smaller steps) and samples of ``min_work``; the budget grows
-    to what the evaluation at ``w`` and four candidates cost on that subsample where it is
-    smaller. With ``held_out``, the judged samples shrink instead, to 128 at least, and the pass
-    keeps its length (AdaGrad's passes of 512 sentences choose half the step of passes of
-    1,024); where even three candidates do not fit, the search returns its start. The search
-    stops before an evaluation that would overrun the budget, returning the best step evaluated
-    so far (the start if none was).
+    shrinks (a random part of the drawn one) until the evaluation at ``w`` and six candidates
+    fit (a walk from the start to a step 2⁴ away; a search for four stopped short of the step
+    on small data), but keeps one mini-batch of ``batch_size`` samples to pass over (a step as
+    noisy as the fit's: smaller ones choose smaller steps) and samples of ``min_work``; the
+    budget grows to what the evaluation at ``w`` and six candidates cost on that subsample
+    where it is smaller. With ``held_out``, the judged samples shrink instead, until four
+    candidates fit or to 128, and the pass keeps its length (AdaGrad's passes of 512 sentences
+    choose half the step of passes of 1,024); where even three candidates do not fit, the
+    search returns its start. The search stops before an evaluation that would overrun the
+    budget, returning the best step evaluated so far (the start if none was).
 
     Parameters
     ----------
@@ -416,11 +417,11 @@ def calibrate_eta0(
     reference = start is None  # the evaluation at w comes first, for Polyak's step
     if budget is not None and own:  # a candidate passes over its samples and is judged on them
         least = max(batch_size, _prefix_within(sizes[index], min_work, 0) + 1)
-        per_sample = (2 * _PLANNED_PASSES + reference) * sizes[index]
+        per_sample = (2 * _OWN_PASSES + reference) * sizes[index]
         index = judged = index[: _prefix_within(per_sample, budget, min(least, len(index)))]
     elif budget is not None:  # the judged samples shrink, the pass keeps its length
-        pass_work = _PLANNED_PASSES * sizes[index].sum()
-        per_sample = (_PLANNED_PASSES + reference) * sizes[judged]
+        pass_work = _HELD_OUT_PASSES * sizes[index].sum()
+        per_sample = (_HELD_OUT_PASSES + reference) * sizes[judged]
         judged = judged[: _prefix_within(per_sample, budget - pass_work, _MIN_JUDGED)]
         minimum = _MIN_PASSES * sizes[index].sum() + (_MIN_PASSES + reference) * sizes[judged].sum()
         if minimum > budget:  # too little data to judge a full pass: the start
@@ -428,8 +429,8 @@ def calibrate_eta0(
     oracle = make_oracle(index)
     judge = oracle if own else make_oracle(judged)
     pass_work, judge_work = float(sizes[index].sum()), float(sizes[judged].sum())
-    if budget is not None and own:  # the evaluation at w and four candidates always fit
-        budget = max(budget, _PLANNED_PASSES * (pass_work + judge_work) + reference * judge_work)
+    if budget is not None and own:  # the evaluation at w and six candidates always fit
+        budget = max(budget, _OWN_PASSES * (pass_work + judge_work) + reference * judge_work)
     spent = 0.0
 
     def charge(work: float) -> None:
@@ -558,13 +559,13 @@ class _OutOfBudget(Exception):
     """The step-size search's next evaluation would overrun its budget."""
 
 
-#: Candidate passes the step-size search sizes its subsample for under a budget: from a start
-#: within a factor 2 of the best step it passes three (the start and its two neighbours), and
-#: one more leaves room for a step along the way.
-_PLANNED_PASSES = 4
-#: Candidate passes on full-length passes a search with held-out judging needs, at least (the
-#: start and its two neighbours).
-_MIN_PASSES = 3
+#: Candidate passes a search judged on its own samples sizes its subsample for under a budget,
+#: and always affords on its smallest subsample: the six that walk from the start to a step 2⁴
+#: away (0.1 to 1.6 on the horses' superpixel graphs; from Polyak's step, three or four).
+_OWN_PASSES = 6
+#: Candidate passes a search with held-out judging sizes its judged samples for, and the fewest
+#: full-length passes it needs (the start and its two neighbours).
+_HELD_OUT_PASSES, _MIN_PASSES = 4, 3
 #: Judged samples a search with held-out judging keeps, at least (on CoNLL-2002 subsets, 256
 #: judged samples chose the steps 512 did).
 _MIN_JUDGED = 128

@@ -112,10 +112,14 @@ class PerturbMAPCRF(ClassWeightedSGD):
         than two labels (superpixels: see "Scene segmentation"), ``"optimal"`` otherwise.
     eta0 : float or "auto", default="auto"
         Initial step size. ``"auto"`` calibrates it on a subsample of up to 256 samples before
-        the first epoch (Bottou's trick: the step size whose one-epoch objective is best),
-        so the default adapts to the scale of the features. With sparse node features each
-        candidate's epoch runs over up to 1,024 samples and is judged on up to 512 others:
-        judged on its own samples, a large step wins by memorising their rare words.
+        the first epoch (Bottou's trick: the step size whose one-epoch objective is best,
+        searched on a log scale from the smaller of 0.1 and Polyak's step), so the default
+        adapts to the scale of the features. The search spends at most one epoch's oracle work
+        (a tenth of ``max_iter`` epochs for a fixed budget, if more): on large samples (images)
+        the subsample shrinks, keeping a mini-batch and 3,000 nodes. With sparse node features
+        each candidate's epoch runs over up to 1,024 samples and is judged on up to 512 others
+        (judged on its own samples, a large step wins by memorising their rare words); the
+        search starts at 0.4 and keeps it on corpora too small for three such epochs.
     power_t : float, default=0.5
         Exponent of the ``"invscaling"`` schedule.
     average : bool, int or "auto", default="auto"
