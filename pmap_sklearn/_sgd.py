@@ -461,7 +461,6 @@ def calibrate_eta0(
 
     def judged_objective(trial: np.ndarray):
         """The objective at ``trial`` on the judged samples and its gradient (ascent)."""
-        charge(judge_work)
         gradient, value = judge(slice(None), trial, np.random.default_rng(eval_seed))
         if isinstance(gradient, SparseVector):
             gradient = gradient.toarray()
@@ -472,6 +471,7 @@ def calibrate_eta0(
 
     def objective_at_w() -> float:
         if not at_w:
+            charge(judge_work)
             at_w.append(judged_objective(w))
         return at_w[0][0]
 
@@ -480,7 +480,7 @@ def calibrate_eta0(
     def value(k: int) -> float:
         """The objective after a pass with step ``start · factor**k`` (−inf if it diverged)."""
         if k not in values:
-            charge(pass_work)
+            charge(pass_work + judge_work)  # the pass and its judgement
             try:
                 with np.errstate(over="ignore", invalid="ignore"):
                     result = objective_after_pass(start * factor**k)
