@@ -29,6 +29,7 @@ from dataclasses import asdict, dataclass
 from numbers import Integral, Number, Real
 
 import numpy as np
+from joblib import effective_n_jobs
 from sklearn.base import BaseEstimator, _fit_context
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
@@ -37,14 +38,26 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from . import _sgd
-from ._backend import GraphKind, Potentials, check_capabilities, sample_labellings
+from ._backend import (
+    GraphKind,
+    Potentials,
+    check_capabilities,
+    chunks_by_size,
+    sample_labellings,
+)
 from ._labels import as_samples, check_markers, encode, without_ignored
 from ._parallel import N_JOBS_CONSTRAINT, single_blas_thread, uses_workers
 from ._state import compact_attributes, expand_attributes, fingerprint
 from ._utils import NumberInterval, check_generator, release_freed_memory
 from .metrics import mean_hamming_loss
 from .multilabel import MultiLabelStructure
-from .perturbation import GIBBS_SWEEPS, perturb_and_map, perturbed_maps
+from .perturbation import (
+    GIBBS_SWEEPS,
+    SampleSeeds,
+    perturb_and_map,
+    perturbed_maps,
+    sample_seeds,
+)
 from .samples import SampleBatch
 from .structures import BaseStructure, GraphStructure, GridStructure, check_structure
 
@@ -88,6 +101,18 @@ SGD_CONSTRAINTS: dict = {
     "init": [StrOptions({"auto", "logistic", "zeros"})],
     "batch_size": [NumberInterval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
 }
+
+
+#: Nodes that a prediction (``predict``, ``predict_marginals``, ``score``, …) prepares and
+#: solves at once: ``X`` is taken in chunks of consecutive samples of at most this many nodes
+#: (a larger sample alone), so that its memory beyond the outputs does not grow with the number
+#: of samples (a few MB a chunk: a 128² image, or about 500 sentences).
+PREDICT_NODES = 1 << 13
+#: Nodes of a chunk per worker when ``n_jobs`` gives several: a chunk's solver calls go to
+#: the workers only when they carry enough work to pay for the dispatch (a hundred 128² images
+#: of graph cuts, or thousands of small graphs' perturbed MAPs), so memory is bounded by
+#: this many nodes per worker instead.
+PARALLEL_PREDICT_NODES = 1 << 19
 
 
 def _is_unknown(value, marker) -> bool:
@@ -349,8 +374,10 @@ class BaseStructuredEstimator(BaseEstimator):
                 batch.subset(held_out), labels[batch.node_index(held_out)]
             )
         supervised = np.intersect1d(train, complete)
-        sub = batch.subset(supervised)
-        sub_labels = labels[batch.node_index(supervised)]
+        # every sample (sorted, unique): the batch itself, not a second copy of it
+        every = len(supervised) == batch.n_samples
+        sub = batch if every else batch.subset(supervised)
+        sub_labels = labels if every else labels[batch.node_index(supervised)]
         self._optimise(sub, self._targets(sub, sub_labels, None, rng), state, rng, validation_score)
         self.supervised_coef_ = state.estimate.copy()
         if len(supervised) < len(train):  # Alg. 3: continue from w_1 on all samples
@@ -466,9 +493,42 @@ class BaseStructuredEstimator(BaseEstimator):
         return nodes, targets[nodes], None
 
     # ---- prediction ------------------------------------------------------------------------
-    def _prepare_fitted(self, X) -> SampleBatch:
+    def _prepare_fitted(self, X, index: slice | None = None) -> SampleBatch:
         check_is_fitted(self, "coef_")
-        return self.structure_.prepare(X)
+        return self.structure_.prepare(X, index)
+
+    def _in_chunks(self, predict, X, known_labels=None, random_state=None):
+        """``predict(index, known_labels, random_state)`` over consecutive chunks of ``X``, the
+        results concatenated: a prediction prepares and solves the samples ``X[index]`` of
+        at most :data:`PREDICT_NODES` nodes at a time (a larger sample alone; with several
+        workers :data:`PARALLEL_PREDICT_NODES` per worker), so its memory beyond the outputs
+        follows a chunk, not the number of samples.
+
+        ``known_labels`` are cut like ``X``; a ``random_state`` (that of a randomised
+        prediction) gives every sample the seed of its stream once for all of ``X``
+        (:class:`~pmap_sklearn.perturbation.SampleSeeds`), so the results do not depend on
+        where the chunks end. With one chunk, ``predict(None, known_labels, random_state)``.
+        """
+        check_is_fitted(self, "coef_")
+        sizes = self.structure_.node_counts(X)
+        workers = effective_n_jobs(getattr(self, "n_jobs", None))
+        limit = PREDICT_NODES if workers == 1 else PARALLEL_PREDICT_NODES * workers
+        chunks = chunks_by_size(sizes, limit)
+        if len(chunks) <= 1:
+            return predict(None, known_labels, random_state)
+        if known_labels is not None:
+            known_labels = self._known_sequence(known_labels, len(sizes))
+        seeds = None if random_state is None else sample_seeds(random_state, len(sizes))
+        return np.concatenate(
+            [
+                predict(
+                    chunk,
+                    None if known_labels is None else known_labels[chunk],
+                    None if seeds is None else SampleSeeds(seeds[chunk]),
+                )
+                for chunk in chunks
+            ]
+        )
 
     def potentials(self, X) -> Potentials:
         """The potentials the fitted model assigns to samples.
@@ -496,19 +556,7 @@ class BaseStructuredEstimator(BaseEstimator):
             structure.requirements(clamps=True),
             f"{type(self).__name__}.predict with known_labels",
         )
-        if isinstance(known_labels, str | bytes | Mapping) or not isinstance(
-            known_labels, Iterable
-        ):
-            raise ValueError(
-                f"known_labels must be a sequence of label arrays, one per sample of X (None or "
-                f"unknown_label where a label is free), got {type(known_labels).__name__} "
-                f"{known_labels!r:.40}"
-            )
-        known_labels = list(known_labels)  # a generator is read once
-        if len(known_labels) != batch.n_samples:
-            raise ValueError(
-                f"X has {batch.n_samples} samples but known_labels has {len(known_labels)}"
-            )
+        known_labels = self._known_sequence(known_labels, batch.n_samples)
         markers = self._not_counted()
         codes = []
         for i, labels in enumerate(known_labels):
@@ -526,6 +574,22 @@ class BaseStructuredEstimator(BaseEstimator):
                 code[~unknown] = known[0]
             codes.append(code)
         return structure.prepare_labels(batch, codes, allow_unknown=True)
+
+    @staticmethod
+    def _known_sequence(known_labels, n_samples: int) -> list:
+        """``known_labels`` as a list of one entry per sample, or a ValueError."""
+        if isinstance(known_labels, str | bytes | Mapping) or not isinstance(
+            known_labels, Iterable
+        ):
+            raise ValueError(
+                f"known_labels must be a sequence of label arrays, one per sample of X (None or "
+                f"unknown_label where a label is free), got {type(known_labels).__name__} "
+                f"{known_labels!r:.40}"
+            )
+        known_labels = list(known_labels)  # a generator is read once
+        if len(known_labels) != n_samples:
+            raise ValueError(f"X has {n_samples} samples but known_labels has {len(known_labels)}")
+        return known_labels
 
     @uses_workers
     def predict(self, X, decoding: str = "map", known_labels=None) -> np.ndarray:
@@ -553,15 +617,22 @@ class BaseStructuredEstimator(BaseEstimator):
         if decoding == "marginal":
             if not self._marginal_methods:
                 raise ValueError(f"{type(self).__name__} has no marginals: use decoding='map'")
-            batch, marginals = self._label_marginals(X, None, None, known_labels)
-            codes = marginals.argmax(axis=1)
-        elif decoding == "map":
-            batch = self._prepare_fitted(X)
-            clamp = self._known_codes(batch, known_labels)
-            codes = self.structure_.visible_labels(self._map(batch, self.coef_, clamp))
-        else:
+
+            def decode(batch, marginals):
+                codes = marginals.argmax(axis=1)
+                return self.structure_.format_labels(batch, codes, self.classes_)
+
+            return self._label_marginals(X, None, None, known_labels, decode)
+        if decoding != "map":
             raise ValueError(f"decoding must be 'map' or 'marginal', got {decoding!r}")
-        return self.structure_.format_labels(batch, codes, self.classes_)
+
+        def predict(index, known, _):
+            batch = self._prepare_fitted(X, index)
+            clamp = self._known_codes(batch, known)
+            codes = self.structure_.visible_labels(self._map(batch, self.coef_, clamp))
+            return self.structure_.format_labels(batch, codes, self.classes_)
+
+        return self._in_chunks(predict, X, known_labels)
 
     @uses_workers
     def predict_latent(self, X, known_labels=None) -> np.ndarray:
@@ -583,9 +654,13 @@ class BaseStructuredEstimator(BaseEstimator):
         ndarray of shape (n_samples,) of arrays
             One int array per sample: the states of its nodes (visible, then hidden).
         """
-        batch = self._prepare_fitted(X)
-        clamp = self._known_codes(batch, known_labels)
-        return as_samples(batch.split(self._map(batch, self.coef_, clamp)))
+
+        def predict(index, known, _):
+            batch = self._prepare_fitted(X, index)
+            clamp = self._known_codes(batch, known)
+            return as_samples(batch.split(self._map(batch, self.coef_, clamp)))
+
+        return self._in_chunks(predict, X, known_labels)
 
     @uses_workers
     def predict_marginals(
@@ -622,8 +697,9 @@ class BaseStructuredEstimator(BaseEstimator):
             One float array of shape (D, K) (or (H, W, K)) per sample, its last axis over
             ``classes_``; rows sum to 1.
         """
-        batch, marginals = self._label_marginals(X, method, n_perturbations, known_labels)
-        return self.structure_.format_marginals(batch, marginals)
+        return self._label_marginals(
+            X, method, n_perturbations, known_labels, self.structure_.format_marginals
+        )
 
     @available_if(lambda self: bool({"exact", "perturb"} & set(self._marginal_methods)))
     @uses_workers
@@ -708,9 +784,11 @@ class BaseStructuredEstimator(BaseEstimator):
             return np.stack(draws, axis=1)  # scikit-learn's multi-label arrays
         return as_samples([np.stack(per_sample) for per_sample in zip(*draws, strict=True)])
 
-    def _label_marginals(self, X, method, n_perturbations, known_labels):
-        """The checked arguments of :meth:`predict_marginals`, and the prepared batch with the
-        label marginals of its nodes, (n_nodes, K) over ``classes_``."""
+    def _label_marginals(self, X, method, n_perturbations, known_labels, output):
+        """``output(batch, marginals)`` of each chunk of ``X`` (:meth:`_in_chunks`),
+        concatenated, after checking the arguments of :meth:`predict_marginals`: the prepared
+        batch of the chunk with the label marginals of its nodes, (n_nodes, K) over
+        ``classes_``."""
         name = type(self).__name__
         if not self._marginal_methods:
             raise ValueError(f"{name} has no marginals: it is not a probabilistic model")
@@ -727,15 +805,23 @@ class BaseStructuredEstimator(BaseEstimator):
             raise ValueError(
                 f"method must be one of {list(self._marginal_methods)}, got {method!r}"
             )
-        batch = self._prepare_fitted(X)
-        clamp = self._known_codes(batch, known_labels)
         w = self._marginal_weights()
-        node = self._node_marginals(batch, w, method, n_perturbations, clamp)
-        return batch, self.structure_.visible_marginals(node)
 
-    def _node_marginals(self, batch, w, method, n_perturbations, clamp=None) -> np.ndarray:
+        def predict(index, known, random_state):
+            batch = self._prepare_fitted(X, index)
+            clamp = self._known_codes(batch, known)
+            node = self._node_marginals(batch, w, method, n_perturbations, clamp, random_state)
+            return output(batch, self.structure_.visible_marginals(node))
+
+        randomised = None if method == "exact" else self.random_state
+        return self._in_chunks(predict, X, known_labels, randomised)
+
+    def _node_marginals(
+        self, batch, w, method, n_perturbations, clamp=None, random_state=None
+    ) -> np.ndarray:
         """Marginals (n_nodes, n_states) of the batch under weights ``w`` by ``method`` (with
-        ``clamp``, label codes or -1, conditional on those labels)."""
+        ``clamp``, label codes or -1, conditional on those labels; ``random_state``: the
+        perturbations' instead of the estimator's, e.g. the seeds of a chunk)."""
         structure = self.structure_
         potentials, clamp = self._restricted_potentials(batch, w, clamp)
         if method == "exact":
@@ -750,7 +836,7 @@ class BaseStructuredEstimator(BaseEstimator):
             structure.solver_,
             potentials,
             n_perturbations,
-            self.random_state,
+            self.random_state if random_state is None else random_state,
             self._perturbation,
             clamp,
             n_jobs=getattr(self, "n_jobs", None),

@@ -414,12 +414,16 @@ class EpsilonCRF(BaseStructuredEstimator):
         """
         if decoding not in ("marginal", "map"):
             raise ValueError(f"decoding must be 'marginal' or 'map', got {decoding!r}")
-        batch = self._prepare_fitted(X)
-        if decoding == "map":
-            codes = self._map(batch, self.coef_)
-        else:
-            codes = self._beliefs(batch, self.coef_).argmax(axis=1)
-        return self.structure_.format_labels(batch, codes, self.classes_)
+
+        def predict(index, *_):
+            batch = self._prepare_fitted(X, index)
+            if decoding == "map":
+                codes = self._map(batch, self.coef_)
+            else:
+                codes = self._beliefs(batch, self.coef_).argmax(axis=1)
+            return self.structure_.format_labels(batch, codes, self.classes_)
+
+        return self._in_chunks(predict, X)
 
     @uses_workers
     def predict_marginals(self, X, method: str | None = None) -> np.ndarray:
@@ -440,5 +444,9 @@ class EpsilonCRF(BaseStructuredEstimator):
         """
         if method not in (None, "beliefs"):
             raise ValueError(f"method must be 'beliefs', got {method!r}")
-        batch = self._prepare_fitted(X)
-        return self.structure_.format_marginals(batch, self._beliefs(batch, self.coef_))
+
+        def predict(index, *_):
+            batch = self._prepare_fitted(X, index)
+            return self.structure_.format_marginals(batch, self._beliefs(batch, self.coef_))
+
+        return self._in_chunks(predict, X)

@@ -484,12 +484,28 @@ class MultiLabelStructure(_EdgeFeatureStructure):
         edges = self.edges_
         return ParsedSample(rows, edges, np.ones((len(edges), 1)), np.ones(n), (n,))
 
-    def prepare(self, X) -> SampleBatch:
+    def node_counts(self, X) -> np.ndarray:
+        """The label nodes of each sample: ``n_outputs_`` each.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,) of int
+        """
+        n_samples = X.shape[0] if hasattr(X, "shape") else len(X)
+        return np.full(n_samples, self.n_outputs_, dtype=np.intp)
+
+    def prepare(self, X, index: slice | None = None) -> SampleBatch:
         """Validate ``X`` and make the batch of its samples' label nodes.
 
         Parameters
         ----------
         X : array-like or sparse matrix of shape (n_samples, n_features)
+        index : slice, optional
+            Only the rows ``X[index]`` (how predictions take ``X`` in chunks).
 
         Returns
         -------
@@ -503,6 +519,12 @@ class MultiLabelStructure(_EdgeFeatureStructure):
         ValueError
             For X of another shape or number of features than at fit, or not finite.
         """
+        if index is not None:  # the rows first: the chunk alone is converted and checked
+            X = (
+                X[index]
+                if sparse.issparse(X) or isinstance(X, list | tuple)
+                else np.asarray(X)[index]
+            )
         X = self._check_X(X)
         if X.shape[1] != self.n_features_in_:
             raise ValueError(

@@ -11,6 +11,7 @@ model instead, for the marginals of the Gibbs distribution (see :ref:`loopy-marg
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 import numpy as np
 
@@ -259,6 +260,36 @@ def perturbed_maps(
     return np.concatenate([r[3] for r in results], axis=1)
 
 
+class SampleSeeds(NamedTuple):
+    """Per-sample seeds drawn once for a whole call, passed as the ``random_state`` of a part
+    of its samples (a prediction in chunks): each sample keeps the stream it would have had in
+    one call, so the results do not depend on the chunking."""
+
+    seeds: np.ndarray
+
+
+def sample_seeds(random_state, n_samples: int) -> np.ndarray:
+    """The seed of each sample's stream of perturbations, drawn from ``random_state`` (or the
+    seeds of a :class:`SampleSeeds`).
+
+    Parameters
+    ----------
+    random_state : int, Generator, RandomState, SampleSeeds or None
+    n_samples : int
+
+    Returns
+    -------
+    ndarray of shape (n_samples,) of int
+    """
+    if isinstance(random_state, SampleSeeds):
+        if len(random_state.seeds) != n_samples:
+            raise ValueError(
+                f"{len(random_state.seeds)} sample seeds given for {n_samples} samples"
+            )
+        return random_state.seeds
+    return check_generator(random_state).integers(2**63, size=n_samples)
+
+
 def _perturbed_chunks(
     solver,
     p,
@@ -274,7 +305,7 @@ def _perturbed_chunks(
 ) -> list:
     """:func:`_perturb_chunk` on every chunk of samples (in processes with ``n_jobs``), each
     sample's perturbations from its own stream seeded from ``random_state``."""
-    seeds = check_generator(random_state).integers(2**63, size=p.n_samples)
+    seeds = sample_seeds(random_state, p.n_samples)
 
     def job(chunk):
         nodes = slice(p.node_offsets[chunk.start], p.node_offsets[chunk.stop])

@@ -472,13 +472,16 @@ class BaseStructure(BaseEstimator):
         raise NotImplementedError
 
     # ---- samples -------------------------------------------------------------------------
-    def prepare(self, X) -> SampleBatch:
+    def prepare(self, X, index: slice | None = None) -> SampleBatch:
         """Validate samples and stack them into one batch.
 
         Parameters
         ----------
         X : sequence of samples
             Samples in the structure's format (see :ref:`datasets`).
+        index : slice, optional
+            Only the samples ``X[index]`` (errors name a sample by its index in ``X``): how
+            predictions take ``X`` in chunks of bounded memory.
 
         Returns
         -------
@@ -492,8 +495,9 @@ class BaseStructure(BaseEstimator):
         """
         if len(X) == 0:
             raise ValueError("X is empty: at least one sample is needed")
-        parsed = [self._parse_sample(X[i], i) for i in range(len(X))]
-        for i, p in enumerate(parsed):
+        index = range(len(X)) if index is None else range(len(X))[index]
+        parsed = [self._parse_sample(X[i], i) for i in index]
+        for i, p in zip(index, parsed, strict=True):
             self._check_width(p.features, i)
             if p.edge_features.shape[1] != self.n_edge_features_:
                 raise ValueError(
@@ -529,6 +533,31 @@ class BaseStructure(BaseEstimator):
                 f"sample {index} has {features.shape[1]} node features, "
                 f"expected {self.n_features_in_} (as in the training samples)"
             )
+
+    def node_counts(self, X) -> np.ndarray:
+        """The number of nodes of each sample, read from its shape without validating it: how
+        predictions cut ``X`` into chunks of bounded memory (a sample whose shape cannot be
+        read counts one node; :meth:`prepare` then names its problem).
+
+        Parameters
+        ----------
+        X : sequence of samples
+
+        Returns
+        -------
+        ndarray of shape (n_samples,) of int
+        """
+        return np.array([self._node_count(X[i]) for i in range(len(X))], dtype=np.intp)
+
+    def _node_count(self, x) -> int:
+        """The nodes of one sample: rows of its features (with hidden nodes for a graph)."""
+        try:
+            if isinstance(x, GraphSample):
+                return max(1, int(np.shape(x.node_features)[0]) + int(x.n_hidden_nodes))
+            shape = x.shape if hasattr(x, "shape") else np.shape(x)
+            return max(1, int(shape[0]))
+        except (TypeError, ValueError, IndexError):
+            return 1
 
     def _stack_features(self, features: list):
         """The samples' node features stacked, with the bias column (sparse stays sparse)."""
@@ -1048,7 +1077,7 @@ class ChainStructure(BaseStructure):
         self.unary = unary
         self.n_states_per_label = n_states_per_label
 
-    def prepare(self, X) -> SampleBatch:
+    def prepare(self, X, index: slice | None = None) -> SampleBatch:
         """Validate chains and stack them into one batch (the edges of all chains at once: a
         treebank's test set is thousands of short samples).
 
@@ -1056,6 +1085,8 @@ class ChainStructure(BaseStructure):
         ----------
         X : sequence of (D, F) arrays or sparse matrices
             The chains' node features.
+        index : slice, optional
+            Only the chains ``X[index]`` (errors name a chain by its index in ``X``).
 
         Returns
         -------
@@ -1069,8 +1100,9 @@ class ChainStructure(BaseStructure):
         """
         if len(X) == 0:
             raise ValueError("X is empty: at least one sample is needed")
-        features = [self._chain_features(X[i], i) for i in range(len(X))]
-        for i, chain in enumerate(features):
+        index = range(len(X)) if index is None else range(len(X))[index]
+        features = [self._chain_features(X[i], i) for i in index]
+        for i, chain in zip(index, features, strict=True):
             self._check_width(chain, i)
         lengths = np.fromiter((chain.shape[0] for chain in features), np.intp, len(features))
         node_offsets = np.concatenate([[0], np.cumsum(lengths)])
@@ -1412,6 +1444,15 @@ class GraphStructure(_EdgeFeatureStructure):
         self.symmetric_edge_features = symmetric_edge_features
         self.antisymmetric_edge_features = antisymmetric_edge_features
 
+    def _node_count(self, x) -> int:
+        """The nodes of one graph (a tuple read as a :class:`GraphSample`)."""
+        if isinstance(x, tuple | list) and not isinstance(x, GraphSample):
+            try:
+                x = GraphSample(*x)
+            except TypeError:
+                return 1
+        return super()._node_count(x)
+
     def _parse_sample(self, x, index):
         if isinstance(x, tuple | list) and not isinstance(x, GraphSample):
             x = GraphSample(*x)
@@ -1639,6 +1680,14 @@ class GridStructure(_EdgeFeatureStructure):
             edge_features[np.arange(len(edges)), directions * per_kind + 1] = np.exp(-beta * sq)
         sizes = np.ones(height * width)
         return ParsedSample(flat, edges, edge_features, sizes, (height, width), directions)
+
+    def _node_count(self, x) -> int:
+        """The pixels of one image."""
+        try:
+            shape = x.shape if hasattr(x, "shape") else np.shape(x)
+            return max(1, int(shape[0]) * int(shape[1]))
+        except (TypeError, ValueError, IndexError):
+            return 1
 
     def _layout(self, batch):
         return GridLayout(tuple(batch.label_shapes), tuple(self.offsets), batch.edge_directions)

@@ -5,9 +5,10 @@ The max-product kernels take a padded batch: ``unary`` of shape (B, L, K) holds 
 of B chains of lengths ``lengths`` (B,), padded to the longest length L; ``transition`` (K, K) is
 the score of ``(y_d, y_{d+1})`` shared by all edges. Entries beyond a chain's length are
 ignored. The Python loops run over the L positions only; every step is vectorised over chains
-and labels, so a mini-batch of words costs ~L numpy calls per pass. Forward-backward packs the
-nodes position by position instead (no padding), so that one loop over the positions serves a
-whole corpus of chains (:func:`packed_forward_backward`).
+and labels, so a mini-batch of words costs ~L numpy calls per pass. Viterbi and forward-backward
+pack the nodes position by position instead (no padding), so that one loop over the positions
+serves a whole corpus of chains in memory proportional to its nodes (:func:`viterbi`,
+:func:`packed_forward_backward`).
 
 Maximisers are traced from the max-product messages: the back-pointer of a node is recomputed
 (a (B, K) argmax) only for the label actually traced, instead of storing (B, L, K) pointers.
@@ -107,9 +108,12 @@ def _messages(unary, lengths, transition, step, backward=True):
 def viterbi(unary: np.ndarray, lengths: np.ndarray, transition: np.ndarray) -> np.ndarray:
     """MAP labelling of every chain of a batch of consecutive chains.
 
-    The chains are laid out longest first in a label-major (L, K, B) array, so the forward
-    pass and the trace-back touch at each position only the chains that reach it, in
-    contiguous slices (no per-chain work, no work on padding).
+    The chains are sorted longest first and their nodes packed position by position in a
+    label-major (K, n_nodes) array: the nodes of position d are a contiguous block of columns
+    whose first ones continue the block of d − 1 (the chains that reach d are a prefix of the
+    sorted chains), as in :func:`packed_forward_backward`. The forward pass and the trace-back
+    touch at each position only the chains that reach it, and the messages take K × n_nodes
+    floats whatever the spread of the lengths (no padding to the longest chain).
 
     Parameters
     ----------
@@ -126,25 +130,30 @@ def viterbi(unary: np.ndarray, lengths: np.ndarray, transition: np.ndarray) -> n
     labels : ndarray of shape (n_nodes,)
         ``argmax_y f(y)`` of each chain, node by node.
     """
-    n_pos, k = int(lengths.max()), unary.shape[1]
-    order, inverse, reaching = _longest_first(lengths, n_pos)
+    n_pos = int(lengths.max())
+    _, inverse, reaching = _longest_first(lengths, n_pos)
+    offsets = np.concatenate([[0], np.cumsum(reaching)]).tolist()
+    reaching = reaching.tolist()
     chain, position, _ = _node_positions(lengths)
-    chain = inverse[chain]  # rank of each node's chain, longest first
-    alpha = np.zeros((n_pos, k, len(lengths)))
-    alpha[position, :, chain] = unary
-    for pos in range(1, n_pos):
-        n = reaching[pos]
-        alpha[pos, :, :n] += _max_step(alpha[pos - 1, :, :n], transition)
+    columns = np.take(offsets, position) + inverse[chain]  # node → packed column
+    alpha = np.empty((unary.shape[1], len(unary)))
+    alpha[:, columns] = unary.T
+    for pos in range(1, n_pos):  # alpha_d = u_d + max_i (alpha_{d-1}(i) + T(i, .))
+        start, n = offsets[pos], reaching[pos]
+        before = offsets[pos - 1]
+        alpha[:, start : start + n] += _max_step(alpha[:, before : before + n], transition)
     # Trace back: a chain that ends at ``pos`` starts at its best last label, the others take
     # the best predecessor ``argmax_k alpha[pos, k] + T[k, y_{pos+1}]`` of their next label.
-    labels = np.zeros((n_pos, len(lengths)), dtype=np.intp)
+    labels = np.empty(len(unary), dtype=np.intp)
     for pos in range(n_pos - 1, -1, -1):
-        inner, n = (reaching[pos + 1] if pos + 1 < n_pos else 0), reaching[pos]
-        labels[pos, inner:n] = alpha[pos, :, inner:n].argmax(axis=0)
+        start, n = offsets[pos], reaching[pos]
+        inner = reaching[pos + 1] if pos + 1 < n_pos else 0
+        labels[start + inner : start + n] = alpha[:, start + inner : start + n].argmax(axis=0)
         if inner:
-            scores = alpha[pos, :, :inner] + transition.take(labels[pos + 1, :inner], 1)
-            labels[pos, :inner] = scores.argmax(axis=0)
-    return labels[position, chain]
+            following = labels[offsets[pos + 1] : offsets[pos + 1] + inner]
+            scores = alpha[:, start : start + inner] + transition.take(following, 1)
+            labels[start : start + inner] = scores.argmax(axis=0)
+    return labels[columns]
 
 
 def clamped_maximizers(alpha, beta, unary, lengths, transition, map_labels, chains, nodes, labels):

@@ -1,0 +1,221 @@
+"""Predictions in chunks: the same outputs wherever the chunks of ``X`` end, and the packed
+Viterbi kernel equals brute force and a per-chain reference on chains of very different
+lengths."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pmap_sklearn import (
+    ChainStructure,
+    EpsilonCRF,
+    GraphSample,
+    GraphStructure,
+    GridStructure,
+    MultiLabelStructure,
+    PerturbMAPCRF,
+    _base,
+)
+from pmap_sklearn._backend import Potentials
+from pmap_sklearn._backend.chain import viterbi
+
+from .helpers import scores_of
+
+#: node budgets of a chunk: every sample alone, boundaries inside and between samples, one chunk
+LIMITS = [1, 3, 7, 16, 40, 10**9]
+
+
+def _reference_viterbi(unary, transition):
+    """Viterbi of one chain with a stored back-pointer table (the textbook recursion)."""
+    n, k = unary.shape
+    score, pointer = unary[0].copy(), np.zeros((n, k), dtype=int)
+    for d in range(1, n):
+        candidates = score[:, None] + transition
+        pointer[d] = candidates.argmax(axis=0)
+        score = candidates.max(axis=0) + unary[d]
+    labels = np.zeros(n, dtype=int)
+    labels[-1] = score.argmax()
+    for d in range(n - 1, 0, -1):
+        labels[d - 1] = pointer[d, labels[d]]
+    return labels
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n_states=st.integers(2, 4))
+def test_packed_viterbi_matches_per_chain_reference(seed, n_states):
+    """Chains of lengths 1 to 60 in any order (no padding): each chain's labels are those of
+    the textbook Viterbi of that chain alone."""
+    rng = np.random.default_rng(seed)
+    lengths = rng.choice([1, 1, 2, 5, 17, 60], size=int(rng.integers(1, 12)))
+    unary = rng.normal(size=(lengths.sum(), n_states)) * 2
+    transition = rng.normal(size=(n_states, n_states))
+    labels = viterbi(unary, lengths, transition)
+    starts = np.concatenate([[0], np.cumsum(lengths)])
+    for a, b in zip(starts[:-1], starts[1:], strict=True):
+        np.testing.assert_array_equal(labels[a:b], _reference_viterbi(unary[a:b], transition))
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1))
+def test_packed_viterbi_matches_brute_force(seed):
+    """Tiny chains of lengths 1 to 6 with clamped-out labels (-inf): the best labelling."""
+    rng = np.random.default_rng(seed)
+    n_states = int(rng.integers(2, 4))
+    lengths = rng.integers(1, 7, size=int(rng.integers(1, 5)))
+    unary = rng.normal(size=(lengths.sum(), n_states))
+    keep = rng.integers(n_states, size=len(unary))
+    unary[
+        (rng.random(len(unary)) < 0.2)[:, None] & (np.arange(n_states) != keep[:, None])
+    ] = -np.inf
+    transition = rng.normal(size=(n_states, n_states))
+    labels = viterbi(unary, lengths, transition)
+    starts = np.concatenate([[0], np.cumsum(lengths)])
+    for a, b in zip(starts[:-1], starts[1:], strict=True):
+        edges = np.stack([np.arange(b - a - 1), np.arange(1, b - a)], axis=1)
+        sample = Potentials(unary[a:b], edges, transition)
+        _, scores = scores_of(sample)
+        assert sample.score(labels[a:b])[0] == pytest.approx(scores.max())
+
+
+def _same(a, b, exact=True):
+    """Two predictions (object arrays of arrays, or 2-D arrays) are equal bit for bit, or with
+    ``exact=False`` to rounding (sums computed by BLAS over blocks of other sizes)."""
+    assert type(a) is type(b) and len(a) == len(b)
+    check = (
+        np.testing.assert_array_equal
+        if exact
+        else lambda x, y: np.testing.assert_allclose(x, y, rtol=1e-12, atol=1e-15)
+    )
+    if isinstance(a, np.ndarray) and a.dtype != object:
+        check(a, b)
+        return
+    for x, y in zip(a, b, strict=True):
+        assert x.shape == y.shape and x.dtype == y.dtype
+        check(x, y)
+
+
+def _predictions(model, X, calls, limit, monkeypatch):
+    monkeypatch.setattr(_base, "PREDICT_NODES", limit)
+    return [call(model, X) for call in calls]
+
+
+def _assert_chunking_invariant(model, X, calls, monkeypatch, rounded=()):
+    """Every call gives the same output for every chunk size (the calls numbered in
+    ``rounded``, exact marginals and beliefs, to rounding)."""
+    whole = _predictions(model, X, calls, 10**9, monkeypatch)
+    for limit in LIMITS:
+        got = _predictions(model, X, calls, limit, monkeypatch)
+        for i, (a, b) in enumerate(zip(got, whole, strict=True)):
+            _same(a, b, exact=i not in rounded)
+
+
+def _chains(rng, n=9):
+    """Chains of very different lengths (1 to 30 nodes), labels following a feature's sign."""
+    lengths = rng.choice([1, 2, 3, 8, 30], size=n)
+    X = [rng.normal(size=(d, 3)) for d in lengths]
+    y = [np.where(x[:, 0] > 0, "b", "a") for x in X]
+    return X, y
+
+
+def test_chain_predictions_do_not_depend_on_the_chunks(monkeypatch):
+    rng = np.random.default_rng(0)
+    X, y = _chains(rng)
+    model = PerturbMAPCRF(max_iter=3, n_perturbations=5, random_state=0).fit(X, y)
+    known = [np.where(np.arange(len(t)) % 3 == 0, t, None) for t in y]
+    calls = [
+        lambda m, X: m.predict(X),
+        lambda m, X: m.predict(X, decoding="marginal"),
+        lambda m, X: m.predict(X, known_labels=known),
+        lambda m, X: m.predict_latent(X),
+        lambda m, X: m.predict_marginals(X),  # exact (forward-backward)
+        lambda m, X: m.predict_marginals(X, method="perturb"),
+        lambda m, X: m.predict_marginals(X, method="perturb", known_labels=known),
+        lambda m, X: m.predict_proba(X),
+        lambda m, X: np.array([m.score(X, y)]),
+    ]
+    _assert_chunking_invariant(model, X, calls, monkeypatch, rounded=(4, 7))
+
+
+def test_randomised_predictions_draw_each_sample_s_seed_once(monkeypatch):
+    """With a Generator as random_state, chunked perturb-and-MAP marginals consume it as one
+    call does: two estimators with equal generators give the same marginals, chunked or not."""
+    rng = np.random.default_rng(1)
+    X, y = _chains(rng)
+    fitted = PerturbMAPCRF(max_iter=2, n_perturbations=4, random_state=0).fit(X, y)
+    out = []
+    for limit in (10**9, 5):
+        monkeypatch.setattr(_base, "PREDICT_NODES", limit)
+        model = fitted.set_params(random_state=np.random.default_rng(7))
+        out.append([model.predict_marginals(X, method="perturb") for _ in range(2)])
+    for got, expected in zip(out[1], out[0], strict=True):
+        _same(got, expected)
+
+
+def test_grid_and_graph_predictions_do_not_depend_on_the_chunks(monkeypatch):
+    rng = np.random.default_rng(2)
+    images = [rng.normal(size=(h, w, 2)) for h, w in [(4, 5), (1, 1), (6, 2), (3, 3)]]
+    labels = [(x[..., 0] > 0).astype(int) for x in images]
+    grid = PerturbMAPCRF(GridStructure(), max_iter=2, n_perturbations=3, random_state=0)
+    grid.fit(images, labels)
+    calls = [
+        lambda m, X: m.predict(X),
+        lambda m, X: m.predict_marginals(X),
+        lambda m, X: m.predict_marginals(X, method="gibbs", n_perturbations=2),
+    ]
+    _assert_chunking_invariant(grid, images, calls, monkeypatch)
+    graphs = []
+    for n in (1, 7, 3, 12):
+        edges = np.stack([np.arange(n - 1), np.arange(1, n)], axis=1)
+        graphs.append(GraphSample(rng.normal(size=(n, 2)), edges))
+    targets = [(g.node_features[:, 0] > 0).astype(int) for g in graphs]
+    graph = PerturbMAPCRF(GraphStructure(), max_iter=2, random_state=0).fit(graphs, targets)
+    _assert_chunking_invariant(graph, graphs, calls[:2], monkeypatch)
+    tuples = [(g.node_features, g.edges) for g in graphs]  # graphs given as tuples are counted too
+    _assert_chunking_invariant(graph, tuples, calls[:1], monkeypatch)
+
+
+def test_multilabel_and_epsilon_predictions_do_not_depend_on_the_chunks(monkeypatch):
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(11, 4))
+    Y = (X[:, :3] + 0.3 * rng.normal(size=(11, 3)) > 0).astype(int)
+    model = PerturbMAPCRF(MultiLabelStructure(), max_iter=3, random_state=0).fit(X, Y)
+    calls = [lambda m, X: m.predict(X), lambda m, X: m.predict_proba(X)]
+    _assert_chunking_invariant(model, X, calls, monkeypatch)
+    chains, y = _chains(rng, n=6)
+    epsilon = EpsilonCRF(ChainStructure(), max_iter=5).fit(chains, y)
+    calls = [
+        lambda m, X: m.predict(X),
+        lambda m, X: m.predict(X, decoding="map"),
+        lambda m, X: m.predict_marginals(X),
+    ]
+    _assert_chunking_invariant(epsilon, chains, calls, monkeypatch, rounded=(2,))
+
+
+def test_chunked_errors_name_the_sample_in_X(monkeypatch):
+    """A bad sample in a later chunk is named by its index in X, and known_labels of the wrong
+    length are refused before any chunk is solved."""
+    rng = np.random.default_rng(4)
+    X, y = _chains(rng)
+    model = PerturbMAPCRF(max_iter=1, random_state=0).fit(X, y)
+    monkeypatch.setattr(_base, "PREDICT_NODES", 1)
+    bad = [*X[:5], rng.normal(size=(4, 2)), *X[5:]]
+    with pytest.raises(ValueError, match="sample 5 has 2 node features"):
+        model.predict(bad)
+    with pytest.raises(ValueError, match=f"X has {len(X)} samples but known_labels has 2"):
+        model.predict(X, known_labels=y[:2])
+    with pytest.raises(ValueError, match="known_labels must be a sequence"):
+        model.predict(X, known_labels="abc")
+
+
+def test_chunks_with_several_workers_give_the_same_predictions(monkeypatch):
+    """With n_jobs=2 the chunks follow PARALLEL_PREDICT_NODES: the same outputs."""
+    rng = np.random.default_rng(5)
+    X, y = _chains(rng)
+    model = PerturbMAPCRF(max_iter=2, n_perturbations=3, random_state=0).fit(X, y)
+    expected = [model.predict(X), model.predict_marginals(X, method="perturb")]
+    monkeypatch.setattr(_base, "PARALLEL_PREDICT_NODES", 3)
+    model.set_params(n_jobs=2)
+    got = [model.predict(X), model.predict_marginals(X, method="perturb")]
+    for a, b in zip(got, expected, strict=True):
+        _same(a, b)
