@@ -928,7 +928,8 @@ def run_sgd(
     oracle = None if shuffle else make_oracle(np.arange(n_samples))
     penalty = _cumulative_l1(l1, state, steps)
     for epoch in range(max_iter):
-        if shuffle:
+        if shuffle:  # the last epoch's gathered samples go first: one copy of them at a time
+            oracle = lazy = None
             oracle = make_oracle(rng.permutation(n_samples))
         objective = 0.0
         lazy = _lazy_weights(oracle, steps, alpha, average_weights, state, penalty)
