@@ -79,22 +79,23 @@ def _plain_tokens(tokens) -> bool:
     return True
 
 
-def _vectorise(tokens, dtype, vocabulary: dict | None = None):
+def _vectorise(blocks, dtype, vocabulary: dict | None = None):
     """The CSR matrix (one row per token) of token feature dicts, by DictVectorizer's rules — a
     string value is the feature ``name=value`` with value 1, a number (or bool) is the feature
     ``name`` with its value — and the vocabulary: learned (sorted names) when ``vocabulary`` is
     None, else the one given (features it lacks are left out).
 
     Several times faster than :class:`~sklearn.feature_extraction.DictVectorizer`'s loop:
-    comprehensions over chunks of ``CHUNK_TOKENS`` tokens whose keys become column numbers at
-    once. Returns None when a name is not a string or a value is neither a string nor a number
-    (DictVectorizer's own rules, and errors, then apply).
+    comprehensions over blocks of tokens (``blocks``: an iterable of lists of dicts, e.g.
+    :meth:`SequenceVectorizer._token_blocks`, which makes each block's dicts only when it is
+    read) whose keys become column numbers at once. Returns None when a name is not a string or
+    a value is neither a string nor a number (DictVectorizer's own rules, and errors, then
+    apply).
     """
     learning = vocabulary is None
     index: dict = {} if learning else vocabulary
-    columns, values = [], []
-    for start in range(0, len(tokens), CHUNK_TOKENS):
-        chunk = tokens[start : start + CHUNK_TOKENS]
+    columns, values, counts = [], [], []
+    for chunk in blocks:
         try:
             keys = [
                 name + "=" + value if value.__class__ is str else name + ""
@@ -114,6 +115,7 @@ def _vectorise(tokens, dtype, vocabulary: dict | None = None):
             numbers = map(index.get, keys, itertools.repeat(-1, len(keys)))
         columns.append(np.fromiter(numbers, dtype=np.intp, count=len(keys)))
         values.append(chunk_values)
+        counts.append(np.fromiter(map(len, chunk), dtype=np.intp, count=len(chunk)))
     columns = np.concatenate(columns) if columns else np.zeros(0, dtype=np.intp)
     values = np.concatenate(values) if values else np.zeros(0)
     if learning:  # number the features in sorted order, as DictVectorizer does
@@ -124,7 +126,7 @@ def _vectorise(tokens, dtype, vocabulary: dict | None = None):
         )
         columns = rank[columns]
         vocabulary = {name: i for i, name in enumerate(names)}
-    counts = np.fromiter(map(len, tokens), dtype=np.intp, count=len(tokens))
+    counts = np.concatenate(counts) if counts else np.zeros(0, dtype=np.intp)
     # features the vocabulary lacks are left out of their rows, and so are zero values (False
     # booleans): stored zeros would cost every product with the weights (a third of the
     # entries of sklearn-crfsuite's tutorial features) and change nothing
@@ -158,6 +160,12 @@ def _cast_values(values: np.ndarray, dtype) -> np.ndarray:
             "give a wider dtype (e.g. np.float64) or scale the values"
         )
     return cast
+
+
+def _reiterable(X):
+    """``X``, or a list of it when it can be read only once (a generator): the slow paths
+    read it a second time."""
+    return X if isinstance(X, Mapping | str) or hasattr(X, "__len__") else list(X)
 
 
 def _with_named_errors(vectorise, tokens, lengths):
@@ -444,13 +452,22 @@ class SequenceVectorizer(
 
     def _tokens(self, X) -> tuple[list, list[int]]:
         """All tokens' feature dicts in order, and the length of each sequence."""
+        lengths: list[int] = []
+        tokens = [token for block in self._token_blocks(X, lengths) for token in block]
+        return tokens, lengths
+
+    def _token_blocks(self, X, lengths: list):
+        """The tokens' feature dicts in order, in blocks of whole sequences of about
+        ``CHUNK_TOKENS`` tokens, each made (and checked) only when it is read: the dicts of a
+        corpus, several times its vectors in memory, never exist together. ``lengths``
+        receives the length of each sequence."""
         if isinstance(X, Mapping) or isinstance(X, str):
             raise ValueError(
                 "X must be a list of sequences (one per sentence); got a single "
                 f"{type(X).__name__}: wrap one sequence as [sequence]"
             )
         make: Callable | None = self.token_features
-        tokens, lengths = [], []
+        tokens: list = []
         for n, sequence in enumerate(X):
             if isinstance(sequence, Mapping | str):
                 hint = "a dict" if isinstance(sequence, Mapping) else "a string"
@@ -484,9 +501,13 @@ class SequenceVectorizer(
                         )
                 tokens.extend(made)
             lengths.append(len(sequence))
+            if len(tokens) >= CHUNK_TOKENS:
+                yield tokens
+                tokens = []
         if not lengths:
             raise ValueError("X is empty: at least one sequence is needed")
-        return tokens, lengths
+        if tokens:
+            yield tokens
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
@@ -532,16 +553,19 @@ class SequenceVectorizer(
             raise ValueError(
                 f"dtype={self.dtype!r} is not a numeric numpy dtype (e.g. np.float64, np.float32)"
             )
-        tokens, lengths = self._tokens(X)
+        X = _reiterable(X)
         if self.n_features is not None:
+            tokens, lengths = self._tokens(X)
             vectorizer = FeatureHasher(
                 self.n_features, input_type="dict", alternate_sign=False, dtype=self.dtype
             )
             stacked = _with_named_errors(vectorizer.transform, tokens, lengths)
         else:
             vectorizer = DictVectorizer(dtype=self.dtype)
-            learned = _vectorise(tokens, self.dtype)
+            lengths = []
+            learned = _vectorise(self._token_blocks(X, lengths), self.dtype)
             if learned is None:  # values of other kinds: DictVectorizer's own rules
+                tokens, lengths = self._tokens(X)
                 stacked = _with_named_errors(vectorizer.fit_transform, tokens, lengths)
             else:
                 stacked, vectorizer.vocabulary_ = learned
@@ -571,11 +595,13 @@ class SequenceVectorizer(
             One matrix of shape (n_tokens, ``n_features_out_``) per sequence.
         """
         check_is_fitted(self, "vectorizer_")
-        tokens, lengths = self._tokens(X)
-        vectorised = None
+        X = _reiterable(X)
+        vectorised, lengths = None, []
         if isinstance(self.vectorizer_, DictVectorizer):
-            vectorised = _vectorise(tokens, self.dtype, self.vectorizer_.vocabulary_)
+            blocks = self._token_blocks(X, lengths)
+            vectorised = _vectorise(blocks, self.dtype, self.vectorizer_.vocabulary_)
         if vectorised is None:
+            tokens, lengths = self._tokens(X)
             stacked = _with_named_errors(self.vectorizer_.transform, tokens, lengths)
             stacked = sparse.csr_matrix(stacked, dtype=self.dtype)
         else:

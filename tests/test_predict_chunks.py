@@ -1,6 +1,6 @@
 """Predictions in chunks: the same outputs wherever the chunks of ``X`` end, and the packed
 Viterbi kernel equals brute force and a per-chain reference on chains of very different
-lengths."""
+lengths; SequenceVectorizer makes its token dicts block by block with the same matrices."""
 
 import numpy as np
 import pytest
@@ -219,3 +219,31 @@ def test_chunks_with_several_workers_give_the_same_predictions(monkeypatch):
     got = [model.predict(X), model.predict_marginals(X, method="perturb")]
     for a, b in zip(got, expected, strict=True):
         _same(a, b)
+
+
+@pytest.mark.parametrize("block", [1, 5, 10**9])
+def test_vectorizer_blocks_give_the_same_matrices(block, monkeypatch):
+    """Token dicts made in blocks of any size (one sequence each, a few, all): the same
+    vocabulary and matrices; a generator X is read again by the slow path (list values)."""
+    from pmap_sklearn import SequenceVectorizer, preprocessing
+    from pmap_sklearn.datasets import token_features
+
+    rng = np.random.default_rng(6)
+    words = ["The", "dog", "runs", "a", "cat", "sat", "42", "on", "Mats"]
+    sentences = [list(rng.choice(words, size=rng.integers(1, 9))) for _ in range(25)]
+    expected = SequenceVectorizer(token_features)
+    expected_rows = expected.fit_transform(sentences)
+    monkeypatch.setattr(preprocessing, "CHUNK_TOKENS", block)
+    vectorizer = SequenceVectorizer(token_features)
+    rows = vectorizer.fit_transform(sentences)
+    assert vectorizer.get_feature_names_out().tolist() == (
+        expected.get_feature_names_out().tolist()
+    )
+    for got, want in zip(
+        [*rows, *vectorizer.transform(sentences[:7])],
+        [*expected_rows, *expected.transform(sentences[:7])],
+        strict=True,
+    ):
+        assert (got != want).nnz == 0 and got.shape == want.shape
+    listed = ([{"w": [word, "x"]} for word in s] for s in sentences)  # slow path, generator
+    assert len(SequenceVectorizer().fit_transform(listed)) == len(sentences)
