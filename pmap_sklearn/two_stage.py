@@ -6,13 +6,18 @@ classifier of the nodes alone, then freeze them and learn only how much to trust
 pairwise weights. Stage one is trained out of fold, so stage two learns from probabilities of
 the quality the classifier will have on new samples — probabilities predicted on its own
 training nodes are over-confident, and a CRF fitted to them would learn to trust them too much.
+What stage two keeps of what it learned — its unary form and the share of its pairwise weights —
+is chosen on a held-out fold, where it can fall back to stage one's own decisions.
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import sys
 import time
+import typing
+from functools import partial
 from numbers import Integral, Real
 
 import numpy as np
@@ -26,7 +31,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._labels import check_markers, unknown_mask
 from ._utils import NumberInterval, check_generator, check_probabilities, stack_rows
-from .metrics import class_weight_by_code
+from .metrics import class_weight_by_code, segmentation_scores
 from .multilabel import MultiLabelStructure
 from .perturb_map import PerturbMAPCRF
 from .preprocessing import _node_features
@@ -34,6 +39,20 @@ from .samples import GraphSample
 from .structures import GridStructure, check_structure
 
 __all__ = ["TwoStageCRF"]
+
+#: The multiples of stage two's learned pairwise weights among which ``pairwise_scale="auto"``
+#: chooses (0: the unary scores alone).
+PAIRWISE_SCALES = (0.0, 0.125, 0.25, 0.5, 1.0, 2.0)
+#: The shares of the class offsets among which ``pairwise_scale="auto"`` chooses (1: offsets
+#: under which the MAP labellings of the held-out samples predict each class as often as
+#: stage one's decisions do).
+CLASS_OFFSET_SHARES = (0.0, 0.25, 0.5, 1.0)
+#: The most samples the class offsets are fitted on (evenly spaced among stage two's).
+OFFSET_SAMPLES = 64
+#: The held-out samples, and the perturbed MAPs of each, that fit the temperature of the
+#: chosen stage two's marginals.
+CALIBRATION_SAMPLES = 16
+CALIBRATION_PERTURBATIONS = 20
 
 
 def _crf_has(method: str):
@@ -54,6 +73,17 @@ class TwoStageCRF(MetaEstimatorMixin, BaseEstimator):
     samples are split into ``cv`` folds and each fold's nodes get the probabilities of a
     classifier fitted on the other folds (all nodes of a sample stay in one fold). The final
     classifier is then fitted on every node and gives the probabilities at prediction time.
+
+    By default stage two is not kept as its likelihood fits it: the unary form (a K×K matrix
+    or one weight), the share of the learned pairwise weights (from none, stage one's own
+    decisions, to twice the learned ones) and class offsets on the log-probabilities are
+    those whose MAP labellings of the last fold's samples score best, stage two being fitted
+    for that choice on the other folds' samples (see ``scoring``). A likelihood's pairwise
+    weights make a MAP labelling that is smoother than the truth where the unary scores are
+    weak, and the smoothing takes the classes with the longest boundary for their area —
+    thin objects on superpixels — first; the offsets give them back their share. A matrix
+    learned on out-of-fold probabilities corrects mistakes the final classifier need not
+    make ("Scene segmentation" in the user guide measures both).
 
     Parameters
     ----------
@@ -87,14 +117,49 @@ class TwoStageCRF(MetaEstimatorMixin, BaseEstimator):
         Set on both stages where they take it (e.g. ``LogisticRegression``,
         ``HistGradientBoostingClassifier``, :class:`~pmap_sklearn.PerturbMAPCRF`); None leaves
         theirs as given.
-    unary : {"matrix", "scale"}, default="matrix"
+    unary : {"auto", "matrix", "scale"}, default="auto"
         What stage two learns of the log-probabilities. ``"matrix"``: a K×K matrix and a bias,
         :math:`u_d(k) = \sum_j w_{kj} \log p_j(x_d) + b_k` — it can correct the classifier,
         and re-learns the class frequencies of the training nodes. ``"scale"``: one weight,
         :math:`u_d(k) = \lambda \log p_k(x_d)` (stage two's structure with
         ``unary="scaled", bias=False``) — the lecture's two-stage learning: the unary terms are
         frozen and only how far to trust them is learned with the pairwise weights, so a class
-        balance set in stage one (``class_weight="balanced"``) is kept.
+        balance set in stage one (``class_weight="balanced"``) is kept. ``"auto"``: the one
+        whose MAP labellings of held-out samples score best (below). The matrix corrects
+        the mistakes of the classifiers that gave the out-of-fold probabilities; where the
+        final classifier, fitted on every sample, makes other mistakes (on new video
+        sequences, say) the corrections do not carry over, and the held-out fold shows it.
+    pairwise_scale : "auto" or float >= 0, default="auto"
+        The share of stage two's learned pairwise weights the fitted model keeps. A
+        likelihood fits how often neighbours disagree in the model's *draws*; where the
+        unary scores are weak its MAP labelling is much smoother than its draws, and loses
+        thin and rare classes first (see "Scene segmentation" in the user guide). ``"auto"``:
+        the scale among 0 (the unary scores alone), 1/8, 1/4, 1/2, 1 and 2
+        (``two_stage.PAIRWISE_SCALES``) whose MAP labellings of held-out samples score best
+        (below), each with class offsets :math:`\delta_k` added to the log-probabilities
+        (stage one's class priors re-weighted, :math:`p_k e^{\delta_k}`): none, or a share of
+        1/4, 1/2 or 1 (``two_stage.CLASS_OFFSET_SHARES``) of the offsets under which the
+        model's MAP labellings of the samples it is fitted on predict each class as often
+        (pixels, where nodes have ``node_sizes``) as stage one's decisions do. A number: that
+        scale (1: the learned weights as they are), and no offsets.
+    scoring : callable or None, default=None
+        How the ``"auto"`` choices are scored. Stage two is fitted, for each unary form, on
+        the out-of-fold samples of every fold but the last, and its MAP labellings of the
+        last fold's samples — which neither stage two nor the classifier that gave them
+        their probabilities has seen — are scored at each pairwise scale and share of the
+        class offsets (the offsets are fitted on up to 64 of the other samples); the best is
+        then refitted on every sample. None: the mean intersection over union of the classes
+        (:func:`~pmap_sklearn.metrics.segmentation_scores`, each node weighted by its
+        ``node_sizes``, the known labels only), among the candidates whose global and
+        class-average accuracies are at least the classifier's own decisions' there; if
+        none is, stage one's decisions (``unary="scale"`` with no pairwise weight and no
+        offsets). A
+        scorer ``scoring(estimator, X, y)`` (higher is better; e.g.
+        :data:`~pmap_sklearn.metrics.global_accuracy_scorer`): the best score. Where
+        stage two has marginals, their temperature (``crf_.marginal_temperature_``) is then
+        fitted on up to 16 of the held-out samples (``calibrate_marginals``, 20 perturbed
+        MAPs each). With nothing to choose (a given ``unary`` and ``pairwise_scale``), stage
+        two is fitted once.
     verbose : int, default=0
         Report on standard output which stage runs: each out-of-fold fit of stage one as it
         ends (fold, nodes, seconds), stage two, the final classifier. Passed on as stage two's
@@ -105,7 +170,21 @@ class TwoStageCRF(MetaEstimatorMixin, BaseEstimator):
     classifier_ : estimator
         Stage one fitted on all the known nodes.
     crf_ : estimator
-        Stage two fitted on the out-of-fold log-probabilities.
+        Stage two fitted on the out-of-fold log-probabilities, its pairwise weights scaled by
+        ``pairwise_scale_``.
+    unary_ : str
+        Stage two's unary form, ``"matrix"`` or ``"scale"`` (``unary`` with ``"auto"``
+        resolved).
+    pairwise_scale_ : float
+        The scale of the learned pairwise weights (``pairwise_scale`` with ``"auto"``
+        resolved).
+    class_offsets_ : ndarray of shape (n_classes,)
+        The offsets added to stage one's log-probabilities before stage two (zeros unless
+        chosen, see ``pairwise_scale``).
+    choice_scores_ : dict or None
+        ``{(unary form, pairwise scale, share of the class offsets): score}`` of the
+        held-out choice (the mean IoU, or ``scoring``'s score); None when there was nothing
+        to choose.
     classes_ : ndarray
         The classes (sorted), the columns of stage one's probabilities.
     n_features_in_ : int
@@ -144,7 +223,9 @@ class TwoStageCRF(MetaEstimatorMixin, BaseEstimator):
         "unknown_label": "no_validation",
         "ignore_label": "no_validation",
         "class_weight": [None, StrOptions({"balanced"}), dict],
-        "unary": [StrOptions({"matrix", "scale"})],
+        "unary": [StrOptions({"auto", "matrix", "scale"})],
+        "pairwise_scale": [StrOptions({"auto"}), NumberInterval(Real, 0, None, closed="left")],
+        "scoring": [None, callable],
         "verbose": ["verbose"],
     }
 
@@ -160,7 +241,9 @@ class TwoStageCRF(MetaEstimatorMixin, BaseEstimator):
         unknown_label=-1,
         ignore_label=None,
         class_weight=None,
-        unary="matrix",
+        unary="auto",
+        pairwise_scale="auto",
+        scoring=None,
         verbose=0,
     ):
         self.classifier = classifier
@@ -173,6 +256,8 @@ class TwoStageCRF(MetaEstimatorMixin, BaseEstimator):
         self.ignore_label = ignore_label
         self.class_weight = class_weight
         self.unary = unary
+        self.pairwise_scale = pairwise_scale
+        self.scoring = scoring
         self.verbose = verbose
 
     def __sklearn_tags__(self):
@@ -246,19 +331,33 @@ class TwoStageCRF(MetaEstimatorMixin, BaseEstimator):
         for number, (nodes, fold) in enumerate(jobs, 1):
             probabilities[nodes] = fold
             report(f"stage one: fold {number}/{len(folds)} done ({len(nodes)} nodes predicted)")
-        crf = self._crf()
+        samples = self._stage_two(X, probabilities, offsets)
+        choice = self._choose(
+            samples, y, labels, known, classes, offsets, folds, probabilities, report
+        )
+        if choice.scores is not None:
+            report(
+                f"choice: unary={choice.unary!r}, pairwise weights x {choice.pairwise_scale:g}, "
+                f"class offsets {np.round(choice.class_offsets, 2)} ({_rounded(choice)})"
+            )
+        crf = self._crf(choice.unary)
         report(f"stage two: {type(crf).__name__} on the out-of-fold log-probabilities")
-        crf = crf.fit(self._stage_two(X, probabilities, offsets), y)
+        crf = _with_pairwise_scale(crf.fit(samples, y), choice.pairwise_scale)
+        if choice.temperature is not None:
+            crf.marginal_temperature_ = choice.temperature
         report(f"stage one: the final classifier on all {int(known.sum())} known nodes")
         classifier = self._classifier().fit(features[known], labels[known])
         report("done")
         # the fitted model is replaced only now, when both stages have succeeded
         self.classes_, self.n_features_in_ = classes, features.shape[1]
         self.crf_, self.classifier_ = crf, classifier
+        self.unary_, self.pairwise_scale_ = choice.unary, choice.pairwise_scale
+        self.class_offsets_, self.choice_scores_ = choice.class_offsets, choice.scores
         return self
 
     def stage_two_samples(self, X) -> list:
-        """The samples of stage two: the node features replaced by stage one's log-probabilities.
+        """The samples of stage two: the node features replaced by stage one's log-probabilities
+        (plus ``class_offsets_``).
 
         Parameters
         ----------
@@ -278,7 +377,7 @@ class TwoStageCRF(MetaEstimatorMixin, BaseEstimator):
                 f"expecting {self.n_features_in_}"
             )
         probabilities = _aligned(self.classifier_, features, self.classes_)
-        return self._stage_two(X, probabilities, offsets)
+        return _shifted(self._stage_two(X, probabilities, offsets), self.class_offsets_)
 
     def predict(self, X, **params):
         """Stage two's prediction on stage one's log-probabilities.
@@ -426,6 +525,117 @@ class TwoStageCRF(MetaEstimatorMixin, BaseEstimator):
                 )
         return folds
 
+    def _choose(self, samples, y, labels, known, classes, offsets, folds, probabilities, report):
+        """What stage two keeps, chosen on held-out samples: a :class:`_Choice` (``"auto"``
+        resolved; its ``scores`` None when there was nothing to choose).
+
+        Each candidate unary form is fitted on the out-of-fold samples of all folds but the
+        last, and its MAP labellings of the last fold's samples are scored at each pairwise
+        scale and share of the class offsets: neither stage two nor the classifier that gave
+        those samples their probabilities has seen them, as neither will have seen a new
+        sample.
+        """
+        forms = [self.unary] if self.unary != "auto" else self._unary_forms()
+        auto_scale = self.pairwise_scale == "auto"
+        scales = PAIRWISE_SCALES if auto_scale else [float(self.pairwise_scale)]
+        shares = CLASS_OFFSET_SHARES if auto_scale else (0.0,)
+        no_offsets = np.zeros(len(classes))
+        if len(forms) == 1 and len(scales) == 1:
+            return _Choice(forms[0], scales[0], 0.0, no_offsets, None, None)
+        held = np.sort(np.asarray(folds[-1][1], dtype=np.intp))
+        rest = np.setdiff1d(np.arange(len(samples)), held)
+        nodes = _nodes_of(held, offsets)
+        if not known[nodes].any():  # no label to score there: the fitted samples instead
+            held = rest
+            nodes = _nodes_of(held, offsets)
+        held_samples, held_y = [samples[i] for i in held], [y[i] for i in held]
+        sizes = _sizes_of(held, samples, offsets)
+        scored = known[nodes]
+        decisions = probabilities.argmax(axis=1)  # stage one's: the floor of the choice
+
+        def three_scores(predicted):  # predicted: positions in classes
+            return segmentation_scores(
+                [labels[nodes][scored]],
+                [classes[predicted[scored]]],
+                labels=classes,
+                sample_weight=[sizes[scored]],
+            )
+
+        def map_positions(crf, X, delta):
+            predicted = crf.predict(_shifted(X, delta))
+            return np.searchsorted(classes, np.concatenate([np.ravel(p) for p in predicted]))
+
+        # the class offsets are fitted on (up to OFFSET_SAMPLES of) the samples stage two is
+        # fitted on, to keep the class shares (pixels, where nodes have sizes) of stage one's
+        # decisions there, and scored on the held-out samples with the rest of the candidate
+        fitting = rest[np.unique(np.linspace(0, len(rest) - 1, OFFSET_SAMPLES).astype(int))]
+        fitting_samples = [samples[i] for i in fitting]
+        fitting_sizes = _sizes_of(fitting, samples, offsets)
+        target = _class_shares(decisions[_nodes_of(fitting, offsets)], fitting_sizes, len(classes))
+        alone = three_scores(decisions[nodes])
+        scores, candidates, allowed = {}, {}, {}
+        for form in forms:
+            report(f"choice: stage two with unary={form!r} on {len(rest)} samples")
+            fitted = self._crf(form).fit([samples[i] for i in rest], [y[i] for i in rest])
+            if len(scales) > 1 or scales[0] != 1:
+                _check_scalable(fitted)
+            for scale in scales:
+                crf = _with_pairwise_scale(fitted, scale)
+                delta = no_offsets
+                if len(shares) > 1:
+                    delta = _balancing_offsets(
+                        partial(map_positions, crf, fitting_samples), target, fitting_sizes
+                    )
+                for share in shares:
+                    key = (form, scale, share)
+                    candidates[key] = crf, share * delta
+                    if self.scoring is not None:
+                        shifted = _shifted(held_samples, share * delta)
+                        scores[key] = float(self.scoring(crf, shifted, held_y))
+                        allowed[key] = True
+                        continue
+                    own = three_scores(map_positions(crf, held_samples, share * delta))
+                    scores[key] = own["mean_iou"]
+                    allowed[key] = all(
+                        own[name] >= alone[name]
+                        for name in ("global_accuracy", "class_average_accuracy")
+                    )
+        # the best allowed; ties go to the first form listed, the smaller scale and share
+        order = {form: k for k, form in enumerate(forms)}
+        ranked = sorted(scores, key=lambda key: (-scores[key], order[key[0]], *key[1:]))
+        if any(allowed.values()):
+            key = next(key for key in ranked if allowed[key])
+        elif ("scale", 0.0, 0.0) in scores:  # stage one's decisions themselves
+            key = ("scale", 0.0, 0.0)
+        else:
+            key = ranked[0]
+        crf, delta = candidates[key]
+        temperature = self._temperature(crf, _shifted(held_samples, delta), held_y, report)
+        return _Choice(*key, delta, scores, temperature)
+
+    def _temperature(self, crf, X, y, report):
+        """The temperature of ``crf``'s marginals fitted on held-out samples (at most
+        ``CALIBRATION_SAMPLES`` of them, ``CALIBRATION_PERTURBATIONS`` perturbed MAPs each),
+        or None for a stage two without marginals."""
+        if not hasattr(crf, "calibrate_marginals") or not hasattr(crf, "predict_marginals"):
+            return None
+        keep = np.unique(np.linspace(0, len(X) - 1, min(len(X), CALIBRATION_SAMPLES)).astype(int))
+        crf = copy.copy(crf)  # its own temperature and number of perturbations
+        if hasattr(crf, "n_perturbations"):
+            crf.n_perturbations = min(crf.n_perturbations, CALIBRATION_PERTURBATIONS)
+        report(f"choice: the temperature of the marginals on {len(keep)} held-out samples")
+        try:
+            crf.calibrate_marginals([X[i] for i in keep], [y[i] for i in keep])
+        except ValueError:  # e.g. no known label among them
+            return None
+        return crf.marginal_temperature_
+
+    def _unary_forms(self) -> list:
+        """The unary forms of ``unary="auto"``: one weight on the log-probabilities and the
+        K×K matrix, where stage two's structure can scale its node features."""
+        structure = check_structure(self._structure())
+        return ["scale", "matrix"] if "unary" in structure.get_params() else ["matrix"]
+
     def _classifier(self):
         classifier = clone(
             self.classifier if self.classifier is not None else LogisticRegression(max_iter=1000)
@@ -437,9 +647,10 @@ class TwoStageCRF(MetaEstimatorMixin, BaseEstimator):
             estimator.set_params(class_weight=self.class_weight)
         return estimator
 
-    def _crf(self):
+    def _crf(self, unary=None):
         """Stage two, with this estimator's ``unknown_label`` and ``ignore_label`` (so one
-        marker serves both stages)."""
+        marker serves both stages), its node features read as ``unary`` says (``self.unary``
+        by default)."""
         crf = clone(self.crf) if self.crf is not None else PerturbMAPCRF("chain")
         if self.crf is None:
             crf.set_params(random_state=self.random_state)
@@ -453,7 +664,7 @@ class TwoStageCRF(MetaEstimatorMixin, BaseEstimator):
         )
         if self.verbose and "verbose" in own:
             crf.set_params(verbose=self.verbose)
-        if self.unary == "scale":  # one weight on the log-probabilities, no bias
+        if (unary or self.unary) == "scale":  # one weight on the log-probabilities, no bias
             structure = check_structure(own["structure"])
             if "unary" not in structure.get_params():
                 raise ValueError(
@@ -540,6 +751,102 @@ class _Report:
         if self.verbose:
             elapsed = time.perf_counter() - self.started
             print(f"[TwoStageCRF] {what}, {elapsed:.2f} s elapsed", file=sys.stdout, flush=True)
+
+
+class _Choice(typing.NamedTuple):
+    """What :meth:`TwoStageCRF._choose` keeps of stage two."""
+
+    unary: str
+    pairwise_scale: float
+    class_offsets_share: float
+    class_offsets: np.ndarray
+    scores: dict | None
+    temperature: float | None
+
+
+def _class_shares(positions, sizes, n_classes: int) -> np.ndarray:
+    """The share of the nodes' size (pixels, or 1 a node) given to each class."""
+    shares = np.bincount(positions, weights=sizes, minlength=n_classes)
+    return shares / max(shares.sum(), np.finfo(float).tiny)
+
+
+def _balancing_offsets(map_positions, target, sizes, n_iter=12, step=0.3) -> np.ndarray:
+    """Offsets δ (one per class, mean 0) on the log-probabilities under which the MAP
+    labellings ``map_positions(δ)`` give each class the share ``target`` of the nodes' size.
+
+    A damped fixed-point iteration on the log-ratio of the shares (the MAP labelling is
+    piecewise constant in δ, so each step is clipped to ±1 and scaled by ``step``).
+    """
+    floor = 1e-3  # a class absent from both stays put; one absent from either moves at most
+    delta = np.zeros(len(target))
+    wanted = np.log(np.maximum(target, floor))
+    for _ in range(n_iter):
+        gap = wanted - np.log(
+            np.maximum(_class_shares(map_positions(delta), sizes, len(target)), floor)
+        )
+        if np.abs(gap).max() < 0.01:
+            break
+        delta += step * np.clip(gap, -1.0, 1.0)
+        delta -= delta.mean()
+    return delta
+
+
+def _shifted(samples, delta) -> list:
+    """Stage-two samples with ``delta`` added to every node's log-probabilities."""
+    if not np.any(delta):
+        return list(samples)
+    return [
+        dataclasses.replace(x, node_features=x.node_features + delta)
+        if isinstance(x, GraphSample)
+        else np.asarray(x) + delta
+        for x in samples
+    ]
+
+
+def _check_scalable(crf) -> None:
+    """A ValueError unless the fitted stage two has weights with a pairwise part."""
+    structure = getattr(crf, "structure_", None)
+    if getattr(crf, "coef_", None) is None or not hasattr(structure, "unpack"):
+        raise ValueError(
+            f"pairwise_scale needs a stage two with pairwise weights (coef_ and a structure), "
+            f"got {type(crf).__name__}; use pairwise_scale=1"
+        )
+
+
+def _with_pairwise_scale(crf, scale: float):
+    """The fitted ``crf`` with its pairwise weights times ``scale`` (a shallow copy with its
+    own ``coef_``; ``crf`` itself for a scale of 1)."""
+    if scale == 1:
+        return crf
+    scaled = copy.copy(crf)
+    scaled.coef_ = np.array(crf.coef_, dtype=float)
+    _, pairwise = scaled.structure_.unpack(scaled.coef_)
+    pairwise *= scale
+    return scaled
+
+
+def _nodes_of(samples, offsets) -> np.ndarray:
+    """The stacked nodes of the samples ``samples``."""
+    return np.concatenate([np.arange(offsets[i], offsets[i + 1]) for i in samples])
+
+
+def _sizes_of(indices, samples, offsets) -> np.ndarray:
+    """The stacked node sizes of the samples ``indices``."""
+    return np.concatenate([_node_sizes(samples[i], offsets[i + 1] - offsets[i]) for i in indices])
+
+
+def _node_sizes(x, n_nodes: int) -> np.ndarray:
+    """A sample's node sizes (a superpixel's pixels), 1 for every node without them."""
+    sizes = getattr(x, "node_sizes", None)
+    return np.ones(n_nodes) if sizes is None else np.asarray(sizes, dtype=float).ravel()
+
+
+def _rounded(choice) -> str:
+    """The chosen candidate's held-out score, and the best of the others'."""
+    key = (choice.unary, choice.pairwise_scale, choice.class_offsets_share)
+    others = [score for other, score in choice.scores.items() if other != key]
+    best = f", the best other {max(others):.3f}" if others else ""
+    return f"held-out score {choice.scores[key]:.3f}{best}"
 
 
 def _aligned(classifier, features, classes) -> np.ndarray:

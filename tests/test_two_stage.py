@@ -16,6 +16,7 @@ from sklearn.utils._param_validation import InvalidParameterError
 from pmap_sklearn import (
     GraphSample,
     GraphStructure,
+    GridStructure,
     PerturbMAPCRF,
     SequenceVectorizer,
     StructuredSVM,
@@ -24,6 +25,15 @@ from pmap_sklearn import (
 )
 from pmap_sklearn._utils import check_generator
 from pmap_sklearn.datasets import make_chain_data, make_grid_data, token_features
+from pmap_sklearn.two_stage import (
+    CLASS_OFFSET_SHARES,
+    PAIRWISE_SCALES,
+    _balancing_offsets,
+    _class_shares,
+)
+
+#: Stage two as fitted, with nothing chosen on held-out samples.
+AS_FITTED = dict(unary="matrix", pairwise_scale=1.0)
 
 
 @pytest.fixture(autouse=True)
@@ -39,7 +49,7 @@ def test_stage_two_learns_from_out_of_fold_probabilities():
     data = make_chain_data(n_samples=30, n_states=3, n_features=4, random_state=0)
     X, y = data.data, data.target
     crf = PerturbMAPCRF(max_iter=3, tol=None, random_state=0)
-    model = TwoStageCRF(crf=crf, cv=3, random_state=7).fit(X, y)
+    model = TwoStageCRF(crf=crf, cv=3, random_state=7, **AS_FITTED).fit(X, y)
     seed = check_generator(7).integers(2**31)
     folds = KFold(3, shuffle=True, random_state=seed).split(np.arange(len(X)))
     stage_two = _out_of_fold_by_hand(X, y, folds)
@@ -71,7 +81,7 @@ def test_groups_stay_in_one_fold(cv):
     X, y = data.data, data.target
     groups = np.repeat(np.arange(6), 5)  # e.g. six documents of five sentences
     crf = PerturbMAPCRF(max_iter=3, tol=None, random_state=0)
-    model = TwoStageCRF(crf=crf, cv=cv, random_state=7).fit(X, y, groups=groups)
+    model = TwoStageCRF(crf=crf, cv=cv, random_state=7, **AS_FITTED).fit(X, y, groups=groups)
     folds = list(GroupKFold(3).split(np.arange(len(X)), groups=groups))
     for train, test in folds:
         assert not set(groups[train]) & set(groups[test])
@@ -167,7 +177,9 @@ def test_grid_search_clone_and_pickle():
     data = make_chain_data(n_samples=24, random_state=0)
     X, y = data.data, data.target
     search = GridSearchCV(
-        TwoStageCRF(crf=PerturbMAPCRF(max_iter=2, random_state=0), cv=2, random_state=0),
+        TwoStageCRF(
+            crf=PerturbMAPCRF(max_iter=2, random_state=0), cv=2, random_state=0, **AS_FITTED
+        ),
         {"crf__alpha": [1e-4, 1e-2], "min_proba": [1e-6, 1e-2]},
         cv=2,
     ).fit(X, y)
@@ -250,7 +262,7 @@ def test_scale_needs_a_structure_that_can_scale():
 def test_verbose_says_which_stage_runs_and_passes_on_to_stage_two(capsys):
     data = make_chain_data(n_samples=30, random_state=0)
     crf = PerturbMAPCRF(max_iter=4, tol=None, random_state=0)
-    TwoStageCRF(crf=crf, cv=3, random_state=0, verbose=1).fit(data.data, data.target)
+    model = TwoStageCRF(crf=crf, cv=3, random_state=0, verbose=1).fit(data.data, data.target)
     lines = capsys.readouterr().out.splitlines()
     stages = [line for line in lines if line.startswith("[TwoStageCRF]")]
     assert [line.split(",")[0].split(" (")[0] for line in stages] == [
@@ -258,13 +270,121 @@ def test_verbose_says_which_stage_runs_and_passes_on_to_stage_two(capsys):
         "[TwoStageCRF] stage one: fold 1/3 done",
         "[TwoStageCRF] stage one: fold 2/3 done",
         "[TwoStageCRF] stage one: fold 3/3 done",
+        "[TwoStageCRF] choice: stage two with unary='scale' on 20 samples",
+        "[TwoStageCRF] choice: stage two with unary='matrix' on 20 samples",
+        "[TwoStageCRF] choice: the temperature of the marginals on 10 held-out samples",
+        f"[TwoStageCRF] choice: unary={model.unary_!r}",
         "[TwoStageCRF] stage two: PerturbMAPCRF on the out-of-fold log-probabilities",
         f"[TwoStageCRF] stage one: the final classifier on all {sum(map(len, data.target))} "
         "known nodes",
         "[TwoStageCRF] done",
     ]
     assert all(line.endswith(" s elapsed") for line in stages)
-    assert sum(line.startswith("[PerturbMAPCRF] epoch") for line in lines) == 4
+    # stage two's epochs: the two candidates' and the refit's
+    assert sum(line.startswith("[PerturbMAPCRF] epoch") for line in lines) == 3 * 4
     assert crf.verbose == 0  # the given learner is cloned, not changed
-    TwoStageCRF(crf=crf, cv=3, random_state=0).fit(data.data, data.target)
+    TwoStageCRF(crf=crf, cv=3, random_state=0, **AS_FITTED).fit(data.data, data.target)
     assert capsys.readouterr().out == ""  # verbose=0 leaves stage two's own setting: silent
+
+
+def _thin_line_scenes(rng, n, noise, size=16):
+    """Grids of a background, a square of class 1 and two one-pixel columns of class 2 (thin:
+    each of their pixels has two neighbours of another class); features one-hot + noise."""
+    X, y = [], []
+    for _ in range(n):
+        labels = np.zeros((size, size), dtype=int)
+        r, c = rng.integers(0, size // 2, 2)
+        labels[r : r + size // 2, c : c + size // 2] = 1
+        labels[:, rng.choice(size, 2, replace=False)] = 2
+        X.append(np.eye(3)[labels] + noise * rng.normal(size=(size, size, 3)))
+        y.append(labels)
+    return X, y
+
+
+def _three_scores(truth, predicted):
+    from pmap_sklearn.metrics import segmentation_scores
+
+    s = segmentation_scores(truth, predicted, labels=np.arange(3))
+    return np.array([s["global_accuracy"], s["class_average_accuracy"], s["mean_iou"]])
+
+
+def test_the_choice_keeps_thin_lines_the_learned_smoothing_erases():
+    """With one weight on the log-probabilities, the learned Potts weights erase the thin
+    lines (below the classifier alone on held-out images on every score); the held-out
+    choice keeps them: class offsets that favour the thin class, and a model at least as good
+    as the classifier on every score."""
+    rng = np.random.default_rng(0)
+    X, y = _thin_line_scenes(rng, 12, noise=1.2)
+    X_test, y_test = _thin_line_scenes(rng, 12, noise=1.2)
+    crf = PerturbMAPCRF(GridStructure(), random_state=0)
+    fitted = TwoStageCRF(crf=crf, cv=4, random_state=0, unary="scale", pairwise_scale=1.0)
+    fitted.fit(X, y)
+    alone = [fitted.classifier_.predict(x.reshape(-1, 3)).reshape(x.shape[:2]) for x in X_test]
+    assert (_three_scores(y_test, fitted.predict(X_test)) < _three_scores(y_test, alone)).all()
+    assert fitted.choice_scores_ is None and fitted.pairwise_scale_ == 1.0
+    assert not fitted.class_offsets_.any()
+    chosen = TwoStageCRF(crf=crf, cv=4, random_state=0, unary="scale").fit(X, y)
+    assert set(chosen.choice_scores_) == {
+        ("scale", scale, share) for scale in PAIRWISE_SCALES for share in CLASS_OFFSET_SHARES
+    }
+    assert chosen.pairwise_scale_ > 0 and chosen.class_offsets_[2] > chosen.class_offsets_[0]
+    assert (_three_scores(y_test, chosen.predict(X_test)) > _three_scores(y_test, alone)).all()
+
+
+def test_balancing_offsets_give_each_class_its_share():
+    """The offsets' fixed-point iteration on a decoder with no pairwise term (argmax of the
+    scores plus the offsets): each class ends with the wanted share of the nodes' sizes."""
+    rng = np.random.default_rng(0)
+    scores = rng.normal(size=(4000, 4)) + [1.0, 0.5, 0.0, -1.0]
+    sizes = rng.uniform(1, 3, size=4000)
+    target = np.array([0.4, 0.3, 0.2, 0.1])
+    delta = _balancing_offsets(lambda d: (scores + d).argmax(axis=1), target, sizes, n_iter=60)
+    np.testing.assert_allclose(
+        _class_shares((scores + delta).argmax(1), sizes, 4), target, atol=0.01
+    )
+    assert abs(delta.mean()) < 1e-12 and delta[3] > delta[0]  # the rare class is pushed up
+
+
+def test_default_stage_two_is_not_below_the_classifier_on_under_confident_probabilities():
+    """A strongly regularised classifier (under-confident probabilities, the rare thin class
+    hardly ever predicted): the default stage two, its unary form and smoothing chosen on a
+    held-out fold, scores at least as well as the classifier on held-out images, on global
+    accuracy, class-average accuracy and mean IoU, and its marginals get a temperature."""
+    rng = np.random.default_rng(1)
+    X, y = _thin_line_scenes(rng, 16, noise=1.0)
+    X_test, y_test = _thin_line_scenes(rng, 16, noise=1.0)
+    classifier = LogisticRegression(C=0.001)
+    model = TwoStageCRF(
+        classifier, PerturbMAPCRF(GridStructure(), random_state=0), cv=4, random_state=0
+    ).fit(X, y)
+    confidence = np.mean([model.classifier_.predict_proba(x.reshape(-1, 3)).max(1) for x in X])
+    alone = [model.classifier_.predict(x.reshape(-1, 3)).reshape(x.shape[:2]) for x in X_test]
+    accuracy = np.mean(np.concatenate(alone).ravel() == np.concatenate(y_test).ravel())
+    assert confidence < accuracy - 0.02  # under-confident
+    assert (_three_scores(y_test, model.predict(X_test)) >= _three_scores(y_test, alone)).all()
+    assert model.unary_ in ("scale", "matrix") and model.pairwise_scale_ in PAIRWISE_SCALES
+    assert model.crf_.marginal_temperature_ > 0
+
+
+def test_a_given_pairwise_scale_and_scoring():
+    """A number scales the learned pairwise weights (the unary ones untouched); a scorer
+    decides the choice."""
+    data = make_grid_data(n_samples=10, shape=(12, 12), random_state=0)
+    X, y = data.data, data.target
+    crf = PerturbMAPCRF("grid", max_iter=5, tol=None, random_state=0)
+    full = TwoStageCRF(crf=crf, cv=2, random_state=0, **AS_FITTED).fit(X, y)
+    half = TwoStageCRF(crf=crf, cv=2, random_state=0, unary="matrix", pairwise_scale=0.5)
+    half.fit(X, y)
+    unary, pairwise = full.crf_.structure_.unpack(full.crf_.coef_)
+    half_unary, half_pairwise = half.crf_.structure_.unpack(half.crf_.coef_)
+    np.testing.assert_allclose(half_unary, unary)
+    np.testing.assert_allclose(half_pairwise, 0.5 * pairwise)
+    assert half.choice_scores_ is None and half.unary_ == "matrix"
+
+    def smoothest(estimator, X, y):  # prefers the strongest pairwise weights
+        return -float(np.sum(estimator.structure_.unpack(estimator.coef_)[1]))
+
+    chosen = TwoStageCRF(crf=crf, cv=2, random_state=0, unary="matrix", scoring=smoothest)
+    assert chosen.fit(X, y).pairwise_scale_ == max(PAIRWISE_SCALES)
+    with pytest.raises(InvalidParameterError, match="pairwise_scale"):
+        TwoStageCRF(pairwise_scale=-1.0).fit(X, y)
