@@ -1,0 +1,373 @@
+"""Peak memory of predictions against the number of samples, and of a treebank fit.
+
+Predictions take ``X`` in chunks of a bounded number of nodes (``PREDICT_NODES`` in
+``pmap_sklearn/_base.py``), so their memory beyond the outputs should not grow with the
+number of samples. Each case runs in its own process:
+
+- grids: :class:`~pmap_sklearn.PerturbMAPCRF` with ``GridStructure()`` (graph cuts), fitted
+  for two epochs on four ``make_grid_data`` images of 128², predicting 8 and 64 other images
+  of 128²;
+- sentences: PerturbMAPCRF with its defaults, fitted on the first 2,000 sentences of the UD
+  English treebank's train split through ``SequenceVectorizer(token_features)``, predicting
+  (``predict``, and ``predict_marginals``: exact forward-backward) 500 and 4,000 sentences: the
+  longest sentence of the split (159 tokens) and the ones after the 2,000 fitted;
+- treebank fit: PerturbMAPCRF with its defaults on the whole train split (12,544 sentences),
+  vectorised before the call, and the same fit as ``make_pipeline(SequenceVectorizer(
+  token_features), PerturbMAPCRF())`` from the sentences;
+- Viterbi: ``ChainSolver.map`` on the lengths of 32, 500 and 4,000 treebank sentences (the
+  longest first) with random scores over the 17 tags, the best of several calls.
+
+A prediction is measured after a warm-up (the same call on two samples), the garbage
+collected and the freed heap handed back to the system (``malloc_trim``): the peak resident
+memory of the call is ``VmHWM`` reset just before it (``/proc/self/clear_refs``); "beyond the
+outputs" subtracts what the process holds after the call and a second ``malloc_trim``
+(the outputs). The same call is then repeated under ``tracemalloc``, whose peak above the
+start, less the outputs it still holds, counts the Python and numpy allocations alone
+(PyMaxflow's graphs are invisible to it).
+
+Run: ``python benchmarks/predict_memory.py [--label LABEL] [--only NAME ...]``; writes
+``docs/results/predict_memory.{md,json}``, keeping the runs stored under other labels (the
+"before" table of a change; ``--only`` replaces those rows of its label). The "before" rows
+ran the library of commit 8c3a621: ``git archive 8c3a621 pmap_sklearn | tar -x -C DIR`` and
+``PYTHONPATH=DIR python benchmarks/predict_memory.py --label "before ..."`` (each row records
+the package it imported).
+"""
+
+import argparse
+import gc
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+import tracemalloc
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
+
+#: Sentences the sentence cases fit on; the predicted ones come after them.
+FIT_SENTENCES = 2000
+
+
+def _status_mb(field):
+    status = Path("/proc/self/status").read_text()
+    return int(status.split(f"{field}:")[1].split()[0]) / 1024
+
+
+def _reset_peak():
+    Path("/proc/self/clear_refs").write_text("5")
+
+
+def _trim():
+    from pmap_sklearn._utils import release_freed_memory
+
+    gc.collect()
+    release_freed_memory()
+
+
+def _grid_model():
+    from pmap_sklearn import GridStructure, PerturbMAPCRF
+    from pmap_sklearn.datasets import make_grid_data
+
+    data = make_grid_data(n_samples=4, shape=(128, 128), random_state=0)
+    model = PerturbMAPCRF(GridStructure(), max_iter=2, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return model.fit(data.data, data.target)
+
+
+def _grids(n):
+    from pmap_sklearn.datasets import make_grid_data
+
+    return make_grid_data(n_samples=n, shape=(128, 128), random_state=1).data
+
+
+def _sentence_model():
+    from pmap_sklearn import PerturbMAPCRF, SequenceVectorizer
+    from pmap_sklearn.datasets import load_ud_treebank, token_features
+
+    data = load_ud_treebank("train")
+    vectorizer = SequenceVectorizer(token_features)
+    X = vectorizer.fit_transform(data.sentences[:FIT_SENTENCES])
+    model = PerturbMAPCRF(random_state=0).fit(X, data.tags[:FIT_SENTENCES])
+    return model, vectorizer, data.sentences
+
+
+def _sentences(n, vectorizer, sentences):
+    longest = max(sentences, key=len)
+    chosen = [longest, *sentences[FIT_SENTENCES : FIT_SENTENCES + n - 1]]
+    return vectorizer.transform(chosen)
+
+
+def _predict_case(kind, n, method):
+    if kind == "grids":
+        model, X = _grid_model(), _grids(n)
+    else:
+        model, vectorizer, sentences = _sentence_model()
+        X = _sentences(n, vectorizer, sentences)
+    call = getattr(model, method)
+    call(X[:2])  # warm-up
+    _trim()
+    _reset_peak()
+    before = _status_mb("VmRSS")
+    start = time.perf_counter()
+    out = call(X)
+    seconds = time.perf_counter() - start
+    peak = _status_mb("VmHWM")
+    _trim()
+    held = _status_mb("VmRSS")
+    output_mb = sum(np.asarray(a).nbytes for a in out) / 2**20
+    del out
+    _trim()
+    tracemalloc.start()
+    start_traced = tracemalloc.get_traced_memory()[0]
+    out = call(X)
+    held_traced, peak_traced = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return dict(
+        seconds=seconds,
+        nodes=int(sum(np.shape(a)[0] * (np.shape(a)[1] if kind == "grids" else 1) for a in out)),
+        longest=int(max(np.shape(a)[0] for a in out)),
+        rss_before_mb=before,
+        peak_mb=peak,
+        during_mb=peak - before,
+        beyond_outputs_mb=peak - held,
+        outputs_mb=output_mb,
+        traced_peak_mb=(peak_traced - start_traced) / 2**20,
+        traced_beyond_outputs_mb=(peak_traced - held_traced) / 2**20,
+    )
+
+
+def _fit_case(pipeline):
+    from sklearn.pipeline import make_pipeline
+
+    from pmap_sklearn import PerturbMAPCRF, SequenceVectorizer
+    from pmap_sklearn.datasets import load_ud_treebank, token_features
+
+    data = load_ud_treebank("train")
+    if pipeline:
+        model = make_pipeline(SequenceVectorizer(token_features), PerturbMAPCRF(random_state=0))
+        X = data.sentences
+    else:
+        X = SequenceVectorizer(token_features).fit_transform(data.sentences)
+        model = PerturbMAPCRF(random_state=0)
+    _trim()
+    _reset_peak()
+    before = _status_mb("VmRSS")
+    start = time.perf_counter()
+    model.fit(X, data.tags)
+    seconds = time.perf_counter() - start
+    peak = _status_mb("VmHWM")
+    coef = (model[-1] if pipeline else model).coef_
+    return dict(
+        seconds=seconds,
+        rss_before_mb=before,
+        peak_mb=peak,
+        during_mb=peak - before,
+        coef_checksum=float(np.abs(coef).sum()),
+        coef_digest=__import__("hashlib").sha1(np.ascontiguousarray(coef).tobytes()).hexdigest(),
+    )
+
+
+def _viterbi_case(n):
+    """Seconds of Viterbi (``ChainSolver.map``, best of several calls) on the lengths of ``n``
+    treebank sentences (the longest first) with random scores over the 17 tags."""
+    from pmap_sklearn.datasets import load_ud_treebank
+    from pmap_sklearn.solvers import ChainSolver, Potentials
+
+    sentences = load_ud_treebank("train").sentences
+    lengths = np.array([len(max(sentences, key=len))] + [len(s) for s in sentences[: n - 1]])
+    rng = np.random.default_rng(0)
+    offsets = np.concatenate([[0], np.cumsum(lengths)])
+    heads = np.setdiff1d(np.arange(offsets[-1]), offsets[1:] - 1)
+    potentials = Potentials(
+        3 * rng.normal(size=(offsets[-1], 17)),
+        np.stack([heads, heads + 1], axis=1),
+        rng.normal(size=(17, 17)),
+        offsets,
+        np.concatenate([[0], np.cumsum(lengths - 1)]),
+    )
+    solver = ChainSolver()
+    solver.map(potentials)
+    best = np.inf
+    for _ in range(max(5, 4000 // n)):
+        start = time.perf_counter()
+        solver.map(potentials)
+        best = min(best, time.perf_counter() - start)
+    return dict(seconds=best, nodes=int(lengths.sum()))
+
+
+#: name -> (what it measures, arguments of the case)
+CASES = {
+    "8 grids of 128², predict": ("predict", ("grids", 8, "predict")),
+    "64 grids of 128², predict": ("predict", ("grids", 64, "predict")),
+    "500 sentences, predict": ("predict", ("sentences", 500, "predict")),
+    "4,000 sentences, predict": ("predict", ("sentences", 4000, "predict")),
+    "500 sentences, predict_marginals": ("predict", ("sentences", 500, "predict_marginals")),
+    "4,000 sentences, predict_marginals": ("predict", ("sentences", 4000, "predict_marginals")),
+    "treebank fit (12,544 vectorised sentences)": ("fit", (False,)),
+    "treebank fit, pipeline from the sentences": ("fit", (True,)),
+    "Viterbi, 32 sentences": ("kernel", (32,)),
+    "Viterbi, 500 sentences": ("kernel", (500,)),
+    "Viterbi, 4,000 sentences": ("kernel", (4000,)),
+}
+
+#: the pairs whose ratio the table reports: (few samples, many samples)
+PAIRS = [
+    ("8 grids of 128², predict", "64 grids of 128², predict"),
+    ("500 sentences, predict", "4,000 sentences, predict"),
+    ("500 sentences, predict_marginals", "4,000 sentences, predict_marginals"),
+]
+
+
+def run_one(name):
+    kind, args = CASES[name]
+    maker = {"predict": _predict_case, "fit": _fit_case, "kernel": _viterbi_case}[kind]
+    out = maker(*args)
+    import pmap_sklearn
+
+    out["package"] = str(Path(pmap_sklearn.__file__).parent)
+    print("RESULT " + json.dumps(out), flush=True)
+
+
+def measure(name):
+    load = os.getloadavg()[0]
+    done = subprocess.run(
+        [sys.executable, __file__, "--one", name], capture_output=True, text=True, check=False
+    )
+    if done.returncode:
+        raise RuntimeError(f"{name}: {done.stderr[-3000:]}")
+    line = next(x for x in done.stdout.splitlines() if x.startswith("RESULT "))
+    return dict(case=name, load_1min=load, **json.loads(line[len("RESULT ") :]))
+
+
+def table(rows):
+    lines = [
+        "| case | call (s) | peak RSS of the process (MB) | grew during the call (MB) | "
+        "beyond the outputs (MB) | outputs (MB) | traced beyond the outputs (MB) | load |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    kernels = [r for r in rows if "peak_mb" not in r]
+    for r in rows:
+        if "peak_mb" not in r:
+            continue
+        beyond = r.get("beyond_outputs_mb")
+        lines.append(
+            f"| {r['case']} | {r['seconds']:.2f} | {r['peak_mb']:.0f} | {r['during_mb']:.1f} | "
+            + (
+                f"{beyond:.1f} | {r['outputs_mb']:.1f} | {r['traced_beyond_outputs_mb']:.1f}"
+                if beyond is not None
+                else "– | – | –"
+            )
+            + f" | {r['load_1min']:.1f} |"
+        )
+    by_name = {r["case"]: r for r in rows}
+    ratios = []
+    for few, many in PAIRS:
+        if few in by_name and many in by_name:
+            a, b = by_name[few], by_name[many]
+            rss = b["beyond_outputs_mb"] / max(a["beyond_outputs_mb"], 1e-9)
+            traced = b["traced_beyond_outputs_mb"] / max(a["traced_beyond_outputs_mb"], 1e-9)
+            ratios.append(
+                f"- {many} / {few}: {rss:.2f}× beyond the outputs (RSS), {traced:.2f}× traced"
+            )
+    if kernels:
+        lines += [
+            "",
+            "| Viterbi (ChainSolver.map; 17 tags, random scores) | nodes | ms (best) | load |",
+        ]
+        lines += ["|---|---|---|---|"]
+        lines += [
+            f"| {r['case']} | {r['nodes']:,} | {1000 * r['seconds']:.2f} | {r['load_1min']:.1f} |"
+            for r in kernels
+        ]
+    return "\n".join(lines + ([""] + ratios if ratios else []))
+
+
+def markdown(runs):
+    parts = [
+        "# Peak memory of predictions and of a treebank fit",
+        "",
+        "`python benchmarks/predict_memory.py` — each case in its own process. Peak RSS: "
+        "`VmHWM` reset just before the call (after a warm-up and `malloc_trim`); grew during "
+        "the call: above the resident memory before it; beyond the outputs: above what the "
+        "process holds after the call (the outputs; after a second `malloc_trim`); traced: "
+        "the same call under `tracemalloc` (numpy and Python allocations, not PyMaxflow's "
+        "graphs), its peak less the outputs it holds. Grids: PerturbMAPCRF with graph cuts on "
+        "`make_grid_data` images of 128² (fitted two epochs on four); sentences: PerturbMAPCRF "
+        "(defaults) fitted on 2,000 treebank sentences, predicting the longest sentence of the "
+        "split (159 tokens) and the ones after the fitted sentences; treebank fit: "
+        "PerturbMAPCRF's defaults on the 12,544 train sentences; Viterbi: `ChainSolver.map`, "
+        "the best of several calls on the lengths of treebank sentences (the longest, 159 "
+        "tokens, first) with random scores. Loads are 1-minute load averages of the shared "
+        "2-core machine.",
+    ]
+    for label, run in runs.items():
+        parts += [
+            "",
+            f"### {label}",
+            "",
+            f"`{run['command']}`; load average {run['load_start']:.1f} at the start, "
+            f"{run['load_end']:.1f} at the end ({run['minutes']:.1f} min; {run['machine']}).",
+            "",
+            table(run["rows"]),
+        ]
+    return "\n".join(parts) + "\n"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", nargs="*", default=None, help="cases (by name prefix)")
+    parser.add_argument("--label", default="now", help="name of this run in the results")
+    parser.add_argument("--no-write", action="store_true", help="print only")
+    parser.add_argument("--one", default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.one is not None:
+        return run_one(args.one)
+    names = [n for n in CASES if not args.only or any(n.startswith(o) for o in args.only)]
+    started, load_start = time.perf_counter(), os.getloadavg()[0]
+    rows = []
+    for name in names:
+        row = measure(name)
+        rows.append(row)
+        print(
+            f"{name:<45} {row['seconds']:6.3f} s  peak {row.get('peak_mb', np.nan):5.0f} MB  "
+            f"during {row.get('during_mb', np.nan):6.1f}  beyond outputs "
+            f"{row.get('beyond_outputs_mb', float('nan')):6.1f}  traced "
+            f"{row.get('traced_beyond_outputs_mb', float('nan')):6.1f}  "
+            f"load {row['load_1min']:.1f}",
+            flush=True,
+        )
+    command = "python benchmarks/predict_memory.py"
+    if args.only:
+        command += " --only " + " ".join(f"'{o}'" for o in args.only)
+    run = dict(
+        command=command,
+        machine=f"{platform.machine()}, Python {platform.python_version()}",
+        load_start=load_start,
+        load_end=os.getloadavg()[0],
+        minutes=(time.perf_counter() - started) / 60,
+        rows=rows,
+    )
+    print("\n" + table(rows))
+    if args.no_write:
+        return None
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    stored = RESULTS / "predict_memory.json"
+    runs = json.loads(stored.read_text())["runs"] if stored.exists() else {}
+    if args.only and args.label in runs:  # a partial rerun replaces its own rows only
+        kept = {r["case"]: r for r in runs[args.label]["rows"]}
+        kept.update({r["case"]: r for r in rows})
+        run = dict(runs[args.label], rows=[kept[name] for name in CASES if name in kept])
+    runs[args.label] = run
+    stored.write_text(json.dumps(dict(runs=runs), indent=2))
+    (RESULTS / "predict_memory.md").write_text(markdown(runs))
+    return None
+
+
+if __name__ == "__main__":
+    main()
