@@ -271,14 +271,24 @@ def entity_probabilities(
     exact = _exact_solver(model, "span_log_probabilities", method) is not None
     if not spans:
         probability = np.zeros(0)
-    elif exact:
-        potentials, _ = model._restricted_potentials(
-            model._prepare_fitted(X), model._marginal_weights()
-        )
-        labels = np.searchsorted(model.classes_, np.concatenate(list(predicted)))
+    elif exact:  # sequences in chunks of bounded memory, as the predictions take them
         where = np.array([s[:3] for s in spans], dtype=np.intp)
-        log_p = structure.solver_.span_log_probabilities(potentials, labels, where, before, after)
-        probability = np.exp(log_p)
+
+        def chunk_probabilities(index, *_):
+            first, stop = (0, len(predicted)) if index is None else (index.start, index.stop)
+            chosen = (where[:, 0] >= first) & (where[:, 0] < stop)
+            if not chosen.any():
+                return np.zeros(0)
+            potentials, _ = model._restricted_potentials(
+                model._prepare_fitted(X, index), model._marginal_weights()
+            )
+            labels = np.searchsorted(model.classes_, np.concatenate(list(predicted[first:stop])))
+            log_p = structure.solver_.span_log_probabilities(
+                potentials, labels, where[chosen] - [first, 0, 0], before[chosen], after[chosen]
+            )
+            return np.exp(log_p)
+
+        probability = model._in_chunks(chunk_probabilities, X)
     else:
         draws = model.sample(X, n_draws=n_draws, method=method, random_state=random_state)
         lookup = np.asarray(model.classes_)

@@ -247,3 +247,22 @@ def test_vectorizer_blocks_give_the_same_matrices(block, monkeypatch):
         assert (got != want).nnz == 0 and got.shape == want.shape
     listed = ([{"w": [word, "x"]} for word in s] for s in sentences)  # slow path, generator
     assert len(SequenceVectorizer().fit_transform(listed)) == len(sentences)
+
+
+def test_exact_entity_probabilities_do_not_depend_on_the_chunks(monkeypatch):
+    """Constrained forward-backward over the sequences in chunks: the same probabilities."""
+    from pmap_sklearn.inspection import entity_probabilities
+
+    from .test_sampling import _tagging_data
+
+    X, y = _tagging_data()
+    model = PerturbMAPCRF(random_state=0, max_iter=5).fit(X, y)
+    whole = entity_probabilities(model, X[:12], method="exact")
+    assert sum(map(len, whole)) >= 5
+    for limit in (1, 9, 30):
+        monkeypatch.setattr(_base, "PREDICT_NODES", limit)
+        chunked = entity_probabilities(model, X[:12], method="exact")
+        assert [[e[:3] for e in s] for s in chunked] == [[e[:3] for e in s] for s in whole]
+        np.testing.assert_allclose(
+            [e[3] for s in chunked for e in s], [e[3] for s in whole for e in s], rtol=1e-12
+        )
