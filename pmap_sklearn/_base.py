@@ -117,6 +117,38 @@ PREDICT_NODES = 1 << 12
 PARALLEL_PREDICT_NODES = 1 << 19
 
 
+def prediction_chunks(sizes, n_jobs=None) -> list[slice]:
+    """The chunks of consecutive samples (of ``sizes`` nodes) that a prediction takes at once:
+    at most :data:`PREDICT_NODES` nodes, :data:`PARALLEL_PREDICT_NODES` per worker when
+    ``n_jobs`` gives several (a larger sample alone)."""
+    workers = effective_n_jobs(n_jobs)
+    limit = PREDICT_NODES if workers == 1 else PARALLEL_PREDICT_NODES * workers
+    return chunks_by_size(np.asarray(sizes), limit)
+
+
+def in_chunks(predict, chunks, per_sample=None, random_state=None):
+    """``predict(chunk, per_sample[chunk], random_state)`` over ``chunks``, the results
+    concatenated; with a single chunk, ``predict(None, per_sample, random_state)``.
+
+    A ``random_state`` (that of a randomised prediction) gives every sample the seed of its
+    stream once for all the samples (:class:`~pmap_sklearn.perturbation.SampleSeeds`), so the
+    results do not depend on where the chunks end.
+    """
+    if len(chunks) <= 1:
+        return predict(None, per_sample, random_state)
+    seeds = None if random_state is None else sample_seeds(random_state, chunks[-1].stop)
+    return np.concatenate(
+        [
+            predict(
+                chunk,
+                None if per_sample is None else per_sample[chunk],
+                None if seeds is None else SampleSeeds(seeds[chunk]),
+            )
+            for chunk in chunks
+        ]
+    )
+
+
 def _is_unknown(value, marker) -> bool:
     """Whether a known-label entry marks a free node: None, or the unknown-label marker as a
     value of its kind (``np.int64(-1)`` and ``-1.0`` match ``-1``; ``"-1"`` does not)."""
@@ -513,24 +545,10 @@ class BaseStructuredEstimator(BaseEstimator):
         """
         check_is_fitted(self, "coef_")
         sizes = self.structure_.node_counts(X)
-        workers = effective_n_jobs(getattr(self, "n_jobs", None))
-        limit = PREDICT_NODES if workers == 1 else PARALLEL_PREDICT_NODES * workers
-        chunks = chunks_by_size(sizes, limit)
-        if len(chunks) <= 1:
-            return predict(None, known_labels, random_state)
-        if known_labels is not None:
+        chunks = prediction_chunks(sizes, getattr(self, "n_jobs", None))
+        if len(chunks) > 1 and known_labels is not None:
             known_labels = self._known_sequence(known_labels, len(sizes))
-        seeds = None if random_state is None else sample_seeds(random_state, len(sizes))
-        return np.concatenate(
-            [
-                predict(
-                    chunk,
-                    None if known_labels is None else known_labels[chunk],
-                    None if seeds is None else SampleSeeds(seeds[chunk]),
-                )
-                for chunk in chunks
-            ]
-        )
+        return in_chunks(predict, chunks, known_labels, random_state)
 
     def potentials(self, X) -> Potentials:
         """The potentials the fitted model assigns to samples.

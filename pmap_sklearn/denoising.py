@@ -25,6 +25,8 @@ from sklearn.utils.validation import check_is_fitted
 
 from . import _sgd
 from ._backend import Potentials
+from ._base import in_chunks, prediction_chunks
+from ._labels import as_samples
 from ._parallel import N_JOBS_CONSTRAINT, uses_workers
 from ._utils import NumberInterval, check_binary_images, check_generator, like_input
 from .perturb_map import perturb_and_map_oracle
@@ -357,7 +359,7 @@ class LogSupermodularDenoiser(BaseEstimator):
         return float(1.0 / (1.0 + np.exp(-self.coef_[self.structure_.n_field])))
 
     # ---- prediction ------------------------------------------------------------------------
-    def _batch(self, X):
+    def _checked(self, X) -> list[np.ndarray]:
         check_is_fitted(self, "coef_")
         noisy = check_binary_images(X, "X")
         if self.image_shape_ is not None:
@@ -367,7 +369,23 @@ class LogSupermodularDenoiser(BaseEstimator):
                         f"X[{i}] has shape {z.shape}, but the per-pixel field was learned on "
                         f"images of shape {self.image_shape_}"
                     )
-        return self.structure_.prepare(_signs(noisy))
+        return noisy
+
+    def _batch(self, X):
+        return self.structure_.prepare(_signs(self._checked(X)))
+
+    def _in_chunks(self, predict, X, random_state=None):
+        """``predict(batch, random_state)`` (a list of per-image arrays) over the images of
+        ``X`` in the predictions' chunks of bounded memory (:func:`~pmap_sklearn._base.in_chunks`),
+        returned like ``X``."""
+        noisy = self._checked(X)
+        chunks = prediction_chunks([z.size for z in noisy], self.n_jobs)
+
+        def run(index, _, random_state):
+            part = noisy if index is None else noisy[index]
+            return as_samples(predict(self.structure_.prepare(_signs(part)), random_state))
+
+        return like_input(list(in_chunks(run, chunks, None, random_state)), X)
 
     def potentials(self, X) -> Potentials:
         """The posterior potentials of noisy images (see
@@ -398,17 +416,20 @@ class LogSupermodularDenoiser(BaseEstimator):
         marginals : same container as X, of shape (…, H, W, 2)
             ``[..., k]`` is the probability of label k; the last axis sums to 1.
         """
-        batch = self._batch(X)
-        average = perturb_and_map(
-            self.structure_.solver_,
-            self.structure_.potentials(batch, self.coef_),
-            self.n_perturbations,
-            self.random_state,
-            "logistic",
-            n_jobs=self.n_jobs,
-            maxima=False,
-        )
-        return like_input(batch.split(average.marginals), X)
+
+        def marginals(batch, random_state):
+            average = perturb_and_map(
+                self.structure_.solver_,
+                self.structure_.potentials(batch, self.coef_),
+                self.n_perturbations,
+                random_state,
+                "logistic",
+                n_jobs=self.n_jobs,
+                maxima=False,
+            )
+            return batch.split(average.marginals)
+
+        return self._in_chunks(marginals, X, self.random_state)
 
     @uses_workers
     def predict(self, X, decoding=None):
@@ -432,10 +453,12 @@ class LogSupermodularDenoiser(BaseEstimator):
             return like_input([m.argmax(axis=-1) for m in marginals], X)
         if decoding != "map":
             raise ValueError(f"decoding must be 'map' or 'marginal', got {decoding!r}")
-        batch = self._batch(X)
-        potentials = self.structure_.potentials(batch, self.coef_)
-        labels = self.structure_.solver_.map(potentials, n_jobs=self.n_jobs)
-        return like_input(batch.split(labels), X)
+
+        def decode(batch, _):
+            potentials = self.structure_.potentials(batch, self.coef_)
+            return batch.split(self.structure_.solver_.map(potentials, n_jobs=self.n_jobs))
+
+        return self._in_chunks(decode, X)
 
     @uses_workers
     def score_samples(self, X) -> np.ndarray:
