@@ -47,6 +47,8 @@ PAIRWISE_SCALES = (0.0, 0.125, 0.25, 0.5, 1.0, 2.0)
 #: under which the MAP labellings of the held-out samples predict each class as often as
 #: stage one's decisions do).
 CLASS_OFFSET_SHARES = (0.0, 0.25, 0.5, 1.0)
+#: The gain in held-out mean IoU another candidate needs over stage two's weights as fitted.
+CHOICE_MARGIN = 0.01
 #: The most samples the class offsets are fitted on (evenly spaced among stage two's).
 OFFSET_SAMPLES = 64
 #: The held-out samples, and the perturbed MAPs of each, that fit the temperature of the
@@ -151,7 +153,8 @@ class TwoStageCRF(MetaEstimatorMixin, BaseEstimator):
         then refitted on every sample. None: the mean intersection over union of the classes
         (:func:`~pmap_sklearn.metrics.segmentation_scores`, each node weighted by its
         ``node_sizes``, the known labels only), among the candidates whose global and
-        class-average accuracies are at least the classifier's own decisions' there; if
+        class-average accuracies are at least the classifier's own decisions' there — the
+        weights as fitted (no offsets) unless another candidate's is a point higher; if
         none is, stage one's decisions (``unary="scale"`` with no pairwise weight and no
         offsets). A
         scorer ``scoring(estimator, X, y)`` (higher is better; e.g.
@@ -605,6 +608,17 @@ class TwoStageCRF(MetaEstimatorMixin, BaseEstimator):
         ranked = sorted(scores, key=lambda key: (-scores[key], order[key[0]], *key[1:]))
         if any(allowed.values()):
             key = next(key for key in ranked if allowed[key])
+            # the weights as fitted stand unless the held-out fold shows a clear gain: a
+            # few held-out samples cannot tell candidates apart by less than that
+            as_fitted = [
+                (form, 1.0 if auto_scale else scales[0], 0.0)
+                for form in forms
+                if allowed.get((form, 1.0 if auto_scale else scales[0], 0.0))
+            ]
+            if self.scoring is None and as_fitted:
+                reference = max(as_fitted, key=lambda other: (scores[other], -order[other[0]]))
+                if scores[key] < scores[reference] + CHOICE_MARGIN:
+                    key = reference
         elif ("scale", 0.0, 0.0) in scores:  # stage one's decisions themselves
             key = ("scale", 0.0, 0.0)
         else:

@@ -388,3 +388,21 @@ def test_a_given_pairwise_scale_and_scoring():
     assert chosen.fit(X, y).pairwise_scale_ == max(PAIRWISE_SCALES)
     with pytest.raises(InvalidParameterError, match="pairwise_scale"):
         TwoStageCRF(pairwise_scale=-1.0).fit(X, y)
+
+
+def test_the_weights_as_fitted_stand_without_a_clear_held_out_gain(monkeypatch):
+    """Candidates within ``CHOICE_MARGIN`` of the weights as fitted (scale 1, no offsets) do
+    not replace them; with no margin the best held-out score wins."""
+    from pmap_sklearn import two_stage
+
+    data = make_grid_data(n_samples=12, shape=(16, 16), random_state=0)
+    crf = PerturbMAPCRF("grid", max_iter=20, tol=None, random_state=0)
+    monkeypatch.setattr(two_stage, "CHOICE_MARGIN", 0.0)
+    best = TwoStageCRF(crf=crf, cv=2, random_state=0, unary="matrix").fit(data.data, data.target)
+    scores = best.choice_scores_
+    assert max(scores.values()) > scores["matrix", 1.0, 0.0]
+    assert best.class_offsets_.any()  # a candidate with class offsets scored best
+    monkeypatch.setattr(two_stage, "CHOICE_MARGIN", 1.0)  # no candidate gains a whole IoU
+    kept = TwoStageCRF(crf=crf, cv=2, random_state=0, unary="matrix").fit(data.data, data.target)
+    assert kept.pairwise_scale_ == 1.0 and not kept.class_offsets_.any()
+    assert kept.choice_scores_ == scores
