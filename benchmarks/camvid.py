@@ -7,28 +7,36 @@ its defaults (140 node features, 3 edge features), node labels the majority of e
 superpixel's labelled pixels (void superpixels: ``ignore_label=11``). Scores are over the test
 pixels, void excluded: global accuracy, class-average accuracy, mean IoU; the expected
 calibration error of the marginals over the test superpixels (15 bins). The validation split
-chooses the hand-set weights (Potts, DenseCRF) and the temperature of the calibrated rows;
-nothing is chosen on test.
+chooses the hand-set weights (Potts, DenseCRF); what :class:`~pmap_sklearn.TwoStageCRF`
+chooses, it chooses on training frames; nothing is chosen on test.
 
 Rows:
 
 - per-superpixel logistic regression (standardised features) and
-  ``HistGradientBoostingClassifier(class_weight="balanced")``, each superpixel on its own;
+  ``HistGradientBoostingClassifier(class_weight="balanced")``, each superpixel on its own (the
+  latter is stage one of every two-stage row);
+- two-stage CRFs: :class:`~pmap_sklearn.TwoStageCRF` with its defaults around each learner
+  (its own defaults, ``ignore_label=11``): the out-of-fold log-probabilities of stage one,
+  stage two's unary form, the share of its learned pairwise weights and class offsets on
+  the log-probabilities chosen on the last fold's frames, its marginals' temperature fitted
+  there. The main rows' folds are 5 blocks of
+  consecutive frames (``cv=KFold(5)``), so a frame's neighbours in time are on its side of
+  the fold; the rows marked *shuffled* take shuffled folds of frames (the previous protocol,
+  whose out-of-fold probabilities are those of near-copies). Rows marked *as fitted* keep
+  stage two as the likelihood fitted it (``unary="matrix"`` or ``"scale"``,
+  ``pairwise_scale=1``, the settings of earlier versions). Fit seconds are stage two's
+  (the choice included; stage one's fits are cached across rows and given once);
 - the boosted classifier's probabilities with a Potts weight λ on the shared boundary length,
   set by hand on val, decoded by α-expansion (inference only);
 - the boosted classifier's probabilities painted on the pixels with DenseCRF (Krähenbühl &
   Koltun 2011; ``pydensecrf``: Gaussian kernel sxy 3 weight 3, bilateral sxy 80 srgb 13 with
-  its weight set on val, 5 iterations), if pydensecrf is installed;
-- two-stage CRFs (the user guide's recipe): the boosted classifier's out-of-fold
-  log-probabilities (5 folds of frames, as ``TwoStageCRF`` computes them) as node features of a
-  CRF learned with its defaults and ``ignore_label=11`` (a K×K matrix and a bias on them); and
-  ``TwoStageCRF(class_weight="balanced", unary="scale")``'s stage two: one weight on the
-  log-probabilities and the pairwise weights, by the class-balanced likelihood; fit seconds
-  are stage two's, the stage-one cost (out-of-fold and final classifier) is given once.
+  its weight set on val, 5 iterations), if pydensecrf is installed.
 
 Run: ``python benchmarks/camvid.py`` (needs ``../shared/data/camvid`` and scikit-image; the
 superpixel graphs are cached in ``~/.cache/pmap_sklearn`` after the first run, about 2 minutes
 on 2 cores); writes ``docs/results/camvid.{md,json,png}``. ``--quick`` runs a few frames.
+Stage one's fits are cached in memory for the run (:class:`Memoised`), so each two-stage row
+costs its stage two only.
 """
 
 import argparse
@@ -39,6 +47,7 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
@@ -47,12 +56,12 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from pmap_sklearn import (
-    GraphStructure,
     MarginalPerturbMAPCRF,
     MeanFieldCRF,
     PerturbMAPCRF,
     PiecewiseCRF,
     StructuredSVM,
+    TwoStageCRF,
 )
 from pmap_sklearn.datasets import load_camvid
 from pmap_sklearn.metrics import expected_calibration_error, segmentation_scores
@@ -81,7 +90,9 @@ def per_frame(values, data):
 def scores_of(truth, painted) -> dict:
     """The three scores (%) of pixel labellings, void excluded."""
     s = segmentation_scores(truth, painted, labels=np.arange(K), void=VOID)
-    return {key: 100 * s[key] for key in ("global_accuracy", "class_average_accuracy", "mean_iou")}
+    out = {key: 100 * s[key] for key in ("global_accuracy", "class_average_accuracy", "mean_iou")}
+    out["class_accuracy"] = [float(100 * a) for a in s["class_accuracy"]]
+    return out
 
 
 def pixel_scores(data, node_labels) -> dict:
@@ -158,34 +169,66 @@ def dense_painted(data, proba, weight, frames) -> list:
     ]
 
 
-STAGE_TWO = {
-    "PerturbMAPCRF": lambda: PerturbMAPCRF("graph", ignore_label=VOID, random_state=SEED),
-    "PerturbMAPCRF, class_weight='balanced'": lambda: PerturbMAPCRF(
-        "graph", ignore_label=VOID, random_state=SEED, class_weight="balanced"
-    ),
-    # TwoStageCRF(class_weight="balanced", unary="scale"): one weight on the log-probabilities
-    # (no bias) and the pairwise weights, the likelihood balanced as stage one is
-    "PerturbMAPCRF, unary='scale', class_weight='balanced'": lambda: PerturbMAPCRF(
-        GraphStructure(unary="scaled", bias=False),
-        ignore_label=VOID,
-        random_state=SEED,
-        class_weight="balanced",
-    ),
-    "MarginalPerturbMAPCRF": lambda: MarginalPerturbMAPCRF(
-        "graph", ignore_label=VOID, random_state=SEED
-    ),
-    "StructuredSVM": lambda: StructuredSVM("graph", ignore_label=VOID, random_state=SEED),
-    "MeanFieldCRF": lambda: MeanFieldCRF("graph", ignore_label=VOID, random_state=SEED),
-    "PiecewiseCRF": lambda: PiecewiseCRF("graph", ignore_label=VOID),
+class Memoised(BaseEstimator, ClassifierMixin):
+    """``estimator`` whose fits are kept for the run, keyed by the data: the two-stage rows fit
+    stage one's folds and final classifier once, however many learners and rows use them."""
+
+    _fits: dict = {}
+
+    def __init__(self, estimator=None):
+        self.estimator = estimator
+
+    def fit(self, X, y):
+        X, y = np.asarray(X), np.asarray(y)
+        key = (X.shape, X.sum(axis=0).tobytes(), X[:: max(len(X) // 97, 1)].tobytes(), y.tobytes())
+        if key not in Memoised._fits:
+            start = time.perf_counter()
+            fitted = clone(self.estimator).fit(X, y)
+            Memoised._fits[key] = fitted, time.perf_counter() - start
+        self.fitted_, self.seconds_ = Memoised._fits[key]
+        self.classes_ = self.fitted_.classes_
+        return self
+
+    def predict_proba(self, X):
+        return self.fitted_.predict_proba(X)
+
+    @classmethod
+    def seconds(cls) -> float:
+        """Seconds spent fitting, over every distinct fit so far."""
+        return sum(seconds for _, seconds in cls._fits.values())
+
+
+LEARNERS = {
+    "PerturbMAPCRF": lambda: PerturbMAPCRF("graph", random_state=SEED),
+    "MarginalPerturbMAPCRF": lambda: MarginalPerturbMAPCRF("graph", random_state=SEED),
+    "StructuredSVM": lambda: StructuredSVM("graph", random_state=SEED),
+    "MeanFieldCRF": lambda: MeanFieldCRF("graph", random_state=SEED),
+    "PiecewiseCRF": lambda: PiecewiseCRF("graph"),
 }
+#: (row name, learner, folds, TwoStageCRF settings besides its defaults); folds "consecutive"
+#: (5 blocks of consecutive frames, the main rows) or "shuffled" (5 shuffled folds of frames).
+AS_FITTED = dict(unary="matrix", pairwise_scale=1.0)
+RECIPE = dict(unary="scale", class_weight="balanced", pairwise_scale=1.0)
+TWO_STAGE = [
+    *[(name, name, "consecutive", {}) for name in LEARNERS],
+    ("PerturbMAPCRF, as fitted", "PerturbMAPCRF", "consecutive", AS_FITTED),
+    (
+        "PerturbMAPCRF, as fitted, unary='scale', class_weight='balanced'",
+        "PerturbMAPCRF",
+        "consecutive",
+        RECIPE,
+    ),
+    ("PerturbMAPCRF, shuffled", "PerturbMAPCRF", "shuffled", {}),
+    ("PerturbMAPCRF, shuffled, as fitted", "PerturbMAPCRF", "shuffled", AS_FITTED),
+]
 #: The rows whose marginals are scored (perturb-and-MAP marginals cost 100 MAPs a frame).
 WITH_MARGINALS = (
     "PerturbMAPCRF",
-    "PerturbMAPCRF, unary='scale', class_weight='balanced'",
+    "MarginalPerturbMAPCRF",
     "MeanFieldCRF",
+    "PerturbMAPCRF, as fitted",
+    "PerturbMAPCRF, shuffled",
 )
-#: The rows whose marginals are also scored after a temperature fitted on val.
-CALIBRATED = WITH_MARGINALS[:2]
 
 
 def figure(test, rows_labels, entropy, path, frames=(0, 90, 180)):
@@ -249,7 +292,7 @@ def main(quick: bool) -> None:
     }
     train, val, test = data["train"], data["val"], data["test"]
     results = {"feature_seconds_per_frame": feature_seconds(test), "rows": []}
-    F, y, frames = stacked(train)
+    F, y, _ = stacked(train)
     known = y != VOID
     F_val, F_test = (stacked(d)[0] for d in (val, test))
     n_frames = len(test.data)
@@ -280,7 +323,8 @@ def main(quick: bool) -> None:
         1000 * predict / n_frames,
         per_frame(proba, test),
     )
-    classifier = boosted()
+    Memoised._fits.clear()
+    classifier = Memoised(boosted())  # the final classifier of the two-stage rows too
     _, classifier_seconds = timed(classifier.fit, F[known], y[known])
     proba_test, predict = timed(classifier.predict_proba, F_test)
     proba_val = classifier.predict_proba(F_val)
@@ -292,59 +336,53 @@ def main(quick: bool) -> None:
         per_frame(proba_test, test),
     )
 
-    # ---- stage one out of fold (as TwoStageCRF computes it) ----------------------------------
-    start = time.perf_counter()
-    oof = np.zeros((len(y), K))
-    folds = KFold(5, shuffle=True, random_state=SEED).split(np.arange(len(train.data)))
-    for fit_frames, held_out in folds:
-        fit_nodes = np.isin(frames, fit_frames) & known
-        out = np.isin(frames, held_out)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            oof[out] = boosted().fit(F[fit_nodes], y[fit_nodes]).predict_proba(F[out])
-    results["stage_one_seconds"] = dict(
-        out_of_fold=time.perf_counter() - start, final_classifier=classifier_seconds
-    )
-    X_train = with_log_proba(train, oof)
-    X_val, X_test = with_log_proba(val, proba_val), with_log_proba(test, proba_test)
-
-    # ---- stage two: the CRFs with their defaults ---------------------------------------------
-    labels_of, entropy = {}, None
-    fitted = {}
-    for name, make in STAGE_TWO.items():
-        model = make()
-        _, seconds = timed(model.fit, X_train, train.target)
-        labels, predict = timed(model.predict, X_test)
-        marginals = None
-        extra = {}
+    # ---- two-stage CRFs: TwoStageCRF around each learner ------------------------------------
+    X_val = with_log_proba(val, proba_val)
+    folds = {"consecutive": KFold(5), "shuffled": KFold(5, shuffle=True, random_state=SEED)}
+    labels_of, entropy, fitted = {}, None, {}
+    for name, learner, fold, settings in TWO_STAGE:
+        model = TwoStageCRF(
+            Memoised(boosted()),
+            LEARNERS[learner](),
+            cv=folds[fold],
+            ignore_label=VOID,
+            random_state=SEED,
+            **settings,
+        )
+        cached = Memoised.seconds()
+        _, seconds = timed(model.fit, train.data, train.target)
+        seconds -= Memoised.seconds() - cached  # stage two's: the new stage-one fits apart
+        X_test, X_val_row = (model.stage_two_samples(d.data) for d in (test, val))
+        labels, predict = timed(model.crf_.predict, X_test)
+        marginals, extra = None, {}
         if name in WITH_MARGINALS:
-            marginals, marginal_seconds = timed(model.predict_marginals, X_test)
+            marginals, marginal_seconds = timed(model.crf_.predict_marginals, X_test)
             extra["marginals_s_per_frame"] = marginal_seconds / n_frames
-        _, pairwise = model.structure_.unpack(model.coef_)
+        unary, pairwise = model.crf_.structure_.unpack(model.crf_.coef_)
         extra["pairwise_weights"] = [float(v) for v in pairwise]
-        if hasattr(model, "sgd_settings_"):
-            extra["settings"] = {k: v for k, v in model.sgd_settings_.items()}
+        if model.unary_ == "scale":  # the trust in the log-probabilities
+            extra["unary_scale"] = float(unary[0])
+        extra["unary"], extra["pairwise_scale"] = model.unary_, model.pairwise_scale_
+        extra["temperature"] = getattr(model.crf_, "marginal_temperature_", None)
+        extra["val"] = pixel_scores(val, model.crf_.predict(X_val_row))  # for diagnosis only
+        extra["class_offsets"] = [float(v) for v in model.class_offsets_]
+        if model.choice_scores_ is not None:
+            extra["choice_mean_iou"] = {
+                f"{form} x {scale:g}, offsets x {share:g}": value
+                for (form, scale, share), value in model.choice_scores_.items()
+            }
+        if hasattr(model.crf_, "sgd_settings_"):
+            extra["settings"] = dict(model.crf_.sgd_settings_)
         add(f"two-stage {name}", labels, seconds, 1000 * predict / n_frames, marginals, **extra)
-        labels_of[name] = labels
-        fitted[name] = model
+        labels_of[name], fitted[name] = labels, model
         if name == "PerturbMAPCRF":
             entropy = [-(m * np.log(np.maximum(m, 1e-12))).sum(axis=1) for m in marginals]
-        if name in CALIBRATED:
-            # the remedy for over-confident marginals: a temperature fitted on val
-            model.calibrate_marginals(
-                X_val[::4], [val.target[i] for i in range(0, len(val.data), 4)]
-            )
-            calibrated = model.predict_marginals(X_test)
-            add(
-                f"two-stage {name}, temperature {model.marginal_temperature_:.2f} fitted on val",
-                labels,
-                seconds,
-                1000 * predict / n_frames,
-                calibrated,
-            )
+    results["stage_one_seconds"] = dict(
+        out_of_fold=Memoised.seconds() - classifier_seconds, final_classifier=classifier_seconds
+    )
 
     # ---- hand-set Potts weight and DenseCRF on the boosted classifier -------------------------
-    template = fitted["PerturbMAPCRF"]
+    template = fitted["PerturbMAPCRF, as fitted"].crf_
     val_scores = {
         w: pixel_scores(val, hand_potts(template, w).predict(X_val)) for w in POTTS_WEIGHTS
     }
@@ -399,27 +437,41 @@ def write_markdown(results) -> None:
     def cell(value, digits=1):
         return "—" if value is None else f"{value:.{digits}f}"
 
+    def kept(row):  # what TwoStageCRF kept of stage two
+        if "unary" not in row:
+            return ""
+        offsets = "" if not any(row["class_offsets"]) else ", class offsets"
+        return f"{row['unary']}, pairwise × {row['pairwise_scale']:g}{offsets}"
+
     lines = [
         "# CamVid road scenes: superpixel CRFs",
         "",
         f"`python benchmarks/camvid.py` ({results['minutes']:.0f} min). Test split (233 frames), "
         "pixels, void excluded; ECE over the test superpixels. Superpixel features "
-        f"{results['feature_seconds_per_frame']:.2f} s a frame (read, SLIC, features). Stage one "
-        f"of the two-stage rows: {results['stage_one_seconds']['out_of_fold']:.0f} s out of fold "
-        f"(5 folds) + {results['stage_one_seconds']['final_classifier']:.0f} s for the final "
-        "classifier; their fit column is stage two's. ECE is measured for the classifiers and "
-        f"the two-stage {'; '.join(WITH_MARGINALS)} (a CRF's marginals cost 100 perturbed MAPs of "
-        "every test frame); — elsewhere: no marginals (StructuredSVM, the decodings with a "
-        "hand-set weight) or not measured.",
+        f"{results['feature_seconds_per_frame']:.2f} s a frame (read, SLIC, features). Two-stage "
+        "rows: `TwoStageCRF` around the learner (its defaults: stage two's unary form, the share "
+        "of its learned pairwise weights, class offsets and its marginals' temperature chosen "
+        "on the last fold's training frames, *stage two kept*), stage one "
+        "`HistGradientBoostingClassifier(class_weight='balanced')`, folds of 5 blocks of "
+        "consecutive frames unless *shuffled* (5 shuffled folds of frames); *as fitted*: stage "
+        "two as the likelihood fitted it (`pairwise_scale=1`). Stage one: "
+        f"{results['stage_one_seconds']['out_of_fold']:.0f} s out of fold (both kinds of folds) + "
+        f"{results['stage_one_seconds']['final_classifier']:.0f} s for the final classifier; the "
+        "two-stage fit column is stage two's, the choice included. ECE is measured for the "
+        f"classifiers and the two-stage {'; '.join(WITH_MARGINALS)} (a CRF's marginals cost 100 "
+        "perturbed MAPs of every test frame); — elsewhere: no marginals (StructuredSVM, the "
+        "decodings with a hand-set weight) or not measured.",
         "",
-        "| method | global | class avg | mIoU | ECE | fit (s) | predict (ms / frame) |",
-        "|---|---|---|---|---|---|---|",
+        "| method | global | class avg | mIoU | ECE | stage two kept | fit (s) | predict (ms / "
+        "frame) |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for row in results["rows"]:
         lines.append(
             f"| {row['method']} | {row['global_accuracy']:.1f} | "
             f"{row['class_average_accuracy']:.1f} | {row['mean_iou']:.1f} | "
-            f"{cell(row.get('ece'), 3)} | {cell(row['fit'], 0)} | {cell(row['predict_ms'], 0)} |"
+            f"{cell(row.get('ece'), 3)} | {kept(row)} | {cell(row['fit'], 0)} | "
+            f"{cell(row['predict_ms'], 0)} |"
         )
     c = results["ceiling"]
     lines += [
