@@ -37,8 +37,6 @@ import argparse
 import gc
 import json
 import os
-import platform
-import subprocess
 import sys
 import time
 import tracemalloc
@@ -46,6 +44,15 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+from _runs import (
+    command_line,
+    print_result,
+    reset_peak,
+    run_child,
+    run_record,
+    run_sections,
+    status_mb,
+)
 
 RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
 
@@ -53,13 +60,10 @@ RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
 FIT_SENTENCES = 2000
 
 
-def _status_mb(field):
-    status = Path("/proc/self/status").read_text()
-    return int(status.split(f"{field}:")[1].split()[0]) / 1024
-
-
 def _reset_peak():
-    Path("/proc/self/clear_refs").write_text("5")
+    """Reset ``VmHWM``: without it the peaks would be the process's, not the call's."""
+    if not reset_peak():
+        raise OSError("/proc/self/clear_refs refused: VmHWM cannot be reset on this system")
 
 
 def _trim():
@@ -113,13 +117,13 @@ def _predict_case(kind, n, method):
     call(X[:2])  # warm-up
     _trim()
     _reset_peak()
-    before = _status_mb("VmRSS")
+    before = status_mb("VmRSS")
     start = time.perf_counter()
     out = call(X)
     seconds = time.perf_counter() - start
-    peak = _status_mb("VmHWM")
+    peak = status_mb("VmHWM")
     _trim()
-    held = _status_mb("VmRSS")
+    held = status_mb("VmRSS")
     output_mb = sum(np.asarray(a).nbytes for a in out) / 2**20
     del out
     _trim()
@@ -157,11 +161,11 @@ def _fit_case(pipeline):
         model = PerturbMAPCRF(random_state=0)
     _trim()
     _reset_peak()
-    before = _status_mb("VmRSS")
+    before = status_mb("VmRSS")
     start = time.perf_counter()
     model.fit(X, data.tags)
     seconds = time.perf_counter() - start
-    peak = _status_mb("VmHWM")
+    peak = status_mb("VmHWM")
     coef = (model[-1] if pipeline else model).coef_
     return dict(
         seconds=seconds,
@@ -231,18 +235,13 @@ def run_one(name):
     import pmap_sklearn
 
     out["package"] = str(Path(pmap_sklearn.__file__).parent)
-    print("RESULT " + json.dumps(out), flush=True)
+    print_result(out)
 
 
 def measure(name):
     load = os.getloadavg()[0]
-    done = subprocess.run(
-        [sys.executable, __file__, "--one", name], capture_output=True, text=True, check=False
-    )
-    if done.returncode:
-        raise RuntimeError(f"{name}: {done.stderr[-3000:]}")
-    line = next(x for x in done.stdout.splitlines() if x.startswith("RESULT "))
-    return dict(case=name, load_1min=load, **json.loads(line[len("RESULT ") :]))
+    result = run_child(name, [sys.executable, __file__, "--one", name])
+    return dict(case=name, load_1min=load, **result)
 
 
 def table(rows):
@@ -306,16 +305,7 @@ def markdown(runs):
         "tokens, first) with random scores. Loads are 1-minute load averages of the shared "
         "2-core machine.",
     ]
-    for label, run in runs.items():
-        parts += [
-            "",
-            f"### {label}",
-            "",
-            f"`{run['command']}`; load average {run['load_start']:.1f} at the start, "
-            f"{run['load_end']:.1f} at the end ({run['minutes']:.1f} min; {run['machine']}).",
-            "",
-            table(run["rows"]),
-        ]
+    parts += run_sections(runs, table)
     return "\n".join(parts) + "\n"
 
 
@@ -342,17 +332,8 @@ def main():
             f"load {row['load_1min']:.1f}",
             flush=True,
         )
-    command = "python benchmarks/predict_memory.py"
-    if args.only:
-        command += " --only " + " ".join(f"'{o}'" for o in args.only)
-    run = dict(
-        command=command,
-        machine=f"{platform.machine()}, Python {platform.python_version()}",
-        load_start=load_start,
-        load_end=os.getloadavg()[0],
-        minutes=(time.perf_counter() - started) / 60,
-        rows=rows,
-    )
+    command = command_line("predict_memory.py", args.only)
+    run = run_record(command, started, load_start, rows)
     print("\n" + table(rows))
     if args.no_write:
         return None

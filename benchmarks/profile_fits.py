@@ -35,7 +35,6 @@ keeping the runs stored under other labels (the "before" table of a change).
 import argparse
 import json
 import os
-import platform
 import shutil
 import subprocess
 import sys
@@ -45,6 +44,15 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+from _runs import (
+    command_line,
+    print_result,
+    reset_peak,
+    run_child,
+    run_record,
+    run_sections,
+    status_mb,
+)
 
 RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
 HERE = Path(__file__).resolve().parent
@@ -206,20 +214,6 @@ WORKLOADS = {
 }
 
 
-def _status_mb(field):
-    status = Path("/proc/self/status").read_text()
-    return int(status.split(f"{field}:")[1].split()[0]) / 1024
-
-
-def _reset_peak():
-    """Reset ``VmHWM`` to the current resident memory (Linux ≥ 4.0); False where refused."""
-    try:
-        Path("/proc/self/clear_refs").write_text("5")
-        return True
-    except OSError:
-        return False
-
-
 def _measured(call):
     """The call whose stack samples count (its name marks them)."""
     return call()
@@ -264,8 +258,8 @@ def run_one(name, quick, profile_path=None):
 
     _sgd.calibrate_eta0 = timed_search
     gc.collect()
-    reset = _reset_peak()
-    before = _status_mb("VmRSS")
+    reset = reset_peak()
+    before = status_mb("VmRSS")
     profiler = None
     if profile_path:
         import cProfile
@@ -278,7 +272,7 @@ def run_one(name, quick, profile_path=None):
     if profiler is not None:
         profiler.disable()
         profiler.dump_stats(profile_path)
-    out = dict(seconds=seconds, rss_before_mb=before, peak_mb=_status_mb("VmHWM"))
+    out = dict(seconds=seconds, rss_before_mb=before, peak_mb=status_mb("VmHWM"))
     out["peak_reset"] = reset
     if kind == "fit":
         fitted = model[-1] if hasattr(model, "steps") else model
@@ -289,7 +283,7 @@ def run_one(name, quick, profile_path=None):
             n_samples=len(X),
             settings={k: str(v) for k, v in getattr(fitted, "sgd_settings_", {}).items()},
         )
-    print("RESULT " + json.dumps(out), flush=True)
+    print_result(out)
 
 
 def _one_epoch(estimator):
@@ -418,14 +412,7 @@ def measure(name, quick, method, rate):
         else:
             command += ["--stats", str(out_file)]
         load = os.getloadavg()[0]
-        done = subprocess.run(command, capture_output=True, text=True, check=False)
-        if done.returncode:
-            raise RuntimeError(f"{name}: {done.stderr[-3000:]}")
-        result = next(
-            json.loads(line[len("RESULT ") :])
-            for line in done.stdout.splitlines()
-            if line.startswith("RESULT ")
-        )
+        result = run_child(name, command)
         if method == "py-spy":
             shares, calibration, samples = shares_from_pyspy(out_file)
         else:  # cProfile slows the calls it counts: the search's share by its own clock
@@ -501,17 +488,7 @@ def markdown(runs):
         "depend on the load of the shared 2-core machine (1-minute load average beside each "
         "run); the shares much less.",
     ]
-    for label, run in runs.items():
-        parts += [
-            "",
-            f"### {label}",
-            "",
-            f"`{run['command']}`, profiled by {run['method']}; load average "
-            f"{run['load_start']:.1f} at the start, {run['load_end']:.1f} at the end "
-            f"({run['minutes']:.1f} min; {run['machine']}).",
-            "",
-            table(run["rows"]),
-        ]
+    parts += run_sections(runs, table, lambda run: f", profiled by {run['method']}; ")
     return "\n".join(parts) + "\n"
 
 
@@ -549,18 +526,8 @@ def main():
             + "  ".join(f"{k} {v:.0f}" for k, v in row["shares"].items()),
             flush=True,
         )
-    command = "python benchmarks/profile_fits.py" + (" --quick" if args.quick else "")
-    if args.only:
-        command += " --only " + " ".join(f"'{o}'" for o in args.only)
-    run = dict(
-        command=command,
-        method=METHODS[method],
-        machine=f"{platform.machine()}, Python {platform.python_version()}",
-        load_start=load_start,
-        load_end=os.getloadavg()[0],
-        minutes=(time.perf_counter() - started) / 60,
-        rows=rows,
-    )
+    command = command_line("profile_fits.py", args.only, *(["--quick"] if args.quick else []))
+    run = run_record(command, started, load_start, rows, method=METHODS[method])
     print("\n" + table(rows))
     if args.no_write:
         return None
