@@ -380,7 +380,7 @@ class TwoStageCRF(MetaEstimatorMixin, BaseEstimator):
                 f"expecting {self.n_features_in_}"
             )
         probabilities = _aligned(self.classifier_, features, self.classes_)
-        return _shifted(self._stage_two(X, probabilities, offsets), self.class_offsets_)
+        return self._stage_two(X, probabilities, offsets, self.class_offsets_)
 
     def predict(self, X, **params):
         """Stage two's prediction on stage one's log-probabilities.
@@ -610,11 +610,9 @@ class TwoStageCRF(MetaEstimatorMixin, BaseEstimator):
             key = next(key for key in ranked if allowed[key])
             # the weights as fitted stand unless the held-out fold shows a clear gain: a
             # few held-out samples cannot tell candidates apart by less than that
-            as_fitted = [
-                (form, 1.0 if auto_scale else scales[0], 0.0)
-                for form in forms
-                if allowed.get((form, 1.0 if auto_scale else scales[0], 0.0))
-            ]
+            fitted_scale = 1.0 if auto_scale else scales[0]
+            as_fitted = [(form, fitted_scale, 0.0) for form in forms]
+            as_fitted = [other for other in as_fitted if allowed[other]]
             if self.scoring is None and as_fitted:
                 reference = max(as_fitted, key=lambda other: (scores[other], -order[other[0]]))
                 if scores[key] < scores[reference] + CHOICE_MARGIN:
@@ -739,9 +737,9 @@ class TwoStageCRF(MetaEstimatorMixin, BaseEstimator):
             )
         return np.concatenate(flat)
 
-    def _stage_two(self, X, probabilities, offsets) -> list:
-        """Samples whose node features are ``log max(p, min_proba)``."""
-        scores = np.log(np.maximum(probabilities, self.min_proba))
+    def _stage_two(self, X, probabilities, offsets, class_offsets=0.0) -> list:
+        """Samples whose node features are ``log max(p, min_proba) + class_offsets``."""
+        scores = np.log(np.maximum(probabilities, self.min_proba)) + class_offsets
         grids = self._grids()
         samples = []
         for i, x in enumerate(X):
