@@ -51,10 +51,8 @@ CLASS_OFFSET_SHARES = (0.0, 0.25, 0.5, 1.0)
 CHOICE_MARGIN = 0.01
 #: The most samples the class offsets are fitted on (evenly spaced among stage two's).
 OFFSET_SAMPLES = 64
-#: The held-out samples, and the perturbed MAPs of each, that fit the temperature of the
-#: chosen stage two's marginals.
+#: The most held-out samples that fit the temperature of the chosen stage two's marginals.
 CALIBRATION_SAMPLES = 16
-CALIBRATION_PERTURBATIONS = 20
 
 
 def _crf_has(method: str):
@@ -627,14 +625,15 @@ class TwoStageCRF(MetaEstimatorMixin, BaseEstimator):
 
     def _temperature(self, crf, X, y, report):
         """The temperature of ``crf``'s marginals fitted on held-out samples (at most
-        ``CALIBRATION_SAMPLES`` of them, ``CALIBRATION_PERTURBATIONS`` perturbed MAPs each),
-        or None for a stage two without marginals."""
+        ``CALIBRATION_SAMPLES`` of them), or None for a stage two without marginals.
+
+        Fitted with the learner's own number of perturbed MAPs: the log-loss counts a label
+        no MAP chose as a pseudo-count of 1/(M + 1), so fewer MAPs than predictions take
+        would fit a lower temperature than the predicted frequencies need."""
         if not hasattr(crf, "calibrate_marginals") or not hasattr(crf, "predict_marginals"):
             return None
         keep = np.unique(np.linspace(0, len(X) - 1, min(len(X), CALIBRATION_SAMPLES)).astype(int))
-        crf = copy.copy(crf)  # its own temperature and number of perturbations
-        if hasattr(crf, "n_perturbations"):
-            crf.n_perturbations = min(crf.n_perturbations, CALIBRATION_PERTURBATIONS)
+        crf = copy.copy(crf)  # its own temperature
         report(f"choice: the temperature of the marginals on {len(keep)} held-out samples")
         try:
             crf.calibrate_marginals([X[i] for i in keep], [y[i] for i in keep])

@@ -406,3 +406,22 @@ def test_the_weights_as_fitted_stand_without_a_clear_held_out_gain(monkeypatch):
     kept = TwoStageCRF(crf=crf, cv=2, random_state=0, unary="matrix").fit(data.data, data.target)
     assert kept.pairwise_scale_ == 1.0 and not kept.class_offsets_.any()
     assert kept.choice_scores_ == scores
+
+
+def test_the_temperature_is_fitted_with_the_learners_own_perturbed_maps(monkeypatch):
+    """The held-out temperature counts the same number of perturbed MAPs as the marginals it
+    will scale (fewer would weigh the log-loss's pseudo-count more and fit a lower T), and
+    fitting it leaves the learner's ``n_perturbations`` as set."""
+    seen = []
+    calibrate = PerturbMAPCRF.calibrate_marginals
+
+    def recording(self, X, y):
+        seen.append(self.n_perturbations)
+        return calibrate(self, X, y)
+
+    monkeypatch.setattr(PerturbMAPCRF, "calibrate_marginals", recording)
+    data = make_grid_data(n_samples=8, shape=(10, 10), random_state=0)
+    crf = PerturbMAPCRF("grid", max_iter=5, tol=None, n_perturbations=37, random_state=0)
+    model = TwoStageCRF(crf=crf, cv=2, random_state=0).fit(data.data, data.target)
+    assert seen == [37]
+    assert model.crf_.n_perturbations == 37 and model.crf_.marginal_temperature_ > 0
