@@ -751,6 +751,7 @@ class BaseStructure(BaseEstimator):
             batch.node_offsets,
             batch.edge_offsets,
             self._layout(batch),
+            graph_checked=True,  # the samples' graphs were checked when they were parsed
         )
 
     def _unary_potentials(self, batch, unary_weights) -> np.ndarray:

@@ -4,12 +4,15 @@ PyMaxflow, or a silent answer. Property-based (hypothesis), each call under a ti
 
 import signal
 from contextlib import contextmanager
+from dataclasses import replace
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from pmap_sklearn import PerturbMAPCRF
+from pmap_sklearn.datasets import make_grid_data
 from pmap_sklearn.solvers import (
     SOLVERS,
     AlphaExpansionSolver,
@@ -204,3 +207,21 @@ def test_a_chain_layout_does_not_exempt_edges_from_the_checks():
     for solver in (GraphCutSolver(), MessagePassingSolver(), ChainSolver()):
         with pytest.raises(ValueError, match=r"edge 1 \(1, 7\) of sample 0 leaves"):
             solver.map(p)
+
+
+def test_the_graph_is_checked_once_where_samples_enter():
+    """Potentials a structure builds from its parsed samples (and their samples, subsets and
+    re-scored copies) carry ``graph_checked``, so solvers skip the graph check on every
+    internal call; potentials built by hand are checked by every solver call."""
+    data = make_grid_data(n_samples=3, shape=(4, 5), random_state=0)
+    model = PerturbMAPCRF("grid", max_iter=1, tol=None).fit(data.data, data.target)
+    p = model.potentials(data.data)
+    derived = [p, p.sample(1), p.take(slice(0, 2)), p.take([2, 0]), p.add_unary(p.unary)]
+    derived.append(replace(p, pairwise=2 * p.pairwise))
+    assert all(q.graph_checked for q in derived)
+    labels = GraphCutSolver().map(p)
+    assert np.array_equal(labels, GraphCutSolver().map(replace(p, graph_checked=False)))
+    bad = Potentials(np.zeros((3, 2)), [[0, 1], [1, 3]], [-1.0, -1.0])
+    assert not bad.graph_checked
+    with pytest.raises(ValueError, match=r"edge 1 \(1, 3\) of sample 0 leaves"):
+        GraphCutSolver().map(bad)

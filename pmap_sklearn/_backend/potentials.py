@@ -110,6 +110,10 @@ class Potentials(StackedSamples):
     node_offsets: np.ndarray | None = None
     edge_offsets: np.ndarray | None = None
     layout: GridLayout | ChainLayout | None = field(default=None, repr=False)
+    #: The graph was validated where its samples entered the library (a structure's batch):
+    #: solvers skip :meth:`check_graph` on every internal call. Potentials taken from such
+    #: potentials (a sample, a subset, new scores) keep it; potentials built by hand do not.
+    graph_checked: bool = field(default=False, repr=False, kw_only=True)
 
     def __post_init__(self):
         for name in ("unary", "pairwise"):
@@ -204,7 +208,8 @@ class Potentials(StackedSamples):
 
     def check_graph(self) -> Potentials:
         """Validate the graph in one vectorised pass: non-decreasing offsets, every edge
-        inside its sample's nodes, no self-loop. Every solver calls it before any work.
+        inside its sample's nodes, no self-loop. Every solver calls it before any work
+        (a no-op on potentials with ``graph_checked``).
 
         Returns
         -------
@@ -216,6 +221,8 @@ class Potentials(StackedSamples):
         ValueError
             Naming the edge, its sample and the problem.
         """
+        if self.graph_checked:
+            return self
         if np.any(np.diff(self.node_offsets) < 0) or np.any(np.diff(self.edge_offsets) < 0):
             raise ValueError("node_offsets and edge_offsets must be non-decreasing")
         if self.node_offsets[0] != 0 or self.edge_offsets[0] != 0:
@@ -347,12 +354,12 @@ class Potentials(StackedSamples):
         edges = slice(self.edge_offsets[i], self.edge_offsets[i + 1])
         pairwise = self._pairwise_of(edges)
         layout = None if self.layout is None else self.layout.sample(i, edges)
-        return Potentials(
+        return self._cut(
             self.unary[nodes],
             self.edges[edges] - self.node_offsets[i],
             pairwise,
-            [0, nodes.stop - nodes.start],
-            [0, edges.stop - edges.start],
+            np.array([0, nodes.stop - nodes.start], dtype=np.intp),
+            np.array([0, edges.stop - edges.start], dtype=np.intp),
             layout,
         )
 
@@ -388,7 +395,7 @@ class Potentials(StackedSamples):
             layout = self.layout
             if layout is not None:
                 layout = layout.subset(range(start, stop), edges)
-            return Potentials(
+            return self._cut(
                 self.unary[nodes],
                 self.edges[edges] - nodes.start,
                 self._pairwise_of(edges),
@@ -403,14 +410,32 @@ class Potentials(StackedSamples):
         n_edges = np.diff(self.edge_offsets)[samples]
         node_offsets = np.concatenate([[0], np.cumsum(lengths)])
         shift = np.repeat(node_offsets[:-1] - self.node_offsets[samples], n_edges)
-        return Potentials(
+        return self._cut(
             np.take(self.unary, nodes, axis=0),
             np.take(self.edges, edge_index, axis=0) + shift[:, None],
             self._pairwise_of(edge_index),
-            node_offsets,
-            np.concatenate([[0], np.cumsum(n_edges)]),
+            node_offsets.astype(np.intp, copy=False),
+            np.concatenate([[0], np.cumsum(n_edges)]).astype(np.intp, copy=False),
             None if self.layout is None else self.layout.subset(samples, edge_index),
         )
+
+    def _cut(self, unary, edges, pairwise, node_offsets, edge_offsets, layout) -> Potentials:
+        """Potentials cut from these ones (their validated arrays, sliced or gathered, in the
+        dtypes :meth:`__post_init__` gives), built without its conversions and checks: solvers
+        cut one sample at a time, and the checks cost more than the cut on small graphs."""
+        cut = object.__new__(Potentials)
+        fields = dict(
+            unary=unary,
+            edges=edges,
+            pairwise=pairwise,
+            node_offsets=node_offsets,
+            edge_offsets=edge_offsets,
+            layout=layout,
+            graph_checked=self.graph_checked,
+        )
+        for name, value in fields.items():
+            object.__setattr__(cut, name, value)
+        return cut
 
 
 @dataclass
