@@ -18,8 +18,9 @@ log-log scale.
 Part 2 — n_jobs = 1 against 2 in one process, for every kind of call that uses workers, from
 10 ms to tens of seconds of work (results checked identical): small fits on the 50 labelled
 Weizmann-horse superpixel graphs (5 epochs / passes), fits and epochs on 4-class grids
-(α-expansion) and on 128×128 binary grids (dynamic cuts), the MAP of 5 and 20 4-class grids,
-``predict_marginals`` of 2 to all test horse graphs (M = 100) and of 4-class grids, and the
+(α-expansion) and on 128×128 binary grids (dynamic cuts), a default fit of 8 binary 256×256
+grids, the MAP of 5 and 20 4-class grids, ``predict_marginals`` of 2 to all test horse graphs
+(M = 100), of 4 binary 128×128 grids and of 4-class grids, and the
 denoiser's marginal decoding of 2, 10 and 100 50×50 horse masks. Each call is timed several
 times, n_jobs = 1 and 2 interleaved (the median is reported, and the first n_jobs = 2 call,
 which may measure the cost of a kind of job, beside it). The worker processes are started and
@@ -207,6 +208,8 @@ def n_jobs_cases(data_path):
     masks = load_weizmann_horse_masks(data_path).images
     noisy = add_flip_noise(masks[split.perm[:100]], 0.1, random_state=0)
     grids = make_grid_data(n_samples=8, shape=(128, 128), noise=1.0, random_state=0)
+    large = make_grid_data(n_samples=8, shape=(256, 256), noise=1.0, random_state=0)
+    large_grids = large.data, large.target
     colours, classes = _blocky(np.random.default_rng(0), 20, 24, 4)
     one_epoch = dict(max_iter=1, learning_rate="constant", eta0=0.01, random_state=0)
     # Then start the workers and import the library in them, so that no case pays for it.
@@ -261,7 +264,18 @@ def n_jobs_cases(data_path):
                 grids.target,
             ),
         ),
+        (
+            "PerturbMAPCRF fit (defaults), 8 256x256 binary grids",
+            fit(lambda j: PerturbMAPCRF("grid", random_state=0, n_jobs=j), *large_grids),
+        ),
     ]
+    binary = PerturbMAPCRF("grid", max_iter=5, random_state=0).fit(grids.data, grids.target)
+    cases.append(
+        (
+            "predict_marginals, 4 128x128 binary grids, M = 100",
+            lambda j: binary.set_params(n_jobs=j).predict_marginals(grids.data[:4]),
+        )
+    )
     marginal = MarginalPerturbMAPCRF("graph", max_iter=5, random_state=0).fit(X, y)
     for n in (2, 5, 10, 40, 80, len(X_test)):
         cases.append(
