@@ -348,12 +348,10 @@ def _perturb_chunk(
             block[:, offsets[i] : offsets[i + 1]] = draw(stream, rounds * n, k, kind).reshape(
                 rounds, n, k
             )
-        labels = np.empty((rounds, part.n_nodes), dtype=np.intp)
-        for round_, perturbation in enumerate(block):
-            perturbed = part.add_unary(perturbation)
-            labels[round_] = solver.map(perturbed, clamp)
-            if maxima:
-                values = perturbed.score(labels[round_])
+        labels = solver.perturbed_rounds(part, block, clamp)
+        if maxima:
+            for round_, perturbation in enumerate(block):
+                values = part.add_unary(perturbation).score(labels[round_])
                 total += values
                 squares += values**2
         if chains is None:

@@ -233,6 +233,28 @@ class Solver:
         """
         raise NotImplementedError
 
+    def perturbed_rounds(self, potentials: Potentials, perturbations, clamp=None) -> np.ndarray:
+        """MAP labellings of ``potentials`` with each perturbation of a block of rounds added
+        to the unary scores (the rounds of perturb-and-MAP marginals and samples).
+
+        Solvers that can reuse work across rounds (a graph whose edges do not change)
+        override it; the labellings are those of :meth:`map` of each perturbed model.
+
+        Parameters
+        ----------
+        potentials : Potentials
+        perturbations : ndarray of shape (R, n_nodes, K)
+        clamp : ndarray of shape (n_nodes,), optional
+
+        Returns
+        -------
+        labels : ndarray of shape (R, n_nodes)
+        """
+        labels = np.empty(perturbations.shape[:2], dtype=np.intp)
+        for round_, perturbation in enumerate(perturbations):
+            labels[round_] = self.map(potentials.add_unary(perturbation), clamp)
+        return labels
+
     def clamped_maps(
         self,
         potentials: Potentials,

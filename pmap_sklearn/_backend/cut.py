@@ -19,8 +19,16 @@ import numpy as np
 from .._parallel import map_jobs
 from .._utils import NonFiniteError
 from .base import CHUNK_NODES, ClampedSolution, Solver, solved_queries
-from .capabilities import Capabilities, PairwiseTerms
-from .mincut import MAX_CAPACITY, add_clamp, general_graph, grid_graph, hard_capacity, segments
+from .capabilities import Capabilities, PairwiseKind, PairwiseTerms
+from .mincut import (
+    MAX_CAPACITY,
+    add_clamp,
+    general_graph,
+    grid_graph,
+    hard_capacity,
+    segments,
+    terminal_capacities,
+)
 from .potentials import (
     DENSE_BLOCK,
     GridLayout,
@@ -71,6 +79,35 @@ class GraphCutSolver(Solver):
         solved = map_jobs(_solve, jobs, n_jobs, work=potts.lengths)
         return np.concatenate([labels.ravel() for labels in solved])
 
+    def perturbed_rounds(self, potentials, perturbations, clamp=None):
+        """Each sample's graph is built once for all rounds, its pairwise edges only: a round
+        copies it and adds the terminal edges of its perturbed unary scores (Potts models
+        without clamps; others round by round)."""
+        p = potentials
+        plain = p.pairwise_kind is PairwiseKind.POTTS and p.n_states == 2 and p.n_nodes
+        if clamp is not None or not plain:
+            return super().perturbed_rounds(p, perturbations, clamp)
+        self._check(p)
+        potts = _attractive_potts(p)  # the pairwise terms; capacities below, for each round
+        unary = p.unary[None] + perturbations  # what add_unary gives, every round at once
+        _check_capacities(potts, np.abs(unary[..., 0] - unary[..., 1]))
+        labels = np.empty(perturbations.shape[:2], dtype=np.intp)
+        for i in range(p.n_samples):
+            nodes = slice(p.node_offsets[i], p.node_offsets[i + 1])
+            sample = potts.sample(i)
+            if not _every_node_has_an_edge(sample):
+                for round_, scores in enumerate(unary[:, nodes]):
+                    labels[round_, nodes] = _solve(replace(sample, unary=scores))
+                continue
+            template, ids = _build(replace(sample, unary=np.zeros_like(sample.unary)))
+            for round_, scores in enumerate(unary[:, nodes]):
+                graph = template.copy()
+                cost_of_one = (scores[:, 0] - scores[:, 1]).reshape(ids.shape)
+                graph.add_grid_tedges(ids, *terminal_capacities(cost_of_one))
+                graph.maxflow()
+                labels[round_, nodes] = segments(graph, ids).ravel()
+        return labels
+
     def _incremental_clamped_maps(self, potentials, nodes, labels, weights, skip, n_jobs):
         """Dynamic graph cuts, sample by sample (over ``n_jobs`` processes)."""
         p = potentials
@@ -102,18 +139,7 @@ def _attractive_potts(potentials: Potentials) -> Potentials:
     capacities are beyond double precision. Weights above 0 by rounding only (the
     reparametrisation of a table on the boundary) become 0."""
     potts, _ = potentials.as_potts()
-    gain = np.abs(potts.unary[:, 1] - potts.unary[:, 0])
-    with np.errstate(over="ignore"):
-        total = np.bincount(potts.node_sample, gain, minlength=potts.n_samples)
-        total += np.bincount(potts.edge_sample, np.abs(potts.pairwise), minlength=potts.n_samples)
-    too_large = ~(total < MAX_CAPACITY)
-    if too_large.any():
-        sample = int(np.flatnonzero(too_large)[0])
-        raise NonFiniteError(
-            f"sample {sample}: its scores are too large for exact graph cuts (the capacities sum "
-            f"to {total[sample]:.3g}, beyond double precision): scale the features (e.g. with "
-            "NodeTransformer(StandardScaler())) or regularise more"
-        )
+    _check_capacities(potts, np.abs(potts.unary[:, 1] - potts.unary[:, 0]))
     if potts.pairwise.size:
         tolerance = 1e-12 * (1.0 + np.abs(potentials.pairwise).max())
         if potts.pairwise.max() > tolerance:
@@ -126,6 +152,34 @@ def _attractive_potts(potentials: Potentials) -> Potentials:
         if potts.pairwise.max() > 0:
             potts = replace(potts, pairwise=np.minimum(potts.pairwise, 0.0))
     return potts
+
+
+def _check_capacities(potts: Potentials, gains) -> None:
+    """A NonFiniteError naming the first sample whose capacities — unary ``gains`` (n_nodes,)
+    or one row per round (R, n_nodes), and the Potts weights — sum beyond ``MAX_CAPACITY``."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        total = np.stack([
+            np.bincount(potts.node_sample, row, minlength=potts.n_samples)
+            for row in np.atleast_2d(gains)
+        ]).max(axis=0)  # fmt: skip
+        total += np.bincount(potts.edge_sample, np.abs(potts.pairwise), minlength=potts.n_samples)
+    too_large = ~(total < MAX_CAPACITY)
+    if too_large.any():
+        sample = int(np.flatnonzero(too_large)[0])
+        raise NonFiniteError(
+            f"sample {sample}: its scores are too large for exact graph cuts (the capacities sum "
+            f"to {total[sample]:.3g}, beyond double precision): scale the features (e.g. with "
+            "NodeTransformer(StandardScaler())) or regularise more"
+        )
+
+
+def _every_node_has_an_edge(sample: Potentials) -> bool:
+    """Whether PyMaxflow's ``Graph.copy`` can copy the graph of one sample: it moves every
+    node's pointer to its first arc to the copy's arcs, a node without any arc included (a
+    null pointer made invalid: the copy's max-flow crashes)."""
+    return bool(sample.n_edges) and bool(
+        np.bincount(sample.edges.ravel(), minlength=sample.n_nodes).all()
+    )
 
 
 def _build(potts: Potentials, clamp=None):
