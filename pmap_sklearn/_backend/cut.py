@@ -79,10 +79,10 @@ class GraphCutSolver(Solver):
         solved = map_jobs(_solve, jobs, n_jobs, work=potts.lengths)
         return np.concatenate([labels.ravel() for labels in solved])
 
+    # Each sample's graph is built once for all rounds, its pairwise edges only: a round copies
+    # it and adds the terminal edges of its perturbed unary scores (Potts models without
+    # clamps; others round by round).
     def perturbed_rounds(self, potentials, perturbations, clamp=None):
-        """Each sample's graph is built once for all rounds, its pairwise edges only: a round
-        copies it and adds the terminal edges of its perturbed unary scores (Potts models
-        without clamps; others round by round)."""
         p = potentials
         plain = p.pairwise_kind is PairwiseKind.POTTS and p.n_states == 2 and p.n_nodes
         if clamp is not None or not plain:

@@ -87,6 +87,10 @@ class Potentials(StackedSamples):
         Sample boundaries; one sample when omitted.
     layout : GridLayout or ChainLayout, optional
         How the nodes are laid out (pixel grids, chains), for solvers with a fast path.
+    graph_checked : bool, default=False
+        The graph is known to be valid (the estimators' own potentials, whose samples were
+        checked when parsed): solvers then skip :meth:`check_graph`. Leave it False on
+        potentials built by hand.
 
     Examples
     --------
@@ -110,9 +114,7 @@ class Potentials(StackedSamples):
     node_offsets: np.ndarray | None = None
     edge_offsets: np.ndarray | None = None
     layout: GridLayout | ChainLayout | None = field(default=None, repr=False)
-    #: The graph was validated where its samples entered the library (a structure's batch):
-    #: solvers skip :meth:`check_graph` on every internal call. Potentials taken from such
-    #: potentials (a sample, a subset, new scores) keep it; potentials built by hand do not.
+    # potentials cut from checked ones (a sample, a subset, new scores) stay checked
     graph_checked: bool = field(default=False, repr=False, kw_only=True)
 
     def __post_init__(self):
