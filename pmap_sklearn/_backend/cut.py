@@ -157,12 +157,13 @@ def _attractive_potts(potentials: Potentials) -> Potentials:
 def _check_capacities(potts: Potentials, gains) -> None:
     """A NonFiniteError naming the first sample whose capacities — unary ``gains`` (n_nodes,)
     or one row per round (R, n_nodes), and the Potts weights — sum beyond ``MAX_CAPACITY``."""
+    gains = np.atleast_2d(gains)
+    n_rounds, n_samples = len(gains), potts.n_samples
     with np.errstate(over="ignore", invalid="ignore"):
-        total = np.stack([
-            np.bincount(potts.node_sample, row, minlength=potts.n_samples)
-            for row in np.atleast_2d(gains)
-        ]).max(axis=0)  # fmt: skip
-        total += np.bincount(potts.edge_sample, np.abs(potts.pairwise), minlength=potts.n_samples)
+        bins = np.arange(n_rounds)[:, None] * n_samples + potts.node_sample  # (round, sample)
+        total = np.bincount(bins.ravel(), gains.ravel(), minlength=n_rounds * n_samples)
+        total = total.reshape(n_rounds, n_samples).max(axis=0)
+        total += np.bincount(potts.edge_sample, np.abs(potts.pairwise), minlength=n_samples)
     too_large = ~(total < MAX_CAPACITY)
     if too_large.any():
         sample = int(np.flatnonzero(too_large)[0])
