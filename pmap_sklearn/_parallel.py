@@ -258,16 +258,19 @@ def single_blas_thread():
     return _blas_controller().limit(limits=1, user_api="blas")
 
 
-def uses_workers(method):
-    """Run an estimator's method with single-threaded BLAS when its ``n_jobs`` gives several
-    workers: the calling process must leave the cores to the worker processes, and BLAS threads
-    keep spinning on them for ~0.1 s after each matrix product (which cost up to a third of the
-    speed-up of n_jobs=2 on two cores). The workers themselves are limited by joblib."""
+def one_blas_thread(method):
+    """Run an estimator's method (fit, prediction, marginals) with BLAS limited to one thread.
+
+    Its products are small — a mini-batch's or a chunk's features times the K weights of each
+    feature — and BLAS threads gain little on them, but keep spinning for ~0.1 s after each
+    product: when another process shares the cores (the estimator's own workers with
+    ``n_jobs``, a concurrent fit) they took up to half of the fit's time (a default fit of 8
+    binary 256² grids beside one busy process: 10.5 s, 4.2-5.2 s on one thread), and a third of
+    the speed-up of n_jobs=2 on two cores. The workers themselves are limited by joblib.
+    """
 
     @functools.wraps(method)
     def wrapper(self, *args, **kwargs):
-        if effective_n_jobs(getattr(self, "n_jobs", None)) == 1:
-            return method(self, *args, **kwargs)
         with single_blas_thread():
             return method(self, *args, **kwargs)
 

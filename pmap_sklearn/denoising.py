@@ -27,7 +27,7 @@ from . import _sgd
 from ._backend import Potentials
 from ._base import in_chunks, prediction_chunks
 from ._labels import as_samples
-from ._parallel import N_JOBS_CONSTRAINT, uses_workers
+from ._parallel import N_JOBS_CONSTRAINT, one_blas_thread
 from ._utils import NumberInterval, check_binary_images, check_generator, like_input
 from .perturb_map import perturb_and_map_oracle
 from .perturbation import draw, perturb_and_map
@@ -236,7 +236,7 @@ class LogSupermodularDenoiser(BaseEstimator):
 
     # ---- fitting ---------------------------------------------------------------------------
     @_fit_context(prefer_skip_nested_validation=True)
-    @uses_workers
+    @one_blas_thread
     def fit(self, X, y=None):
         r"""Learn ``t``, :math:`\alpha` (and π if asked) from noisy images, with or without clean
         ones.
@@ -401,7 +401,7 @@ class LogSupermodularDenoiser(BaseEstimator):
         """
         return self.structure_.potentials(self._batch(X), self.coef_)
 
-    @uses_workers
+    @one_blas_thread
     def predict_marginals(self, X):
         """Posterior marginals of every pixel: the label frequencies over ``n_perturbations``
         logistic-perturbed posterior MAPs.
@@ -431,7 +431,7 @@ class LogSupermodularDenoiser(BaseEstimator):
 
         return self._in_chunks(marginals, X, self.random_state)
 
-    @uses_workers
+    @one_blas_thread
     def predict(self, X, decoding=None):
         """Denoised images.
 
@@ -460,7 +460,7 @@ class LogSupermodularDenoiser(BaseEstimator):
 
         return self._in_chunks(decode, X)
 
-    @uses_workers
+    @one_blas_thread
     def score_samples(self, X) -> np.ndarray:
         """Log-likelihood of each noisy image per pixel, ``log p(z) / D``, with every
         log-partition function replaced by its logistic perturb-and-MAP bound (``n_perturbations``

@@ -26,7 +26,7 @@ from ._base import (
     TOL_CONSTRAINTS,
     BaseStructuredEstimator,
 )
-from ._parallel import uses_workers
+from ._parallel import one_blas_thread
 from ._progress import Progress
 from ._state import FitState
 from ._utils import NonFiniteError, NumberInterval, user_stacklevel
@@ -394,7 +394,7 @@ class EpsilonCRF(BaseStructuredEstimator):
         bp.run(max_sweeps=500, tol=1e-9)
         return bp.node_beliefs()
 
-    @uses_workers
+    @one_blas_thread
     def predict(self, X, decoding: str = "marginal") -> np.ndarray:
         """Labelling of each sample.
 
@@ -425,7 +425,7 @@ class EpsilonCRF(BaseStructuredEstimator):
 
         return self._in_chunks(predict, X)
 
-    @uses_workers
+    @one_blas_thread
     def predict_marginals(self, X, method: str | None = None) -> np.ndarray:
         """Node beliefs ``b_v(k)`` of each sample (the model without the loss).
 

@@ -167,3 +167,29 @@ def test_lbfgs_runs_on_one_blas_thread():
     assert seen and set(seen) == {1}
     assert blas_threads() == before
     np.testing.assert_allclose(w, 0.0, atol=1e-8)
+
+
+def test_fits_and_predictions_run_on_one_blas_thread(monkeypatch):
+    """Whatever ``n_jobs``, a fit and a prediction limit BLAS to one thread while they run
+    (their products are small; idle BLAS threads spin on the cores), and restore it after."""
+    from threadpoolctl import threadpool_info
+
+    from pmap_sklearn.structures import GridStructure
+
+    def blas_threads():
+        return [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]
+
+    seen = []
+    potentials = GridStructure.potentials
+
+    def recording(self, *args, **kwargs):
+        seen.extend(blas_threads())
+        return potentials(self, *args, **kwargs)
+
+    monkeypatch.setattr(GridStructure, "potentials", recording)
+    data = make_grid_data(n_samples=4, shape=(6, 6), random_state=0)
+    before = blas_threads()
+    model = PerturbMAPCRF("grid", max_iter=2, tol=None, random_state=0, n_jobs=1)
+    model.fit(data.data, data.target).predict(data.data)
+    assert seen and set(seen) == {1}
+    assert blas_threads() == before
