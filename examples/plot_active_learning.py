@@ -7,8 +7,8 @@ Labelling named entities costs an annotator's time per sentence. Pool-based acti
 labels of those it is least sure of. A CRF's marginals :math:`q_d(k) = P(y_d = k | x)` are
 those of whole tag sequences (forward–backward over the chain), and their sum
 :math:`\sum_d (1 - \max_k q_d(k))` is the number of tags the model expects to get wrong in the
-sentence: the uncertainty the benchmark chose on ``esp.testa``, beside the probability that the
-best tag sequence is wrong, :math:`1 - P(y^* | x)`, which does about as well.
+sentence: the uncertainty used here, level in the benchmark with the probability that the best
+tag sequence is wrong, :math:`1 - P(y^* | x)` (the one it chose on ``esp.testa``).
 
 Here on 2,000 sentences of CoNLL-2002 Spanish (the pool) with a default
 :class:`~pmap_sklearn.PerturbMAPCRF`: a random 5 % labelled to start, then four rounds that
