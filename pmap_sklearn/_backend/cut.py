@@ -90,7 +90,8 @@ class GraphCutSolver(Solver):
         self._check(p)
         potts = _attractive_potts(p)  # the pairwise terms; capacities below, for each round
         unary = p.unary[None] + perturbations  # what add_unary gives, every round at once
-        _check_capacities(potts, np.abs(unary[..., 0] - unary[..., 1]))
+        cost_of_one = unary[..., 0] - unary[..., 1]  # what _build takes from them
+        _check_capacities(potts, np.abs(cost_of_one))
         labels = np.empty(perturbations.shape[:2], dtype=np.intp)
         for i in range(p.n_samples):
             nodes = slice(p.node_offsets[i], p.node_offsets[i + 1])
@@ -100,10 +101,9 @@ class GraphCutSolver(Solver):
                     labels[round_, nodes] = _solve(replace(sample, unary=scores))
                 continue
             template, ids = _build(replace(sample, unary=np.zeros_like(sample.unary)))
-            for round_, scores in enumerate(unary[:, nodes]):
+            for round_, cost in enumerate(cost_of_one[:, nodes]):
                 graph = template.copy()
-                cost_of_one = (scores[:, 0] - scores[:, 1]).reshape(ids.shape)
-                graph.add_grid_tedges(ids, *terminal_capacities(cost_of_one))
+                graph.add_grid_tedges(ids, *terminal_capacities(cost.reshape(ids.shape)))
                 graph.maxflow()
                 labels[round_, nodes] = segments(graph, ids).ravel()
         return labels
