@@ -2,6 +2,8 @@
 Viterbi kernel equals brute force and a per-chain reference on chains of very different
 lengths; SequenceVectorizer makes its token dicts block by block with the same matrices."""
 
+import itertools
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -19,6 +21,10 @@ from pmap_sklearn import (
 )
 from pmap_sklearn._backend import Potentials
 from pmap_sklearn._backend.chain import viterbi
+from pmap_sklearn._backend.mean_field import MeanFieldSolver
+from pmap_sklearn._backend.messages import MessagePassingSolver
+from pmap_sklearn._backend.trws import TRWSSolver
+from pmap_sklearn.samples import grid_edges
 
 from .helpers import scores_of
 
@@ -293,3 +299,54 @@ def test_denoiser_predictions_do_not_depend_on_the_chunks(monkeypatch):
         out.append([model.predict_marginals(noisy) for _ in range(2)])
     for got, expected in zip(out[1], out[0], strict=True):
         np.testing.assert_array_equal(got, expected)
+
+
+def _mixed_batch(rng, k=3):
+    """Samples of several shapes in one batch: a grid (bipartite), a triangle with a tail and
+    a complete graph (odd cycles), a chain, one lone node; tables of both signs."""
+    graphs = [
+        grid_edges((3, 4)),
+        np.array([[0, 1], [1, 2], [2, 0], [2, 3]]),
+        np.array(list(itertools.combinations(range(5), 2))),
+        np.stack([np.arange(5), np.arange(1, 6)], axis=1),
+        np.empty((0, 2), dtype=int),
+    ]
+    sizes = [int(e.max()) + 1 if len(e) else 1 for e in graphs]
+    offsets = np.concatenate([[0], np.cumsum(sizes)])
+    edges = np.concatenate([e + o for e, o in zip(graphs, offsets, strict=False)])
+    edge_offsets = np.concatenate([[0], np.cumsum([len(e) for e in graphs])])
+    unary = rng.normal(size=(offsets[-1], k))
+    tables = 1.5 * rng.normal(size=(len(edges), k, k))
+    return Potentials(unary, edges, tables, offsets, edge_offsets)
+
+
+@pytest.mark.parametrize(
+    "solver, call",
+    [
+        (TRWSSolver(), "map"),
+        (TRWSSolver(order="colour"), "map"),
+        (MessagePassingSolver(counting_numbers="convex"), "map"),
+        (MessagePassingSolver(counting_numbers="convex"), "marginals"),
+        (MessagePassingSolver(), "marginals"),
+        (MeanFieldSolver(schedule="sequential"), "marginals"),
+    ],
+    ids=["trws", "trws-colour", "convex-bp-map", "convex-bp-marginals", "bp", "mean-field"],
+)
+def test_loopy_solvers_treat_a_sample_the_same_in_any_batch(solver, call):
+    """Iterative solvers stop each sample on its own and colour each sample as if alone: a
+    sample's labelling or marginals are the same in its batch, alone, or in another batch
+    (so chunked and parallel predictions agree with one call)."""
+    p = _mixed_batch(np.random.default_rng(7))
+
+    def solve(samples):
+        out = getattr(solver, call)(p.take(samples))
+        return out if call == "map" else out.node
+
+    together = solve(np.arange(p.n_samples))
+    alone = np.concatenate([solve([i]) for i in range(p.n_samples)])
+    shuffled_order = [3, 0, 4, 2, 1]
+    shuffled = solve(shuffled_order)
+    parts = np.split(shuffled, np.cumsum([p.lengths[i] for i in shuffled_order])[:-1])
+    regrouped = np.concatenate([parts[shuffled_order.index(i)] for i in range(p.n_samples)])
+    np.testing.assert_array_equal(together, alone)
+    np.testing.assert_array_equal(together, regrouped)

@@ -154,6 +154,27 @@ def test_many_tiny_full_graphs_with_binary_tables_of_any_sign():
     assert certified.mean() > 0.6 and np.mean(np.isclose(result.score, best)) > 0.85
 
 
+@pytest.mark.parametrize("order", ORDERS)
+def test_a_sample_is_labelled_the_same_in_any_batch(order):
+    """A sample that is done stops improving while the rest of its batch runs on: its
+    labelling, score, bound do not depend on which samples share its batch."""
+    rng = np.random.default_rng(5)
+    edges = grid_edges((3, 4))
+    parts = [
+        (rng.normal(size=(12, 3)), edges, 2 * rng.normal(size=(len(edges), 3, 3)))
+        for _ in range(12)
+    ]
+    solver = TRWSSolver(order=order)
+    together = solver.solve(_batch(parts))
+    alone = [solver.solve(_batch([part])) for part in parts]
+    pairs = [solver.solve(_batch(parts[i : i + 2])) for i in range(0, len(parts), 2)]
+    assert len({r.n_iter for r in alone}) > 1  # the samples stop after different passes
+    np.testing.assert_array_equal(together.labels, np.concatenate([r.labels for r in alone]))
+    np.testing.assert_array_equal(together.labels, np.concatenate([r.labels for r in pairs]))
+    np.testing.assert_allclose(together.score, np.concatenate([r.score for r in alone]))
+    np.testing.assert_allclose(together.bound, np.concatenate([r.bound for r in alone]))
+
+
 def test_chains_are_solved_in_one_pass():
     """On chains in index order every node has at most one earlier and one later neighbour:
     the forward pass is Viterbi's, labelling along the backward pass its backtracking, and the

@@ -82,17 +82,33 @@ def soft_argmax(x: np.ndarray, tau) -> np.ndarray:
     return hard / _fold(np.moveaxis(hard, -1, 0), np.add)[..., None]
 
 
-def colour_nodes(n_nodes: int, edges: np.ndarray) -> np.ndarray:
+def colour_nodes(n_nodes: int, edges: np.ndarray, local: np.ndarray | None = None) -> np.ndarray:
     """A proper colouring (no edge joins two nodes of one colour), greedy by rounds.
 
     Each round colours the uncoloured nodes whose (fixed, pseudo-random) priority beats every
     uncoloured neighbour's — an independent set — with the smallest colour their neighbours do
     not use (Jones & Plassmann 1993), all in vectorised passes over the edges.
+
+    Parameters
+    ----------
+    n_nodes : int
+    edges : ndarray of shape (n_edges, 2)
+    local : ndarray of shape (n_nodes,), optional
+        Every node's index within its sample (see :func:`batch_colouring`). The priorities
+        are then a hash of it (Knuth's multiplicative hash, one-to-one on 32 bits), so every
+        sample is coloured as it would be alone. By default a fixed permutation of all nodes.
+
+    Returns
+    -------
+    ndarray of shape (n_nodes,)
     """
     colour = np.full(n_nodes, -1, dtype=np.intp)
     if n_nodes == 0:
         return colour
-    priority = np.random.default_rng(0).permutation(n_nodes)
+    if local is None:
+        priority = np.random.default_rng(0).permutation(n_nodes)
+    else:
+        priority = (np.asarray(local, dtype=np.int64) * 2654435761) % 2**32
     both = np.concatenate([edges, edges[:, ::-1]]) if len(edges) else np.empty((0, 2), np.intp)
     source, target = both[:, 0], both[:, 1]
     while (colour < 0).any():
@@ -107,6 +123,24 @@ def colour_nodes(n_nodes: int, edges: np.ndarray) -> np.ndarray:
         used[source[done], colour[target[done]]] = True
         colour[chosen] = np.argmin(used[chosen], axis=1)
     return colour
+
+
+def batch_colouring(potentials: Potentials) -> np.ndarray:
+    """A proper colouring of a batch in which every sample is coloured as it would be alone,
+    so that a sweep's order, and the result of a solver sweeping by colours, of a sample does
+    not depend on the other samples of its batch.
+
+    Parameters
+    ----------
+    potentials : Potentials
+
+    Returns
+    -------
+    ndarray of shape (n_nodes,)
+    """
+    p = potentials
+    local = np.arange(p.n_nodes) - p.node_offsets[p.node_sample]
+    return colour_nodes(p.n_nodes, p.edges, local)
 
 
 def _check_counting(kind) -> None:
@@ -233,7 +267,7 @@ class BeliefPropagation:
         self.edge_tau = self.epsilon * self.edge_count
         self.node_tau = self.epsilon * self.node_count
         self._to_source, self._to_target = p.edge_ends
-        colour = colour_nodes(p.n_nodes, p.edges)
+        colour = batch_colouring(p)
         self.n_colours = int(colour.max()) + 1 if p.n_nodes else 0
         self._classes = []
         for c in range(self.n_colours):
@@ -250,6 +284,8 @@ class BeliefPropagation:
                     # where each edge's end of this colour sits in ``nodes``
                     np.searchsorted(nodes, source[out_edges]),
                     np.searchsorted(nodes, target[in_edges]),
+                    _runs(self.edge_sample[out_edges]),
+                    _runs(self.edge_sample[in_edges]),
                 )
             )
         self.source_messages = np.zeros((p.n_edges, p.n_states))  # λ_{i→(i,j)}
@@ -262,10 +298,31 @@ class BeliefPropagation:
         self.edge_tables = np.ascontiguousarray(edge_tables, dtype=float)
 
     # ---- Lemma 1 ---------------------------------------------------------------------------
-    def sweep(self) -> float:
-        """One pass of Lemma 1 over every colour class; the largest message change."""
-        change = 0.0
-        for nodes, out_edges, in_edges, out_incidence, in_incidence, out_at, in_at in self._classes:
+    def sweep(self, frozen: np.ndarray | None = None) -> np.ndarray:
+        """One pass of Lemma 1 over every colour class.
+
+        Parameters
+        ----------
+        frozen : ndarray of shape (n_samples,) of bool, optional
+            Samples whose messages are kept as they are.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            Every sample's largest message change (0 for the frozen ones).
+        """
+        change = np.zeros(self.n_samples)
+        for (
+            nodes,
+            out_edges,
+            in_edges,
+            out_incidence,
+            in_incidence,
+            out_at,
+            in_at,
+            out_sample,
+            in_sample,
+        ) in self._classes:
             tables_out = self.edge_tables[out_edges]
             tables_in = self.edge_tables[in_edges]
             # μ to the source of an edge sums out its target, and vice versa
@@ -281,18 +338,31 @@ class BeliefPropagation:
             new_in = self.edge_count * share[in_at] - to_target
             new_out -= new_out.max(axis=1, keepdims=True)  # footnote 1: normalised messages
             new_in -= new_in.max(axis=1, keepdims=True)
-            if len(new_out):
-                change = max(change, np.abs(new_out - self.source_messages[out_edges]).max())
-            if len(new_in):
-                change = max(change, np.abs(new_in - self.target_messages[in_edges]).max())
-            self.source_messages[out_edges] = new_out
-            self.target_messages[in_edges] = new_in
-        return float(change)
+            for fresh, messages, edges, (sample, starts, owners) in (
+                (new_out, self.source_messages, out_edges, out_sample),
+                (new_in, self.target_messages, in_edges, in_sample),
+            ):
+                if not len(edges):
+                    continue
+                old = messages[edges]
+                if frozen is not None:
+                    keep = frozen[sample]
+                    fresh[keep] = old[keep]
+                moved = np.maximum.reduceat(np.abs(fresh - old).max(axis=1), starts)
+                change[owners] = np.maximum(change[owners], moved)
+                messages[edges] = fresh
+        return change
 
     def run(self, max_sweeps: int = 200, tol: float = 1e-9) -> int:
-        """Sweep until no message moves by more than ``tol``; returns the sweeps done."""
+        """Sweep until no message moves by more than ``tol``; returns the sweeps done.
+
+        A sample whose messages have converged keeps them while the rest of its batch sweeps
+        on, so that its result does not depend on the other samples of the batch.
+        """
+        converged = np.zeros(self.n_samples, dtype=bool)
         for sweep in range(1, max_sweeps + 1):
-            if self.sweep() <= tol:
+            converged |= self.sweep(converged) <= tol
+            if converged.all():
                 return sweep
         return max_sweeps
 
@@ -349,6 +419,12 @@ class BeliefPropagation:
         )
 
 
+def _runs(sample: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Edges' samples (sorted), where each sample's run of edges starts, and its sample."""
+    starts = np.flatnonzero(np.r_[True, sample[1:] != sample[:-1]]) if len(sample) else sample
+    return sample, starts, sample[starts]
+
+
 def pairwise_statistics(edge_beliefs: np.ndarray, kind: str) -> np.ndarray:
     """Edge beliefs (E, K, K) as the pairwise statistics of potentials of ``kind``."""
     if kind is PairwiseKind.TABLES:
@@ -375,7 +451,9 @@ class MessagePassingSolver(Solver):
     max_sweeps : int, default=500
         Passes of Lemma 1 over all nodes.
     tol : float, default=1e-9
-        Stop when no message moves by more than ``tol``.
+        A sample stops when none of its messages moves by more than ``tol`` (its messages are
+        then kept while the rest of its batch runs on: a sample gets the same result in any
+        batch).
     """
 
     name = "message_passing"

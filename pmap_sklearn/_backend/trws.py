@@ -49,7 +49,7 @@ from sklearn.utils import check_scalar
 
 from .base import Solver, check_count, check_labels
 from .capabilities import Capabilities, PairwiseKind
-from .messages import colour_nodes, forests
+from .messages import batch_colouring, forests
 from .potentials import Potentials, finite_clamp_scores
 
 #: The node orders of :class:`TRWSSolver`.
@@ -264,8 +264,9 @@ def _levels(n: int, early: np.ndarray, late: np.ndarray) -> np.ndarray:
 
 
 def _colours(potentials: Potentials) -> np.ndarray:
-    """A proper colouring of the nodes: the parity of the distance to the first node of the
-    component where every sample is bipartite (grids: two colours), else a greedy colouring."""
+    """A proper colouring of the nodes, every sample coloured as it would be alone: the parity
+    of the distance to the first node of the component in bipartite samples (grids: two
+    colours), a greedy colouring in the others."""
     p = potentials
     n = p.n_nodes
     if not p.n_edges:
@@ -285,9 +286,11 @@ def _colours(potentials: Potentials) -> np.ndarray:
         parity[reached] = distance % 2
         seen |= reached
         frontier = reached
-    if np.all(parity[first] != parity[second]):
+    odd_cycle = np.zeros(p.n_samples, dtype=bool)
+    odd_cycle[p.edge_sample[parity[first] == parity[second]]] = True
+    if not odd_cycle.any():
         return parity
-    return colour_nodes(n, p.edges)
+    return np.where(odd_cycle[p.node_sample], batch_colouring(p), parity)
 
 
 def _max_plus(h: np.ndarray, tables: np.ndarray) -> np.ndarray:
@@ -472,6 +475,7 @@ def trws(
         best = scores_of(best_labels)
     bound = np.full(n_samples, np.inf)
     stale = np.zeros(n_samples, dtype=np.intp)
+    done = np.zeros(n_samples, dtype=bool)
     n_iter = 0
     while n_iter < max_iter:
         n_iter += 1
@@ -516,9 +520,12 @@ def trws(
         # θ̂ at the end of the backward pass: the chains' maxima (messages unnormalised)
         total = np.add.reduceat(messages[s.incoming], s.incoming_starts, axis=0)
         total += unary
-        bound = np.bincount(node_sample, s.start_share * total.max(axis=1), minlength=n_samples)
+        # A sample once done keeps its labelling and bound: its result does not depend on
+        # how long the other samples of its batch run.
+        passed = np.bincount(node_sample, s.start_share * total.max(axis=1), minlength=n_samples)
+        bound = np.where(done, bound, passed)
         found = scores_of(labels)
-        better = found > best
+        better = (found > best) & ~done
         stale = np.where(better, 0, stale + 1)
         if better.any():
             take = better[node_sample]
@@ -527,7 +534,8 @@ def trws(
         if trace is not None:
             trace.append((best.copy(), bound.copy()))
         optimal = bound - best <= tol * (1.0 + np.abs(bound))
-        if np.all(optimal | ((stale >= patience) & s.loopy)):
+        done |= optimal | ((stale >= patience) & s.loopy)
+        if done.all():
             break
     out_labels = np.empty(n, dtype=np.intp)
     out_labels[s.order] = best_labels
@@ -582,7 +590,7 @@ class TRWSSolver(Solver):
         ``"auto"``: ``"index"``.
     max_iter : int, default=100
         Forward-backward passes at most.
-    patience : int, default=5
+    patience : int, default=10
         Passes without a better labelling after which a sample stops.
     tol : float, default=1e-9
         A labelling within ``tol · (1 + |U|)`` of the bound ``U`` counts as optimal.
@@ -596,7 +604,7 @@ class TRWSSolver(Solver):
     )
 
     def __init__(
-        self, order: str = "auto", max_iter: int = 100, patience: int = 5, tol: float = 1e-9
+        self, order: str = "auto", max_iter: int = 100, patience: int = 10, tol: float = 1e-9
     ):
         if order not in ORDERS:
             raise ValueError(f"order must be one of {ORDERS}, got {order!r}")
