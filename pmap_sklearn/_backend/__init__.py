@@ -22,7 +22,6 @@ from .forest import ForestSolver
 from .gibbs import GibbsSampler, GibbsSession
 from .gibbs import conditional_probabilities as conditional_probabilities
 from .gibbs import conditional_scores as conditional_scores
-from .gibbs import sample_colours as sample_colours
 from .group_prox import prox_group_max as prox_group_max
 from .ishikawa import GroupMaxPotentials, IshikawaSolver
 from .level_tree import forest_shaped as forest_shaped
@@ -39,6 +38,7 @@ from .messages import MessagePassingSolver
 from .messages import colour_nodes as colour_nodes
 from .messages import counting_numbers as counting_numbers
 from .messages import pairwise_statistics as pairwise_statistics
+from .messages import sample_colours as sample_colours
 from .part_clamp import feedback_vertex_set as feedback_vertex_set
 from .potentials import ChainLayout, GridLayout, Potentials, Statistics
 from .potentials import forbid_states as forbid_states

@@ -75,31 +75,6 @@ def conditional_probabilities(potentials: Potentials, labels: np.ndarray) -> np.
     return softmax(conditional_scores(potentials, labels), axis=1)
 
 
-def sample_colours(potentials: Potentials) -> np.ndarray:
-    """A proper colouring of every sample's graph, each sample coloured on its own.
-
-    A sample's colouring, and so the order of its Gibbs updates, then does not depend on the
-    other samples of the batch (:func:`~pmap_sklearn._backend.messages.colour_nodes` on the
-    whole batch draws its priorities over all of its nodes).
-
-    Parameters
-    ----------
-    potentials : Potentials
-
-    Returns
-    -------
-    ndarray of shape (n_nodes,)
-        The colour of every node.
-    """
-    colour = np.empty(potentials.n_nodes, dtype=np.intp)
-    nodes, edges = potentials.node_offsets, potentials.edge_offsets
-    for i in range(potentials.n_samples):
-        colour[nodes[i] : nodes[i + 1]] = colour_nodes(
-            nodes[i + 1] - nodes[i], potentials.edges[edges[i] : edges[i + 1]] - nodes[i]
-        )
-    return colour
-
-
 class GibbsSampler:
     """Chromatic Gibbs sampling of pairwise models (any K, any graph, any sign).
 
@@ -142,8 +117,9 @@ class GibbsSession:
     n_sweeps : int
         Passes over every colour class per call.
     colour : ndarray of shape (n_nodes,), optional
-        A proper colouring of the graph (e.g. :func:`sample_colours`); by default one of the
-        whole graph.
+        A proper colouring of the graph (e.g.
+        :func:`~pmap_sklearn._backend.messages.sample_colours`); by default one of the whole
+        graph.
     """
 
     def __init__(self, potentials: Potentials, n_sweeps: int, colour=None):

@@ -23,7 +23,7 @@ from sklearn.utils import check_scalar
 from .._utils import NonFiniteError
 from .base import Marginals, Solver
 from .capabilities import Capabilities, PairwiseKind
-from .messages import batch_colouring, pairwise_statistics
+from .messages import pairwise_statistics, sample_colours
 from .potentials import Potentials, Statistics
 
 
@@ -219,7 +219,7 @@ class MeanFieldSolver(Solver):
         model = MeanFieldModel(potentials)
         if self.schedule == "parallel":
             return model, unrolled(model, self.n_iterations, self.damping)[-1]
-        colours = batch_colouring(potentials)
+        colours = sample_colours(potentials)
         classes = [np.flatnonzero(colours == c) for c in range(colours.max(initial=-1) + 1)]
         q = softmax(model.unary, axis=1)
         for _ in range(self.n_iterations):

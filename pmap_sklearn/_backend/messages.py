@@ -31,6 +31,7 @@ from scipy.sparse.csgraph import connected_components
 from scipy.special import logsumexp
 from sklearn.utils import check_scalar
 
+from .._utils import ranges
 from .base import Marginals, Solver, check_count
 from .capabilities import Capabilities, PairwiseKind
 from .potentials import Potentials, Statistics, finite_clamp_scores
@@ -82,7 +83,7 @@ def soft_argmax(x: np.ndarray, tau) -> np.ndarray:
     return hard / _fold(np.moveaxis(hard, -1, 0), np.add)[..., None]
 
 
-def colour_nodes(n_nodes: int, edges: np.ndarray, local: np.ndarray | None = None) -> np.ndarray:
+def colour_nodes(n_nodes: int, edges: np.ndarray, priority: np.ndarray | None = None) -> np.ndarray:
     """A proper colouring (no edge joins two nodes of one colour), greedy by rounds.
 
     Each round colours the uncoloured nodes whose (fixed, pseudo-random) priority beats every
@@ -93,10 +94,9 @@ def colour_nodes(n_nodes: int, edges: np.ndarray, local: np.ndarray | None = Non
     ----------
     n_nodes : int
     edges : ndarray of shape (n_edges, 2)
-    local : ndarray of shape (n_nodes,), optional
-        Every node's index within its sample (see :func:`batch_colouring`). The priorities
-        are then a hash of it (Knuth's multiplicative hash, one-to-one on 32 bits), so every
-        sample is coloured as it would be alone. By default a fixed permutation of all nodes.
+    priority : ndarray of shape (n_nodes,), optional
+        Priorities, distinct between neighbours (see :func:`sample_colours`); by default a
+        fixed permutation of the nodes.
 
     Returns
     -------
@@ -105,10 +105,8 @@ def colour_nodes(n_nodes: int, edges: np.ndarray, local: np.ndarray | None = Non
     colour = np.full(n_nodes, -1, dtype=np.intp)
     if n_nodes == 0:
         return colour
-    if local is None:
+    if priority is None:
         priority = np.random.default_rng(0).permutation(n_nodes)
-    else:
-        priority = (np.asarray(local, dtype=np.int64) * 2654435761) % 2**32
     both = np.concatenate([edges, edges[:, ::-1]]) if len(edges) else np.empty((0, 2), np.intp)
     source, target = both[:, 0], both[:, 1]
     while (colour < 0).any():
@@ -125,10 +123,13 @@ def colour_nodes(n_nodes: int, edges: np.ndarray, local: np.ndarray | None = Non
     return colour
 
 
-def batch_colouring(potentials: Potentials) -> np.ndarray:
-    """A proper colouring of a batch in which every sample is coloured as it would be alone,
-    so that a sweep's order, and the result of a solver sweeping by colours, of a sample does
-    not depend on the other samples of its batch.
+def sample_colours(potentials: Potentials) -> np.ndarray:
+    """A proper colouring of every sample's graph, each sample coloured as it is alone.
+
+    A sample's colouring, and so the order in which Gibbs updates, message-passing sweeps and
+    sequential mean field visit its nodes, then does not depend on the other samples of its
+    batch: its priorities are the permutation :func:`colour_nodes` draws for a sample of its
+    size.
 
     Parameters
     ----------
@@ -137,10 +138,15 @@ def batch_colouring(potentials: Potentials) -> np.ndarray:
     Returns
     -------
     ndarray of shape (n_nodes,)
+        The colour of every node.
     """
     p = potentials
-    local = np.arange(p.n_nodes) - p.node_offsets[p.node_sample]
-    return colour_nodes(p.n_nodes, p.edges, local)
+    priority = np.empty(p.n_nodes, dtype=np.intp)
+    for size in np.unique(p.lengths):
+        nodes = ranges(p.node_offsets, np.flatnonzero(p.lengths == size))
+        permutation = np.random.default_rng(0).permutation(size)
+        priority[nodes] = permutation[nodes - p.node_offsets[p.node_sample[nodes]]]
+    return colour_nodes(p.n_nodes, p.edges, priority)
 
 
 def _check_counting(kind) -> None:
@@ -267,7 +273,7 @@ class BeliefPropagation:
         self.edge_tau = self.epsilon * self.edge_count
         self.node_tau = self.epsilon * self.node_count
         self._to_source, self._to_target = p.edge_ends
-        colour = batch_colouring(p)
+        colour = sample_colours(p)
         self.n_colours = int(colour.max()) + 1 if p.n_nodes else 0
         self._classes = []
         for c in range(self.n_colours):

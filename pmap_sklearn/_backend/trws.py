@@ -49,7 +49,7 @@ from sklearn.utils import check_scalar
 
 from .base import Solver, check_count, check_labels
 from .capabilities import Capabilities, PairwiseKind
-from .messages import batch_colouring, forests
+from .messages import forests, sample_colours
 from .potentials import Potentials, finite_clamp_scores
 
 #: The node orders of :class:`TRWSSolver`.
@@ -290,7 +290,7 @@ def _colours(potentials: Potentials) -> np.ndarray:
     odd_cycle[p.edge_sample[parity[first] == parity[second]]] = True
     if not odd_cycle.any():
         return parity
-    return np.where(odd_cycle[p.node_sample], batch_colouring(p), parity)
+    return np.where(odd_cycle[p.node_sample], sample_colours(p), parity)
 
 
 def _max_plus(h: np.ndarray, tables: np.ndarray) -> np.ndarray:
