@@ -31,7 +31,7 @@ import numpy as np
 from pmap_sklearn import MultiLabelStructure, PerturbMAPCRF
 from pmap_sklearn.datasets import load_multilabel
 from pmap_sklearn.metrics import multilabel_scores
-from pmap_sklearn.multilabel import chow_liu_tree, label_mutual_information
+from pmap_sklearn.structures import chow_liu_tree, label_mutual_information
 
 train, test = load_multilabel("scene", "train"), load_multilabel("scene", "test")
 names = train.target_names

@@ -22,7 +22,7 @@ from pmap_sklearn import (
     grid_edges,
 )
 from pmap_sklearn.datasets import add_kumar_hebert_noise
-from pmap_sklearn.part_clamp import feedback_vertex_set
+from pmap_sklearn.solvers import feedback_vertex_set
 
 rng = np.random.default_rng(0)
 size = 24

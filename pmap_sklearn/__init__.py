@@ -1,30 +1,46 @@
 """pmap_sklearn: perturb-and-MAP structured prediction with a scikit-learn API."""
 
+from importlib import import_module
+from sys import modules
+
 from ._backend import Potentials
-from .baselines import ChainCRF, StructuredSVM, crfsuite_penalty
-from .continuous import ContinuousLogSupermodularDenoiser
-from .denoising import LogSupermodularDenoiser
-from .epsilon import EpsilonCRF
-from .marginal import MarginalPerturbMAPCRF
-from .mean_field import MeanFieldCRF
+from .denoisers import ContinuousLogSupermodularDenoiser, LogSupermodularDenoiser
+from .learners.chain_crf import ChainCRF, crfsuite_penalty
+from .learners.contrastive_divergence import ContrastiveDivergenceCRF
+from .learners.epsilon import EpsilonCRF
+from .learners.marginal import MarginalPerturbMAPCRF
+from .learners.mean_field_crf import MeanFieldCRF
+from .learners.part_clamp import PartClampCRF
+from .learners.perturb_map import PerturbMAPCRF
+from .learners.ssvm import StructuredSVM
+from .learners.surrogates import PiecewiseCRF, PseudoLikelihoodCRF
+from .learners.two_stage import TwoStageCRF
 from .metrics import (
     hamming_scorer,
     mean_hamming_loss,
     weighted_hamming_loss,
     weighted_hamming_scorer,
 )
-from .multilabel import MultiLabelStructure
-from .part_clamp import (
-    ContrastiveDivergenceCRF,
-    PartClampCRF,
-    PiecewiseCRF,
-    PseudoLikelihoodCRF,
-)
-from .perturb_map import PerturbMAPCRF
 from .preprocessing import NodeTransformer, SequenceVectorizer
 from .samples import GraphSample, grid_edges
-from .structures import ChainStructure, GraphStructure, GridStructure
-from .two_stage import TwoStageCRF
+from .structures import ChainStructure, GraphStructure, GridStructure, MultiLabelStructure
+
+#: Modules of earlier releases and where they went: ``pmap_sklearn.multilabel``,
+#: ``pmap_sklearn.part_clamp`` and the others still import (and old pickles still load).
+_MOVED_MODULES = {
+    "baselines": "learners",
+    "continuous": "denoisers.continuous",
+    "denoising": "denoisers.binary",
+    "epsilon": "learners.epsilon",
+    "marginal": "learners.marginal",
+    "mean_field": "learners.mean_field_crf",
+    "multilabel": "structures.multilabel",
+    "part_clamp": "learners.part_clamp",
+    "perturb_map": "learners.perturb_map",
+    "two_stage": "learners.two_stage",
+}
+for _old, _new in _MOVED_MODULES.items():
+    modules[f"{__name__}.{_old}"] = import_module(f".{_new}", __name__)
 
 __version__ = "0.1.0"
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+from numbers import Number
+
 import numpy as np
 from sklearn.utils.multiclass import type_of_target
 
@@ -139,6 +142,69 @@ def encode(y, unknown_label=-1, classes=None, n_states=None):
         out.append(codes[start : start + a.size].reshape(a.shape))
         start += a.size
     return out, classes
+
+
+def is_marker(value, marker) -> bool:
+    """Whether one label value is ``marker`` by the rule labels follow: a value of the marker's
+    kind (``np.int64(-1)`` and ``-1.0`` match ``-1``; ``"-1"`` does not); None always marks a
+    free node."""
+    if value is None:
+        return True
+    if marker is None:
+        return False
+    if isinstance(marker, str):
+        return isinstance(value, str) and value == marker
+    return isinstance(value, Number) and not isinstance(value, bool) and value == marker
+
+
+def known_sequence(known_labels, n_samples: int) -> list:
+    """``known_labels`` as a list of one entry per sample, or a ValueError."""
+    if isinstance(known_labels, str | bytes | Mapping) or not isinstance(known_labels, Iterable):
+        raise ValueError(
+            f"known_labels must be a sequence of label arrays, one per sample of X (None or "
+            f"unknown_label where a label is free), got {type(known_labels).__name__} "
+            f"{known_labels!r:.40}"
+        )
+    known_labels = list(known_labels)  # a generator is read once
+    if len(known_labels) != n_samples:
+        raise ValueError(f"X has {n_samples} samples but known_labels has {len(known_labels)}")
+    return known_labels
+
+
+def encode_known(known_labels, classes, markers=()) -> list[np.ndarray]:
+    """Codes of labels known at prediction time: ``-1`` where None or one of ``markers``
+    (a free node), the index in ``classes`` elsewhere; errors name the sample.
+
+    Parameters
+    ----------
+    known_labels : sequence of array-like
+        One array per sample, None (or a marker) where the label is free.
+    classes : ndarray
+        The estimator's ``classes_``.
+    markers : tuple
+        The markers of free nodes (the estimator's unknown and ignored labels).
+
+    Returns
+    -------
+    list of int arrays
+        Shaped like the label arrays.
+    """
+    codes = []
+    for i, labels in enumerate(known_labels):
+        values = np.asarray(labels, dtype=object)
+        free = np.array(
+            [any(is_marker(v, m) for m in markers) or v is None for v in values.ravel().tolist()],
+            dtype=bool,
+        ).reshape(values.shape)
+        code = np.full(values.shape, -1, dtype=np.intp)
+        if (~free).any():
+            try:
+                known, _ = encode([values[~free].tolist()], None, classes)
+            except ValueError as error:
+                raise ValueError(f"known_labels of sample {i}: {error}") from None
+            code[~free] = known[0]
+        codes.append(code)
+    return codes
 
 
 def _runs(keep: np.ndarray) -> list[tuple[int, int]]:

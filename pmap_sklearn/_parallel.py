@@ -19,11 +19,12 @@ import functools
 import math
 import time
 from numbers import Integral
+from typing import NamedTuple
 
 import numpy as np
 from joblib import Parallel, delayed, effective_n_jobs
 
-from ._utils import NumberInterval
+from ._validation import NumberInterval, check_generator
 
 try:  # joblib's default backend, whose pool of workers run_on_workers submits to directly
     from joblib._parallel_backends import LokyBackend
@@ -38,11 +39,9 @@ N_JOBS_CONSTRAINT = [
     NumberInterval(Integral, None, -1, closed="right"),
 ]
 
-#: Expected serial seconds below which a call runs in the calling process. A warm dispatch to
-#: two local workers costs 2-5 ms plus the pickling of the potentials, but a chunk keeps fixed
-#: costs (a max-flow graph per perturbation round), and on a shared 2-core machine calls of
-#: 0.05-0.1 s measured 0.85-1.2x: from 0.1 s a call gains 1.3x, from 0.5 s 1.5-1.9x
-#: (``benchmarks/scaling.py --part n_jobs``).
+#: Expected serial seconds below which a call runs in the calling process: a dispatch costs
+#: milliseconds and a chunk keeps its fixed costs, so shorter calls gain nothing from workers
+#: (docs/results/defaults.md, MIN_PARALLEL_SECONDS).
 MIN_PARALLEL_SECONDS = 0.1
 
 #: A kind of job not measured yet runs in the calling process for this long before the rest of
@@ -159,7 +158,7 @@ def run_on_workers(function, jobs, n_jobs) -> list:
     work); any other backend (dask, threads, a nested call) goes through ``Parallel``.
     """
     # max_nbytes=None: arrays travel pickled; memory-mapping them costs a temporary folder
-    # per call, whose removal alone took ~75 ms
+    # per call, whose removal alone costs more than a small call
     with Parallel(n_jobs=n_jobs, max_nbytes=None) as parallel:
         backend = parallel._backend  # joblib's own, configured by entering the context
         pool = getattr(backend, "_workers", None) if isinstance(backend, LokyBackend) else None
@@ -173,7 +172,57 @@ def run_on_workers(function, jobs, n_jobs) -> list:
                 future.cancel()
 
 
-def chunks_by_size(sizes, limit: int) -> list[slice]:
+# ---- chunks: bounded memory, and results that do not depend on where chunks end ------------
+
+#: Nodes of clamped copies a solver holds at once: bounds the memory of the clamped maximisers
+#: and of the perturbation rounds.
+CHUNK_NODES = 1 << 18
+#: Nodes that a prediction (``predict``, ``predict_marginals``, ``score``, …) prepares and
+#: solves at once: ``X`` is taken in chunks of consecutive samples of at most this many nodes
+#: (a larger sample alone), so that its memory beyond the outputs does not grow with the number
+#: of samples (a few MB a chunk: a 128² image, or about 250 sentences; the cost in speed is in
+#: docs/results/predict_memory.md).
+PREDICT_NODES = 1 << 12
+#: Nodes of a chunk per worker when ``n_jobs`` gives several: a chunk's solver calls go to
+#: the workers only when they carry enough work to pay for the dispatch (a hundred 128² images
+#: of graph cuts, or thousands of small graphs' perturbed MAPs), so memory is bounded by
+#: this many nodes per worker instead.
+PARALLEL_PREDICT_NODES = 1 << 19
+
+
+def prediction_chunks(sizes, n_jobs=None) -> list[slice]:
+    """The chunks of consecutive samples (of ``sizes`` nodes) that a prediction takes at once:
+    at most :data:`PREDICT_NODES` nodes, :data:`PARALLEL_PREDICT_NODES` per worker when
+    ``n_jobs`` gives several (a larger sample alone)."""
+    workers = effective_n_jobs(n_jobs)
+    limit = PREDICT_NODES if workers == 1 else PARALLEL_PREDICT_NODES * workers
+    return chunks_by_size(np.asarray(sizes), limit)
+
+
+def in_chunks(predict, chunks, per_sample=None, random_state=None):
+    """``predict(chunk, per_sample[chunk], random_state)`` over ``chunks``, the results
+    concatenated; with a single chunk, ``predict(None, per_sample, random_state)``.
+
+    A ``random_state`` (that of a randomised prediction) gives every sample the seed of its
+    stream once for all the samples (:class:`SampleSeeds`), so the
+    results do not depend on where the chunks end.
+    """
+    if len(chunks) <= 1:
+        return predict(None, per_sample, random_state)
+    seeds = None if random_state is None else sample_seeds(random_state, chunks[-1].stop)
+    return np.concatenate(
+        [
+            predict(
+                chunk,
+                None if per_sample is None else per_sample[chunk],
+                None if seeds is None else SampleSeeds(seeds[chunk]),
+            )
+            for chunk in chunks
+        ]
+    )
+
+
+def chunks_by_size(sizes, limit: int = CHUNK_NODES) -> list[slice]:
     """Consecutive groups of items (queries, samples) whose sizes add up to at most ``limit``
     (a single larger item forms a group of its own)."""
     if len(sizes) == 0:
@@ -185,6 +234,36 @@ def chunks_by_size(sizes, limit: int) -> list[slice]:
         budget = (ends[start - 1] if start else 0) + limit
         bounds.append(max(start + 1, int(np.searchsorted(ends, budget, side="right"))))
     return [slice(a, b) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+
+
+class SampleSeeds(NamedTuple):
+    """Per-sample seeds drawn once for a whole call, passed as the ``random_state`` of a part
+    of its samples (a prediction in chunks): each sample keeps the stream it would have had in
+    one call, so the results do not depend on the chunking."""
+
+    seeds: np.ndarray
+
+
+def sample_seeds(random_state, n_samples: int) -> np.ndarray:
+    """The seed of each sample's stream of perturbations, drawn from ``random_state`` (or the
+    seeds of a :class:`SampleSeeds`).
+
+    Parameters
+    ----------
+    random_state : int, Generator, RandomState, SampleSeeds or None
+    n_samples : int
+
+    Returns
+    -------
+    ndarray of shape (n_samples,) of int
+    """
+    if isinstance(random_state, SampleSeeds):
+        if len(random_state.seeds) != n_samples:
+            raise ValueError(
+                f"{len(random_state.seeds)} sample seeds given for {n_samples} samples"
+            )
+        return random_state.seeds
+    return check_generator(random_state).integers(2**63, size=n_samples)
 
 
 def map_samples(
@@ -262,11 +341,10 @@ def one_blas_thread(method):
     """Run an estimator's method (fit, prediction, marginals) with BLAS limited to one thread.
 
     Its products are small — a mini-batch's or a chunk's features times the K weights of each
-    feature — and BLAS threads gain little on them, but keep spinning for ~0.1 s after each
-    product: when another process shares the cores (the estimator's own workers with
-    ``n_jobs``, a concurrent fit) they took up to half of the fit's time (a default fit of 8
-    binary 256² grids beside one busy process: 10.5 s, 4.2-5.2 s on one thread), and a third of
-    the speed-up of n_jobs=2 on two cores. The workers themselves are limited by joblib.
+    feature — and BLAS threads gain little on them, but keep spinning after each product: when
+    another process shares the cores (the estimator's own workers with ``n_jobs``, a concurrent
+    fit) they take up to half of the fit's time (docs/results/defaults.md). The workers
+    themselves are limited by joblib.
     """
 
     @functools.wraps(method)

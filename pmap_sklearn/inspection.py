@@ -9,7 +9,6 @@ from sklearn.utils import Bunch
 from sklearn.utils.validation import check_is_fitted
 
 from ._labels import as_samples
-from .structures import ChainStructure
 
 __all__ = [
     "explain_weights",
@@ -69,7 +68,7 @@ def explain_weights(estimator, feature_names=None, top: int = 10) -> Bunch:
         positive[label] = [(names[i], float(unary[i, k])) for i in best if unary[i, k] > 0]
         negative[label] = [(names[i], float(unary[i, k])) for i in worst if unary[i, k] < 0]
     transitions = None
-    if isinstance(structure, ChainStructure):
+    if structure.sample_kind == "chain":
         transitions = structure.transition(model.coef_).copy()
     return Bunch(
         positive=positive,
@@ -175,7 +174,7 @@ def transition_features(estimator) -> dict:
     model = estimator[-1] if isinstance(estimator, Pipeline) else estimator
     check_is_fitted(model, "coef_")
     structure = getattr(model, "structure_", None)
-    if not isinstance(structure, ChainStructure):
+    if getattr(structure, "sample_kind", None) != "chain":
         raise ValueError(
             f"{type(model).__name__} is not a chain model: its pairwise weights are per edge "
             "feature (see structure_.unpack), not label transitions"
@@ -247,7 +246,7 @@ def entity_probabilities(
     >>> [(kind, start, end) for kind, start, end, _ in entity_probabilities(model, X[:1])[0]]
     [('PER', 0, 2)]
     """
-    from .metrics import _split_tag, entity_spans
+    from .metrics.sequence import _split_tag, entity_spans
 
     model, X = _joint_model(estimator, X, "entities")
     method = _event_method(model, method)
@@ -280,7 +279,7 @@ def entity_probabilities(
             if not chosen.any():
                 return np.zeros(0)
             potentials, _ = model._restricted_potentials(
-                model._prepare_fitted(X, index), model._marginal_weights()
+                model._prediction_problem(X, index).batch, model._marginal_weights()
             )
             labels = np.searchsorted(model.classes_, np.concatenate(list(predicted[first:stop])))
             log_p = structure.solver_.span_log_probabilities(
@@ -378,7 +377,7 @@ def sequence_probabilities(
     _check_n_draws(n_draws)
     model, X = _joint_model(estimator, X, "labellings")
     structure = model.structure_
-    batch = model._prepare_fitted(X)
+    batch = model._prediction_problem(X).batch
     if y is None:
         codes = structure.visible_labels(model._map(batch, model.coef_))
     else:
@@ -466,7 +465,7 @@ def region_probabilities(estimator, X, *, method=None, n_draws: int = 1000, rand
     _check_n_draws(n_draws)
     model, X = _joint_model(estimator, X, "regions")
     structure = model.structure_
-    batch = model._prepare_fitted(X)
+    batch = model._prediction_problem(X).batch
     codes = structure.visible_labels(model._map(batch, model.coef_))
     region, offsets = _regions(batch, codes)
     method = _event_method(model, method)

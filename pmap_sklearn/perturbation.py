@@ -10,32 +10,16 @@ model instead, for the marginals of the Gibbs distribution (see :ref:`loopy-marg
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import NamedTuple
+from dataclasses import dataclass
 
 import numpy as np
 
-from ._backend import (
-    CHUNK_NODES,
-    GibbsSession,
-    conditional_probabilities,
-    forbid_states,
-    sample_colours,
-)
-from ._parallel import job_kind, map_samples
-from ._utils import check_generator
+from ._backend import GibbsChains
+from ._parallel import CHUNK_NODES, job_kind, map_samples, sample_seeds
 
 EULER_GAMMA = float(np.euler_gamma)
 
 PERTURBATIONS = ("gumbel", "logistic")
-
-#: Gibbs sweeps from each perturbed MAP for ``method="gibbs"`` (the estimators'
-#: ``predict_marginals`` and ``sample``). On the medium-coupled grids of
-#: ``benchmarks/loopy_marginals.py`` 10 / 20 / 40 sweeps of 100 chains leave a mean absolute
-#: error of 0.028 / 0.017 / 0.013 (binary 10×10; perturb-and-MAP's 0.087) and 0.014 / 0.011 /
-#: 0.009 (three labels 7×7; 0.054); the sweeps cost less than the perturbed MAPs with
-#: α-expansion, a few times as much with graph cuts (cheap MAPs).
-GIBBS_SWEEPS = 20
 
 
 def gumbel(rng: np.random.Generator, shape) -> np.ndarray:
@@ -260,36 +244,6 @@ def perturbed_maps(
     return np.concatenate([r[3] for r in results], axis=1)
 
 
-class SampleSeeds(NamedTuple):
-    """Per-sample seeds drawn once for a whole call, passed as the ``random_state`` of a part
-    of its samples (a prediction in chunks): each sample keeps the stream it would have had in
-    one call, so the results do not depend on the chunking."""
-
-    seeds: np.ndarray
-
-
-def sample_seeds(random_state, n_samples: int) -> np.ndarray:
-    """The seed of each sample's stream of perturbations, drawn from ``random_state`` (or the
-    seeds of a :class:`SampleSeeds`).
-
-    Parameters
-    ----------
-    random_state : int, Generator, RandomState, SampleSeeds or None
-    n_samples : int
-
-    Returns
-    -------
-    ndarray of shape (n_samples,) of int
-    """
-    if isinstance(random_state, SampleSeeds):
-        if len(random_state.seeds) != n_samples:
-            raise ValueError(
-                f"{len(random_state.seeds)} sample seeds given for {n_samples} samples"
-            )
-        return random_state.seeds
-    return check_generator(random_state).integers(2**63, size=n_samples)
-
-
 def _perturbed_chunks(
     solver,
     p,
@@ -328,7 +282,7 @@ def _perturb_chunk(
     """Label counts (n_nodes, K) and the sums of the maxima and of their squares over
     ``n_perturbations`` perturbed MAPs of the samples of ``part`` (one stream per sample), and
     with ``keep`` the labellings themselves (n_perturbations, n_nodes); with ``n_sweeps`` the
-    sums of the chains' marginal estimates and their final states (:class:`_GibbsChains`).
+    sums of the chains' marginal estimates and their final states (``GibbsChains``).
 
     The perturbations of a block of rounds are drawn with one call per sample (the same values
     as one call per round), the block holding at most ``max_nodes`` nodes × K draws (and as
@@ -339,7 +293,7 @@ def _perturb_chunk(
     flat = np.arange(part.n_nodes) * k
     total, squares = np.zeros(part.n_samples), np.zeros(part.n_samples)
     kept = np.empty((n_perturbations, part.n_nodes), dtype=np.intp) if keep else None
-    chains = _GibbsChains(part, seeds, clamp, n_sweeps) if n_sweeps else None
+    chains = GibbsChains(part, seeds, clamp, n_sweeps, gumbel) if n_sweeps else None
     per_block = max(1, max_nodes // max(part.n_nodes * max(n_sweeps, 1), 1))
     for start in range(0, n_perturbations, per_block):
         rounds = min(per_block, n_perturbations - start)
@@ -362,43 +316,3 @@ def _perturb_chunk(
         if keep:
             kept[start : start + rounds] = labels
     return counts.reshape(part.n_nodes, k), total, squares, kept
-
-
-class _GibbsChains:
-    """Chromatic Gibbs chains of the (unperturbed) models of ``part``, one per perturbed MAP.
-
-    Each sample is coloured on its own and its chains' noise comes from its own stream (seeded
-    from its perturbations' seed), chain after chain: a chain depends neither on the other
-    samples of the chunk nor on how many chains run at once, so the results do not depend on
-    ``n_jobs``. Clamped nodes keep their labels (their other labels are forbidden).
-    """
-
-    def __init__(self, part, seeds, clamp, n_sweeps: int):
-        if clamp is not None and (clamp >= 0).any():
-            others = (clamp[:, None] >= 0) & (np.arange(part.n_states) != clamp[:, None])
-            part = replace(part, unary=forbid_states(part.unary, others, part.pairwise))
-        self.part, self.n_sweeps = part, int(n_sweeps)
-        self.colour = sample_colours(part)
-        self.streams = [np.random.default_rng([seed, 1]) for seed in seeds]
-
-    def run(self, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Run a chain from each row of ``starts`` (rounds, n_nodes): the final states (same
-        shape) and the sum over the chains of their mean conditional label probabilities over
-        the last half of the sweeps (n_nodes, K)."""
-        part, n_sweeps, k = self.part, self.n_sweeps, self.part.n_states
-        rounds, offsets = len(starts), part.node_offsets
-        copies = part.take(np.tile(np.arange(part.n_samples), rounds))  # chain-major nodes
-        session = GibbsSession(copies, n_sweeps, np.tile(self.colour, rounds))
-        noise = np.empty((rounds, n_sweeps, part.n_nodes, k))
-        for i, stream in enumerate(self.streams):
-            n = offsets[i + 1] - offsets[i]
-            noise[:, :, offsets[i] : offsets[i + 1]] = gumbel(stream, (rounds, n_sweeps, n, k))
-        labels = starts.ravel().copy()
-        first = n_sweeps // 2
-        marginals = np.zeros((part.n_nodes, k))
-        for sweep in range(n_sweeps):
-            session.sweep(copies, labels, noise[:, sweep].reshape(-1, k))
-            if sweep >= first:
-                probabilities = conditional_probabilities(copies, labels)
-                marginals += probabilities.reshape(rounds, part.n_nodes, k).sum(axis=0)
-        return labels.reshape(rounds, part.n_nodes), marginals / (n_sweeps - first)

@@ -16,7 +16,8 @@ from sklearn.feature_extraction import DictVectorizer, FeatureHasher
 from sklearn.utils._param_validation import HasMethods
 from sklearn.utils.validation import check_is_fitted
 
-from ._utils import NumberInterval, stack_rows
+from ._utils import stack_rows
+from ._validation import NumberInterval
 from .samples import GraphSample
 
 __all__ = ["NodeTransformer", "SequenceVectorizer"]

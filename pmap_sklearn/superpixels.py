@@ -20,7 +20,7 @@ from scipy import ndimage, sparse
 from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
 
 from ._parallel import N_JOBS_CONSTRAINT
-from ._utils import NumberInterval
+from ._validation import NumberInterval
 from .samples import GraphSample
 
 __all__ = ["SuperpixelGraphs", "superpixel_sample", "node_labels", "to_pixels"]

@@ -15,8 +15,8 @@ from pmap_sklearn._backend import (
     ChainSolver,
     GraphCutSolver,
     Solver,
-    chain,
     check_solver,
+    viterbi,
 )
 from pmap_sklearn._backend.potentials import Statistics, add_sample_differences, incidence
 from pmap_sklearn._utils import ranges
@@ -187,22 +187,22 @@ def test_forward_backward_matches_brute_force(seed, n_states, clamped, scale):
     batch = structure.prepare(X)
     p = structure.potentials(batch, scale * 2 * rng.normal(size=structure.size_))
     clamp = _free_or_clamped(rng, batch.n_nodes, n_states) if clamped else None
-    unary = p.unary if clamp is None else chain.clamp_scores(p.unary, clamp)
+    unary = p.unary if clamp is None else viterbi.clamp_scores(p.unary, clamp)
     brute = BruteForceSolver().marginals(p, clamp)
     marginals = ChainSolver().marginals(p, clamp)
     np.testing.assert_allclose(marginals.log_partition, brute.log_partition, rtol=1e-12)
     np.testing.assert_allclose(marginals.node, brute.node, atol=1e-12)
     np.testing.assert_allclose(marginals.statistics.pairwise, brute.statistics.pairwise, atol=1e-12)
-    padded, position = chain.pad(unary, p.lengths)
-    log_z, node_padded, pair = chain.log_forward_backward(padded, p.lengths, p.pairwise)
+    padded, position = viterbi.pad(unary, p.lengths)
+    log_z, node_padded, pair = viterbi.log_forward_backward(padded, p.lengths, p.pairwise)
     np.testing.assert_allclose(log_z, brute.log_partition, rtol=1e-12)
     np.testing.assert_allclose(node_padded[p.node_sample, position], brute.node, atol=1e-12)
     np.testing.assert_allclose(pair.sum(0), brute.statistics.pairwise, atol=1e-11)
     spread = np.ptp(p.pairwise) + max(np.ptp(row[np.isfinite(row)]) for row in unary)
-    if spread < chain._SCALED_MAX_SPREAD:  # the scaled recursion, on chains longest first
+    if spread < viterbi._SCALED_MAX_SPREAD:  # the scaled recursion, on chains longest first
         order = np.argsort(-p.lengths, kind="stable")
         nodes = ranges(p.node_offsets, order)
-        log_z, node, pair = chain.packed_forward_backward(
+        log_z, node, pair = viterbi.packed_forward_backward(
             unary[nodes], p.lengths[order], p.pairwise
         )
         np.testing.assert_allclose(log_z, brute.log_partition[order], rtol=1e-12)
@@ -216,7 +216,7 @@ def test_packed_marginals_in_groups_with_wide_chains_match_brute_force(seed, mon
     groups of a few scores (here every group holds one to three chains), the chains whose
     scores spread over more than ~600 nats sent to the log-domain recursion — and put back
     in the samples' order."""
-    monkeypatch.setattr(chain, "PACKED_ENTRIES", 12)
+    monkeypatch.setattr(viterbi, "PACKED_ENTRIES", 12)
     rng = np.random.default_rng(seed)
     n_states = 3
     X = [rng.normal(size=(d, 2)) for d in rng.integers(1, 6, size=7)]

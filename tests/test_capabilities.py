@@ -217,7 +217,7 @@ def test_a_belief_session_continues_from_its_messages():
 
 
 def test_the_forest_solver_is_exact_once_a_feedback_vertex_set_is_clamped():
-    from pmap_sklearn.part_clamp import feedback_vertex_set
+    from pmap_sklearn.solvers import feedback_vertex_set
 
     rng = np.random.default_rng(6)
     tree, grid = np.array([[0, 1], [1, 2], [1, 3], [3, 4]]), grid_edges((3, 3))

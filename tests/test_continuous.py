@@ -10,18 +10,14 @@ from scipy.optimize import minimize
 from scipy.special import logsumexp
 from sklearn.exceptions import ConvergenceWarning
 
-from pmap_sklearn import ContinuousLogSupermodularDenoiser, continuous
-from pmap_sklearn._backend import base as solver_base
+from pmap_sklearn import ContinuousLogSupermodularDenoiser
+from pmap_sklearn import _parallel as solver_base
 from pmap_sklearn._backend import group_prox, ishikawa, level_tree
 from pmap_sklearn._backend.group_prox import prox_group_max
-from pmap_sklearn.continuous import (
-    SURE_SCALES,
-    grid_groups,
-    haar2d,
-    inverse_haar2d,
-    sure_scale,
-    tree_groups,
-)
+from pmap_sklearn._optim.defaults import SURE_SCALES
+from pmap_sklearn.denoisers import _decoding
+from pmap_sklearn.denoisers._haar import grid_groups, haar2d, inverse_haar2d, tree_groups
+from pmap_sklearn.denoisers._sure import sure_scale
 from pmap_sklearn.solvers import BruteForceSolver, GroupMaxPotentials, IshikawaSolver, Potentials
 
 
@@ -496,7 +492,7 @@ def test_level_decodings_of_a_tree_prior_do_not_depend_on_n_jobs(rng, monkeypatc
     train = _images(rng, [(24, 24)] * 2)
     noisy = _images(rng, [(14, 17)], noise=12.0)[0]
     model = _tree_model_of_images(train).set_params(n_perturbations=4)
-    monkeypatch.setattr(continuous, "CHUNK_COSTS", 4000)  # several chunks
+    monkeypatch.setattr(_decoding, "CHUNK_COSTS", 4000)  # several chunks
     assert len(model._chunks(np.zeros((200, 16)), "mmse")) > 1
     mmse = [model.set_params(n_jobs=n).predict(noisy, decoding="mmse") for n in (1, 2, 1)]
     assert np.array_equal(mmse[0], mmse[1]) and np.array_equal(mmse[0], mmse[2])

@@ -33,12 +33,12 @@ from pmap_sklearn import (
     SequenceVectorizer,
     StructuredSVM,
     TwoStageCRF,
-    _sgd,
     hamming_scorer,
     mean_hamming_loss,
 )
 from pmap_sklearn._backend import GraphCutSolver
-from pmap_sklearn._utils import NonFiniteError
+from pmap_sklearn._optim import sgd as _sgd
+from pmap_sklearn._validation import NonFiniteError
 from pmap_sklearn.bounds import log_partition_exact
 from pmap_sklearn.datasets import add_flip_noise, make_chain_data, make_grid_data
 from pmap_sklearn.superpixels import SuperpixelGraphs

@@ -12,8 +12,8 @@ from pmap_sklearn._backend import GraphCutSolver
 from pmap_sklearn.bounds import log_partition_exact
 from pmap_sklearn.datasets import add_flip_noise, load_weizmann_horse_masks
 from pmap_sklearn.datasets._paths import candidate_roots
-from pmap_sklearn.denoising import FlipChannelGrid, _marginal_oracle, _signs
-from pmap_sklearn.perturb_map import perturb_and_map_oracle
+from pmap_sklearn.denoisers.binary import FlipChannelGrid, _marginal_oracle, _signs
+from pmap_sklearn.learners.perturb_map import perturb_and_map_oracle
 from pmap_sklearn.perturbation import draw
 
 

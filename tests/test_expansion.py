@@ -14,7 +14,7 @@ from pmap_sklearn import (
     StructuredSVM,
     grid_edges,
 )
-from pmap_sklearn._backend import base as solver_base
+from pmap_sklearn import _parallel as solver_base
 from pmap_sklearn._backend import expansion
 from pmap_sklearn._backend.potentials import (
     Statistics,

@@ -26,7 +26,7 @@ from pmap_sklearn import (
 )
 from pmap_sklearn._backend import BruteForceSolver, ChainSolver, Potentials, forbid_states
 from pmap_sklearn.datasets import make_boxes, make_chain_data, make_crosses
-from pmap_sklearn.perturb_map import perturb_and_map_oracle
+from pmap_sklearn.learners.perturb_map import perturb_and_map_oracle
 from pmap_sklearn.perturbation import draw
 from tests.helpers import scores_of, statistics_of
 

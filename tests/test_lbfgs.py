@@ -9,7 +9,7 @@ from scipy.optimize import minimize
 from scipy.special import expit
 from sklearn.linear_model import LogisticRegression
 
-from pmap_sklearn._lbfgs import minimise, pseudo_gradient
+from pmap_sklearn._optim.lbfgs import minimise, pseudo_gradient
 
 
 def _logistic_problem(rng, n=200, p=30):

@@ -7,8 +7,9 @@ from scipy.optimize import approx_fprime
 from scipy.special import logsumexp, softmax
 
 from pmap_sklearn import GridStructure, MeanFieldCRF
-from pmap_sklearn._backend import MeanFieldModel, unrolled, unrolled_backward
+from pmap_sklearn._backend import MeanFieldModel, unrolled
 from pmap_sklearn.datasets import make_grid_data
+from pmap_sklearn.learners.mean_field_crf import unrolled_backward
 from pmap_sklearn.solvers import MeanFieldSolver, Potentials
 
 from .helpers import scores_of

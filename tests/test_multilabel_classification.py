@@ -26,7 +26,7 @@ from pmap_sklearn import (
 from pmap_sklearn.datasets import load_multilabel
 from pmap_sklearn.datasets._paths import candidate_roots
 from pmap_sklearn.metrics import example_f1_scorer, multilabel_scores
-from pmap_sklearn.multilabel import chow_liu_tree, label_mutual_information
+from pmap_sklearn.structures import chow_liu_tree, label_mutual_information
 from tests.helpers import scores_of
 
 

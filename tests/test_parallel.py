@@ -151,7 +151,7 @@ def test_lbfgs_runs_on_one_blas_thread():
     one thread while it runs, and restores it after."""
     from threadpoolctl import threadpool_info
 
-    from pmap_sklearn._lbfgs import minimise
+    from pmap_sklearn._optim.lbfgs import minimise
 
     def blas_threads():
         return [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]

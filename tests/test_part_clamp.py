@@ -7,7 +7,7 @@ import pytest
 from scipy.optimize import approx_fprime
 
 from pmap_sklearn import grid_edges
-from pmap_sklearn._backend.part_clamp import clamped_bound, feedback_vertex_set
+from pmap_sklearn._backend.feedback_set import clamped_bound, feedback_vertex_set
 from pmap_sklearn.solvers import BruteForceSolver, Potentials
 
 

@@ -22,7 +22,7 @@ from pmap_sklearn import (
     hamming_scorer,
     mean_hamming_loss,
 )
-from pmap_sklearn._base import LOGISTIC_ITERATIONS
+from pmap_sklearn._optim.defaults import LOGISTIC_ITERATIONS
 from pmap_sklearn.datasets import make_chain_data, make_grid_data
 
 from .helpers import exact_expected_joint_feature, mean_oracle_gradient

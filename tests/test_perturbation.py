@@ -6,7 +6,7 @@ import pytest
 
 from pmap_sklearn import GridStructure, PerturbMAPCRF, Potentials
 from pmap_sklearn._backend import ChainSolver, GraphCutSolver
-from pmap_sklearn._backend.base import Solver
+from pmap_sklearn._backend.solver import Solver
 from pmap_sklearn.datasets import make_chain_data, make_grid_data
 from pmap_sklearn.perturbation import draw, perturb_and_map
 from pmap_sklearn.structures import ChainStructure

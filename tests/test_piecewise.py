@@ -11,13 +11,7 @@ from scipy.special import logsumexp
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 
-from pmap_sklearn import (
-    ChainStructure,
-    GraphSample,
-    GraphStructure,
-    GridStructure,
-    PiecewiseCRF,
-)
+from pmap_sklearn import ChainStructure, GraphSample, GraphStructure, GridStructure, PiecewiseCRF
 from pmap_sklearn.datasets import make_chain_data, make_grid_data
 
 

@@ -17,13 +17,13 @@ from pmap_sklearn import (
     GridStructure,
     MultiLabelStructure,
     PerturbMAPCRF,
-    _base,
+    _parallel,
 )
 from pmap_sklearn._backend import Potentials
-from pmap_sklearn._backend.chain import viterbi
 from pmap_sklearn._backend.mean_field import MeanFieldSolver
 from pmap_sklearn._backend.messages import MessagePassingSolver
 from pmap_sklearn._backend.trws import TRWSSolver
+from pmap_sklearn._backend.viterbi import viterbi
 from pmap_sklearn.samples import grid_edges
 
 from .helpers import scores_of
@@ -102,7 +102,7 @@ def _same(a, b, exact=True):
 
 
 def _predictions(model, X, calls, limit, monkeypatch):
-    monkeypatch.setattr(_base, "PREDICT_NODES", limit)
+    monkeypatch.setattr(_parallel, "PREDICT_NODES", limit)
     return [call(model, X) for call in calls]
 
 
@@ -151,7 +151,7 @@ def test_randomised_predictions_draw_each_sample_s_seed_once(monkeypatch):
     fitted = PerturbMAPCRF(max_iter=2, n_perturbations=4, random_state=0).fit(X, y)
     out = []
     for limit in (10**9, 5):
-        monkeypatch.setattr(_base, "PREDICT_NODES", limit)
+        monkeypatch.setattr(_parallel, "PREDICT_NODES", limit)
         model = fitted.set_params(random_state=np.random.default_rng(7))
         out.append([model.predict_marginals(X, method="perturb") for _ in range(2)])
     for got, expected in zip(out[1], out[0], strict=True):
@@ -204,7 +204,7 @@ def test_chunked_errors_name_the_sample_in_X(monkeypatch):
     rng = np.random.default_rng(4)
     X, y = _chains(rng)
     model = PerturbMAPCRF(max_iter=1, random_state=0).fit(X, y)
-    monkeypatch.setattr(_base, "PREDICT_NODES", 1)
+    monkeypatch.setattr(_parallel, "PREDICT_NODES", 1)
     bad = [*X[:5], rng.normal(size=(4, 2)), *X[5:]]
     with pytest.raises(ValueError, match="sample 5 has 2 node features"):
         model.predict(bad)
@@ -220,7 +220,7 @@ def test_chunks_with_several_workers_give_the_same_predictions(monkeypatch):
     X, y = _chains(rng)
     model = PerturbMAPCRF(max_iter=2, n_perturbations=3, random_state=0).fit(X, y)
     expected = [model.predict(X), model.predict_marginals(X, method="perturb")]
-    monkeypatch.setattr(_base, "PARALLEL_PREDICT_NODES", 3)
+    monkeypatch.setattr(_parallel, "PARALLEL_PREDICT_NODES", 3)
     model.set_params(n_jobs=2)
     got = [model.predict(X), model.predict_marginals(X, method="perturb")]
     for a, b in zip(got, expected, strict=True):
@@ -266,7 +266,7 @@ def test_exact_entity_probabilities_do_not_depend_on_the_chunks(monkeypatch):
     whole = entity_probabilities(model, X[:12], method="exact")
     assert sum(map(len, whole)) >= 5
     for limit in (1, 9, 30):
-        monkeypatch.setattr(_base, "PREDICT_NODES", limit)
+        monkeypatch.setattr(_parallel, "PREDICT_NODES", limit)
         chunked = entity_probabilities(model, X[:12], method="exact")
         assert [[e[:3] for e in s] for s in chunked] == [[e[:3] for e in s] for s in whole]
         np.testing.assert_allclose(
@@ -294,7 +294,7 @@ def test_denoiser_predictions_do_not_depend_on_the_chunks(monkeypatch):
     _assert_chunking_invariant(model, noisy, calls, monkeypatch)
     out = []
     for limit in (10**9, 70):
-        monkeypatch.setattr(_base, "PREDICT_NODES", limit)
+        monkeypatch.setattr(_parallel, "PREDICT_NODES", limit)
         model.set_params(random_state=np.random.default_rng(3))
         out.append([model.predict_marginals(noisy) for _ in range(2)])
     for got, expected in zip(out[1], out[0], strict=True):

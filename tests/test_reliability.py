@@ -19,7 +19,7 @@ from pmap_sklearn import (
     PseudoLikelihoodCRF,
     StructuredSVM,
 )
-from pmap_sklearn._utils import NonFiniteError
+from pmap_sklearn._validation import NonFiniteError
 from pmap_sklearn.datasets import make_chain_data, make_grid_data
 
 LEARNERS = {

@@ -26,8 +26,8 @@ from pmap_sklearn import (
     StructuredSVM,
     TwoStageCRF,
 )
-from pmap_sklearn._backend.chain import ChainSolver
-from pmap_sklearn._utils import NonFiniteError
+from pmap_sklearn._backend.viterbi import ChainSolver
+from pmap_sklearn._validation import NonFiniteError
 from pmap_sklearn.datasets import load_camvid, load_conll2002, make_chain_data, make_grid_data
 from pmap_sklearn.metrics import (
     balanced_node_weights,

@@ -20,8 +20,8 @@ from pmap_sklearn import (
     StructuredSVM,
 )
 from pmap_sklearn._backend import Potentials
-from pmap_sklearn._backend.chain import ChainSolver, forward_filtering_backward_sampling
 from pmap_sklearn._backend.sampling import sample_labellings
+from pmap_sklearn._backend.viterbi import ChainSolver, forward_filtering_backward_sampling
 from pmap_sklearn.datasets import make_chain_data, make_grid_data
 from pmap_sklearn.solvers import check_solver as get_solver
 

@@ -22,13 +22,12 @@ from pmap_sklearn import (
     PerturbMAPCRF,
     SequenceVectorizer,
     StructuredSVM,
-    _base,
     _utils,
     grid_edges,
 )
 from pmap_sklearn._backend import Statistics
-from pmap_sklearn._base import bucket_by_length
-from pmap_sklearn._sgd import LazyAdaGrad, LazyWeights, ProximalAdaGrad, _step
+from pmap_sklearn._optim import defaults
+from pmap_sklearn._optim.sgd import LazyAdaGrad, LazyWeights, ProximalAdaGrad, _step
 from pmap_sklearn._utils import SparseVector, append_ones_column, stack_rows
 from pmap_sklearn.datasets import (
     load_ud_treebank,
@@ -38,6 +37,8 @@ from pmap_sklearn.datasets import (
 )
 from pmap_sklearn.datasets._paths import candidate_roots
 from pmap_sklearn.inspection import explain_weights
+from pmap_sklearn.learners import _sgd_learner
+from pmap_sklearn.learners._sgd_learner import bucket_by_length
 from pmap_sklearn.structures import ChainStructure
 
 WORDS = {"DET": ["the", "a", "this"], "NOUN": ["dog", "cat", "idea"], "VERB": ["runs", "sees"]}
@@ -227,7 +228,7 @@ def test_sparse_features_fit_exactly_like_dense(make, monkeypatch):
     weights of the dense steps — in the fit and in the step-size search, given the same search
     (by default sparse features judge it on held-out samples, dense ones on the pass's) and the
     same settings (``"auto"`` resolves to others on sparse features)."""
-    monkeypatch.setattr(_base, "SPARSE_CALIBRATION", {})
+    monkeypatch.setattr(defaults, "SPARSE_STEP_SEARCH", {})
     chains, dense, tags = _sparse_and_dense()
     on_sparse, on_dense = make().fit(chains, tags), make().fit(dense, tags)
     np.testing.assert_allclose(on_sparse.coef_, on_dense.coef_, rtol=1e-9, atol=1e-12)
@@ -533,7 +534,7 @@ def test_treebank_loader_names_what_is_wrong(tmp_path):
 
 
 def test_graphs_take_sparse_node_features_too(monkeypatch):
-    monkeypatch.setattr(_base, "SPARSE_CALIBRATION", {})  # the same step-size search
+    monkeypatch.setattr(defaults, "SPARSE_STEP_SEARCH", {})  # the same step-size search
     images = make_grid_data(n_samples=8, shape=(6, 6), noise=1.0, random_state=0)
     edges = grid_edges((6, 6))
     dense = [GraphSample(np.c_[x.reshape(-1, 1), x.reshape(-1, 1) > 0], edges) for x in images.data]
@@ -595,17 +596,17 @@ def test_sparse_features_judge_the_step_size_on_held_out_sentences(monkeypatch):
     sentences it did not pass over (the pass's own reward memorising their rare words); dense
     features keep the search judged on the pass's samples."""
     searches = []
-    search = _base._sgd.calibrate_eta0
+    search = _sgd_learner.calibrate_eta0
 
     def recorded(*args, **kwargs):
         searches.append(kwargs)
         return search(*args, **kwargs)
 
-    monkeypatch.setattr(_base._sgd, "calibrate_eta0", recorded)
+    monkeypatch.setattr(_sgd_learner, "calibrate_eta0", recorded)
     chains, dense, tags = _sparse_and_dense()
     on_sparse = PerturbMAPCRF(random_state=0, max_iter=2).fit(chains, tags)
     on_dense = PerturbMAPCRF(random_state=0, max_iter=2).fit(dense, tags)
-    assert searches[0]["held_out"] == _base.SPARSE_CALIBRATION["held_out"] > 0
+    assert searches[0]["held_out"] == defaults.SPARSE_STEP_SEARCH["held_out"] > 0
     assert "held_out" not in searches[1]
     assert on_sparse.eta0_ > 0 and on_dense.eta0_ > 0
 

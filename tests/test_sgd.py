@@ -2,15 +2,8 @@ import numpy as np
 import pytest
 
 from pmap_sklearn import PerturbMAPCRF
-from pmap_sklearn._sgd import (
-    AdaGrad,
-    Normalised,
-    Schedule,
-    SGDState,
-    calibrate_eta0,
-    learning_rate,
-    run_sgd,
-)
+from pmap_sklearn._optim.sgd import AdaGrad, Normalised, Schedule, SGDState, learning_rate, run_sgd
+from pmap_sklearn._optim.step_search import calibrate_eta0
 from pmap_sklearn.datasets import make_chain_data
 
 
@@ -128,7 +121,7 @@ def test_full_batch_runs_make_the_oracle_once_and_project():
 def test_step_size_search_can_judge_on_samples_it_did_not_pass_over():
     """``held_out``: each candidate's pass runs over one part of the subsample and is judged
     on the other (disjoint, split in proportion); without it the pass's samples judge."""
-    from pmap_sklearn._sgd import calibrate_eta0
+    from pmap_sklearn._optim.step_search import calibrate_eta0
 
     target = np.random.default_rng(1).normal(size=(30, 2))
     made = []

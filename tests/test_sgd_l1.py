@@ -12,7 +12,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.utils._param_validation import InvalidParameterError
 
 from pmap_sklearn import MarginalPerturbMAPCRF, MeanFieldCRF, PerturbMAPCRF
-from pmap_sklearn._sgd import (
+from pmap_sklearn._optim.sgd import (
     CumulativeL1,
     LazyAdaGrad,
     LazyWeights,

@@ -3,8 +3,7 @@
 import numpy as np
 import pytest
 
-from pmap_sklearn import GraphSample, mean_hamming_loss, weighted_hamming_loss
-from pmap_sklearn.baselines import StructuredSVM
+from pmap_sklearn import GraphSample, StructuredSVM, mean_hamming_loss, weighted_hamming_loss
 from pmap_sklearn.datasets import make_chain_data, make_grid_data
 
 from .helpers import scores_of

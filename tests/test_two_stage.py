@@ -23,14 +23,12 @@ from pmap_sklearn import (
     TwoStageCRF,
     grid_edges,
 )
-from pmap_sklearn._utils import check_generator
+from pmap_sklearn._optim import defaults
+from pmap_sklearn._optim.defaults import TWO_STAGE_OFFSET_SHARES as CLASS_OFFSET_SHARES
+from pmap_sklearn._optim.defaults import TWO_STAGE_PAIRWISE_SCALES as PAIRWISE_SCALES
+from pmap_sklearn._validation import check_generator
 from pmap_sklearn.datasets import make_chain_data, make_grid_data, token_features
-from pmap_sklearn.two_stage import (
-    CLASS_OFFSET_SHARES,
-    PAIRWISE_SCALES,
-    _balancing_offsets,
-    _class_shares,
-)
+from pmap_sklearn.learners._two_stage_choice import _balancing_offsets, _class_shares
 
 #: Stage two as fitted, with nothing chosen on held-out samples.
 AS_FITTED = dict(unary="matrix", pairwise_scale=1.0)
@@ -393,16 +391,15 @@ def test_a_given_pairwise_scale_and_scoring():
 def test_the_weights_as_fitted_stand_without_a_clear_held_out_gain(monkeypatch):
     """Candidates within ``CHOICE_MARGIN`` of the weights as fitted (scale 1, no offsets) do
     not replace them; with no margin the best held-out score wins."""
-    from pmap_sklearn import two_stage
 
     data = make_grid_data(n_samples=12, shape=(16, 16), random_state=0)
     crf = PerturbMAPCRF("grid", max_iter=20, tol=None, random_state=0)
-    monkeypatch.setattr(two_stage, "CHOICE_MARGIN", 0.0)
+    monkeypatch.setattr(defaults, "TWO_STAGE_CHOICE_MARGIN", 0.0)
     best = TwoStageCRF(crf=crf, cv=2, random_state=0, unary="matrix").fit(data.data, data.target)
     scores = best.choice_scores_
     assert max(scores.values()) > scores["matrix", 1.0, 0.0]
     assert best.class_offsets_.any()  # a candidate with class offsets scored best
-    monkeypatch.setattr(two_stage, "CHOICE_MARGIN", 1.0)  # no candidate gains a whole IoU
+    monkeypatch.setattr(defaults, "TWO_STAGE_CHOICE_MARGIN", 1.0)  # no candidate gains a whole IoU
     kept = TwoStageCRF(crf=crf, cv=2, random_state=0, unary="matrix").fit(data.data, data.target)
     assert kept.pairwise_scale_ == 1.0 and not kept.class_offsets_.any()
     assert kept.choice_scores_ == scores

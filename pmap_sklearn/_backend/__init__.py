@@ -9,16 +9,15 @@ clamped-MAP and (optionally) marginal queries on them, and declares what it hand
 ``_backend`` import from this package, never from its submodules (a ruff rule, TID251).
 """
 
-from .base import CHUNK_NODES as CHUNK_NODES
-from .base import ClampedSolution, Marginals, Solver
-from .base import chunks_by_size as chunks_by_size
 from .brute import BruteForceSolver
 from .capabilities import Capabilities, GraphKind, PairwiseKind, PairwiseTerms, Requirements
 from .capabilities import missing as missing
-from .chain import ChainSolver
 from .cut import GraphCutSolver
 from .expansion import AlphaExpansionSolver
+from .feedback_set import feedback_vertex_set
 from .forest import ForestSolver
+from .gibbs import GIBBS_SWEEPS as GIBBS_SWEEPS
+from .gibbs import GibbsChains as GibbsChains
 from .gibbs import GibbsSampler, GibbsSession
 from .gibbs import conditional_probabilities as conditional_probabilities
 from .gibbs import conditional_scores as conditional_scores
@@ -28,10 +27,7 @@ from .level_tree import forest_shaped as forest_shaped
 from .level_tree import packed_layout as packed_layout
 from .mean_field import MeanFieldModel as MeanFieldModel
 from .mean_field import MeanFieldSolver
-from .mean_field import hamming_gradient as hamming_gradient
-from .mean_field import log_loss_gradient as log_loss_gradient
 from .mean_field import unrolled as unrolled
-from .mean_field import unrolled_backward as unrolled_backward
 from .messages import COUNTING_NUMBERS as COUNTING_NUMBERS
 from .messages import BeliefPropagation as BeliefPropagation
 from .messages import MessagePassingSolver
@@ -39,12 +35,13 @@ from .messages import colour_nodes as colour_nodes
 from .messages import counting_numbers as counting_numbers
 from .messages import pairwise_statistics as pairwise_statistics
 from .messages import sample_colours as sample_colours
-from .part_clamp import feedback_vertex_set as feedback_vertex_set
 from .potentials import ChainLayout, GridLayout, Potentials, Statistics
 from .potentials import forbid_states as forbid_states
 from .potentials import label_statistics as label_statistics
 from .sampling import sample_labellings as sample_labellings
+from .solver import ClampedSolution, Marginals, Solver
 from .trws import TRWSSolver
+from .viterbi import ChainSolver
 
 SOLVERS = {
     solver.name: solver
@@ -90,6 +87,7 @@ __all__ = [
     "solvers_for",
     "GibbsSampler",
     "GibbsSession",
+    "feedback_vertex_set",
 ]
 
 

@@ -14,11 +14,11 @@ from dataclasses import replace
 
 import numpy as np
 
-from .base import ExactEvents, Marginals, Solver, check_count
 from .capabilities import Capabilities, PairwiseKind
 from .messages import pairwise_statistics
 from .potentials import Potentials, Statistics, clamp_mask, clamp_scores, pair_statistics
 from .shared_graphs import GraphCache, GraphGroup, graph_groups
+from .solver import ExactEvents, Marginals, Solver, check_count
 
 #: Labellings enumerated at once.
 CHUNK = 1 << 16

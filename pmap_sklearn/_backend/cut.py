@@ -16,9 +16,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from .._parallel import map_jobs
-from .._utils import NonFiniteError
-from .base import CHUNK_NODES, ClampedSolution, Solver, solved_queries
+from .._parallel import CHUNK_NODES, map_jobs
+from .._validation import NonFiniteError
 from .capabilities import Capabilities, PairwiseKind, PairwiseTerms
 from .mincut import (
     MAX_CAPACITY,
@@ -37,6 +36,7 @@ from .potentials import (
     add_sample_differences,
     incidence,
 )
+from .solver import ClampedSolution, Solver, solved_queries
 
 
 class GraphCutSolver(Solver):

@@ -21,21 +21,13 @@ from __future__ import annotations
 import numpy as np
 from scipy import sparse
 
-from .._parallel import map_samples
+from .._parallel import CHUNK_NODES, chunks_by_size, map_samples
 from .._utils import ranges
-from .base import (
-    CHUNK_NODES,
-    ClampedSolution,
-    Solver,
-    check_count,
-    check_labels,
-    chunks_by_size,
-    solved_queries,
-)
 from .capabilities import Capabilities, PairwiseKind, PairwiseTerms
 from .cut import GraphCutSolver
 from .mincut import min_cut
 from .potentials import Potentials, Statistics, add_sparse_differences, incidence
+from .solver import ClampedSolution, Solver, check_count, check_labels, solved_queries
 from .windows import adjacency, clamp_windows
 
 #: The move sets, and the condition on the costs under which every move is a cut.

@@ -17,11 +17,11 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import breadth_first_order, connected_components
 
 from .._utils import ranges
-from .base import ExactEvents, Marginals, Solver
 from .capabilities import Capabilities, GraphKind
 from .messages import pairwise_statistics
 from .potentials import Potentials, Statistics, clamp_scores
 from .shared_graphs import GraphCache, graph_groups
+from .solver import ExactEvents, Marginals, Solver
 
 
 @dataclass

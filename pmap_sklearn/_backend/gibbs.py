@@ -10,13 +10,15 @@ under any scores on that graph — what contrastive divergence needs at every we
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 from scipy.special import softmax
 
-from .base import check_count
 from .capabilities import PairwiseKind
-from .messages import colour_nodes
-from .potentials import Potentials
+from .messages import colour_nodes, sample_colours
+from .potentials import Potentials, forbid_states
+from .solver import check_count
 
 
 def conditional_scores(potentials: Potentials, labels: np.ndarray) -> np.ndarray:
@@ -176,3 +178,50 @@ class GibbsSession:
         for nodes in self.colours:
             scores = conditional_scores(potentials, labels)[nodes]
             labels[nodes] = np.argmax(scores + gumbel[nodes], axis=1)
+
+
+#: Gibbs sweeps of each chain started at a perturbed MAP for ``method="gibbs"`` (the estimators'
+#: ``predict_marginals`` and ``sample``): a fifth of perturb-and-MAP's error on coupled grids at
+#: the cost of a few MAPs (docs/results/defaults.md, GIBBS_SWEEPS).
+GIBBS_SWEEPS = 20
+
+
+class GibbsChains:
+    """Chromatic Gibbs chains of the (unperturbed) models of ``part``, one per perturbed MAP.
+
+    Each sample is coloured on its own and its chains' noise comes from its own stream (seeded
+    from its perturbations' seed), chain after chain: a chain depends neither on the other
+    samples of the chunk nor on how many chains run at once, so the results do not depend on
+    ``n_jobs``. Clamped nodes keep their labels (their other labels are forbidden). ``gumbel(rng,
+    shape)`` draws the chains' Gumbel noise (:func:`pmap_sklearn.perturbation.gumbel`).
+    """
+
+    def __init__(self, part, seeds, clamp, n_sweeps: int, gumbel):
+        if clamp is not None and (clamp >= 0).any():
+            others = (clamp[:, None] >= 0) & (np.arange(part.n_states) != clamp[:, None])
+            part = replace(part, unary=forbid_states(part.unary, others, part.pairwise))
+        self.part, self.n_sweeps, self.gumbel = part, int(n_sweeps), gumbel
+        self.colour = sample_colours(part)
+        self.streams = [np.random.default_rng([seed, 1]) for seed in seeds]
+
+    def run(self, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Run a chain from each row of ``starts`` (rounds, n_nodes): the final states (same
+        shape) and the sum over the chains of their mean conditional label probabilities over
+        the last half of the sweeps (n_nodes, K)."""
+        part, n_sweeps, k = self.part, self.n_sweeps, self.part.n_states
+        rounds, offsets = len(starts), part.node_offsets
+        copies = part.take(np.tile(np.arange(part.n_samples), rounds))  # chain-major nodes
+        session = GibbsSession(copies, n_sweeps, np.tile(self.colour, rounds))
+        noise = np.empty((rounds, n_sweeps, part.n_nodes, k))
+        for i, stream in enumerate(self.streams):
+            n = offsets[i + 1] - offsets[i]
+            noise[:, :, offsets[i] : offsets[i + 1]] = self.gumbel(stream, (rounds, n_sweeps, n, k))
+        labels = starts.ravel().copy()
+        first = n_sweeps // 2
+        marginals = np.zeros((part.n_nodes, k))
+        for sweep in range(n_sweeps):
+            session.sweep(copies, labels, noise[:, sweep].reshape(-1, k))
+            if sweep >= first:
+                probabilities = conditional_probabilities(copies, labels)
+                marginals += probabilities.reshape(rounds, part.n_nodes, k).sum(axis=0)
+        return labels.reshape(rounds, part.n_nodes), marginals / (n_sweeps - first)

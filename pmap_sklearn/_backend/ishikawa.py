@@ -23,12 +23,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._parallel import map_jobs, map_samples
-from .base import CHUNK_NODES, Solver
+from .._parallel import CHUNK_NODES, map_jobs, map_samples
 from .capabilities import Capabilities, PairwiseTerms
 from .level_tree import LevelTree, packed_layout
 from .mincut import min_cut
 from .potentials import Potentials, finite_clamp_scores
+from .solver import Solver
 
 
 class _Thresholds:

@@ -20,11 +20,11 @@ from scipy import sparse
 from scipy.special import softmax
 from sklearn.utils import check_scalar
 
-from .._utils import NonFiniteError
-from .base import Marginals, Solver
+from .._validation import NonFiniteError
 from .capabilities import Capabilities, PairwiseKind
 from .messages import pairwise_statistics, sample_colours
 from .potentials import Potentials, Statistics
+from .solver import Marginals, Solver
 
 
 class MeanFieldModel:
@@ -124,40 +124,6 @@ def unrolled(model: MeanFieldModel, n_iterations: int, damping: float) -> list[n
         q = damping * q + (1.0 - damping) * softmax(model.field(q), axis=1)
         iterates.append(q)
     return iterates
-
-
-def unrolled_backward(model: MeanFieldModel, iterates, gradient_q, damping) -> Statistics:
-    """Backpropagation through :func:`unrolled`: the gradient of a loss with respect to the
-    unary and pairwise scores, as :class:`Statistics` of the potentials' kind (``∂L/∂u``, and
-    ``∂L/∂t`` summed as the pairwise scores are shared: per edge for Potts weights and
-    tables, over the edges for a shared table), from ``∂L/∂q_T``.
-
-    Each step ``q_{s+1} = δ q_s + (1 − δ) p_s``, ``p_s = softmax(a_s)``, ``a_s = u + M(q_s)``
-    sends ``(1 − δ) g`` through the softmax (``p ⊙ (g − <p, g>)``) to ``a_s``, which reaches
-    ``u`` directly, the pairwise scores through ``q_s`` at both ends of each edge, and ``q_s``
-    through the pairwise scores; ``δ g`` goes to ``q_s`` directly. The first iterate is
-    ``softmax(u)``.
-    """
-    first_end, second_end = model.edges[:, 0], model.edges[:, 1]
-    grad_unary = np.zeros_like(model.unary)
-    no_rows = np.zeros((len(first_end), model.unary.shape[1]))
-    grad_pairwise = model.pair_statistics(no_rows, no_rows)
-    g = gradient_q
-    for s in range(len(iterates) - 2, -1, -1):
-        q = iterates[s]
-        p = (iterates[s + 1] - damping * q) / (1.0 - damping)  # the forward pass's softmax
-        g_p = (1.0 - damping) * g
-        g_a = p * (g_p - (p * g_p).sum(axis=1, keepdims=True))
-        grad_unary += g_a
-        g_first, g_second = g_a[first_end], g_a[second_end]  # (E, K) at each end
-        # a_i(k) += Σ_l t(k, l) q_j(l) and a_j(l) += Σ_k t(k, l) q_i(k)
-        grad_pairwise += model.pair_statistics(g_first, q[second_end])
-        grad_pairwise += model.pair_statistics(q[first_end], g_second)
-        # a_i's gradient reaches q_j as Σ_k t(k, l) g_i(k), a_j's reaches q_i as Σ_l t(k, l) g_j(l)
-        g = damping * g + model.neighbours(g_a)
-    q0 = iterates[0]
-    grad_unary += q0 * (g - (q0 * g).sum(axis=1, keepdims=True))
-    return Statistics(grad_unary, grad_pairwise)
 
 
 class MeanFieldSolver(Solver):
@@ -290,20 +256,3 @@ class MeanFieldSolver(Solver):
         with np.errstate(divide="ignore"):
             logits = np.log(q)
         return (logits + rng.gumbel(size=(n_draws, *q.shape))).argmax(axis=2)
-
-
-def log_loss_gradient(q: np.ndarray, labels: np.ndarray, weights: np.ndarray):
-    """``Σ_d c_d (−log q_d(y_d))`` and its gradient in q (labels < 0 and c_d = 0 add nothing)."""
-    known = np.flatnonzero((labels >= 0) & (weights > 0))
-    picked = np.maximum(q[known, labels[known]], 1e-300)
-    gradient = np.zeros_like(q)
-    gradient[known, labels[known]] = -weights[known] / picked
-    return float(-(weights[known] * np.log(picked)).sum()), gradient
-
-
-def hamming_gradient(q: np.ndarray, labels: np.ndarray, weights: np.ndarray):
-    """``Σ_d c_d (1 − q_d(y_d))``, the expected weighted Hamming loss, and its gradient in q."""
-    known = np.flatnonzero((labels >= 0) & (weights > 0))
-    gradient = np.zeros_like(q)
-    gradient[known, labels[known]] = -weights[known]
-    return float((weights[known] * (1.0 - q[known, labels[known]])).sum()), gradient

@@ -32,9 +32,9 @@ from scipy.special import logsumexp
 from sklearn.utils import check_scalar
 
 from .._utils import ranges
-from .base import Marginals, Solver, check_count
 from .capabilities import Capabilities, PairwiseKind
 from .potentials import Potentials, Statistics, finite_clamp_scores
+from .solver import Marginals, Solver, check_count
 
 #: the counting numbers by name: (edge number, node number or "1 - degree")
 COUNTING_NUMBERS = ("auto", "convex", "bethe")

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._utils import check_generator
-from .chain import _node_positions
+from .._validation import check_generator
 from .potentials import Potentials
+from .viterbi import _node_positions
 
 
 def sample_labellings(

@@ -47,10 +47,10 @@ import numpy as np
 from scipy import sparse
 from sklearn.utils import check_scalar
 
-from .base import Solver, check_count, check_labels
 from .capabilities import Capabilities, PairwiseKind
 from .messages import forests, sample_colours
 from .potentials import Potentials, finite_clamp_scores
+from .solver import Solver, check_count, check_labels
 
 #: The node orders of :class:`TRWSSolver`.
 ORDERS = ("auto", "index", "colour")

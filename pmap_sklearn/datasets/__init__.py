@@ -10,7 +10,7 @@ from ._horses import (
     superpixel_graph,
 )
 from ._latent_toys import make_boxes, make_crosses
-from ._multilabel import load_multilabel
+from ._mulan import load_multilabel
 from ._ocr import load_ocr
 from ._synthetic import (
     add_flip_noise,

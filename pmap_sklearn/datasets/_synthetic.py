@@ -7,7 +7,8 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.utils import Bunch, check_scalar
 
-from .._utils import check_binary_images, check_generator, like_input
+from .._utils import like_input
+from .._validation import check_binary_images, check_generator
 
 
 def make_chain_data(

