@@ -188,3 +188,12 @@ def like_input(images: list[np.ndarray], original):
     if isinstance(original, np.ndarray):
         return np.stack(images)
     return images
+
+
+def store_parameters(estimator, arguments: dict) -> None:
+    """Set an estimator's ``__init__`` arguments as its attributes, unchanged: scikit-learn's
+    contract (``__init__`` only stores its parameters; ``get_params`` reads them back by the
+    signature's names). Called as ``store_parameters(self, locals())`` first in ``__init__``."""
+    for name, value in arguments.items():
+        if name not in ("self", "__class__"):
+            setattr(estimator, name, value)

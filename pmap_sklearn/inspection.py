@@ -8,6 +8,7 @@ from sklearn.pipeline import Pipeline
 from sklearn.utils import Bunch
 from sklearn.utils.validation import check_is_fitted
 
+from ._docstrings import shared_docstring
 from ._labels import as_samples
 
 __all__ = [
@@ -311,6 +312,7 @@ def entity_probabilities(
 
 
 # ---- structured uncertainty: whole labellings, regions, uncertainty maps ---------------------
+@shared_docstring
 def sequence_probabilities(
     estimator, X, y=None, *, method=None, n_draws: int = 1000, random_state=None
 ) -> np.ndarray:
@@ -330,20 +332,13 @@ def sequence_probabilities(
 
     Parameters
     ----------
-    estimator : fitted estimator or Pipeline
-        A learner with marginals, a pipeline ending in one (the steps before it transform
-        ``X``) or a :class:`~pmap_sklearn.TwoStageCRF`.
+    {{event_estimator}}
     X : sequence of samples
         As the estimator (or the pipeline) takes them.
     y : sequence of label arrays, optional
         A labelling of each sample, of the estimator's ``classes_`` and shaped as its labels;
         by default the predicted one.
-    method : {"perturb", "exact", "gibbs"}, optional
-        The distribution the labellings are drawn from, as in :meth:`sample`; by default the
-        one the estimator was fitted to, as for
-        :func:`~pmap_sklearn.inspection.entity_probabilities` (the perturbed MAPs for the
-        perturb-and-MAP learners, the default marginals' otherwise and after
-        ``calibrate_marginals``).
+    {{event_method}}
     n_draws : int, default=1000
         Draws per sample where the probability is a frequency.
     random_state : int, Generator or None, optional
@@ -404,6 +399,7 @@ def sequence_probabilities(
     )
 
 
+@shared_docstring
 def region_probabilities(estimator, X, *, method=None, n_draws: int = 1000, random_state=None):
     """The regions of each predicted segmentation, with the probability the model keeps each.
 
@@ -420,17 +416,10 @@ def region_probabilities(estimator, X, *, method=None, n_draws: int = 1000, rand
 
     Parameters
     ----------
-    estimator : fitted estimator or Pipeline
-        A learner with marginals, a pipeline ending in one (the steps before it transform
-        ``X``) or a :class:`~pmap_sklearn.TwoStageCRF`.
+    {{event_estimator}}
     X : sequence of samples
         As the estimator (or the pipeline) takes them.
-    method : {"perturb", "exact", "gibbs"}, optional
-        The distribution the labellings are drawn from, as in :meth:`sample`; by default the
-        one the estimator was fitted to, as for
-        :func:`~pmap_sklearn.inspection.entity_probabilities` (the perturbed MAPs for the
-        perturb-and-MAP learners, the default marginals' otherwise and after
-        ``calibrate_marginals``).
+    {{event_method}}
     n_draws : int, default=1000
         Draws per sample where the probability is a frequency.
     random_state : int, Generator or None, optional
@@ -502,6 +491,7 @@ def region_probabilities(estimator, X, *, method=None, n_draws: int = 1000, rand
     return regions, probabilities
 
 
+@shared_docstring
 def marginal_entropy(estimator, X, *, method=None, n_perturbations=None) -> np.ndarray:
     """The uncertainty map of each sample: the entropy of every node's marginal, in nats.
 
@@ -512,9 +502,7 @@ def marginal_entropy(estimator, X, *, method=None, n_perturbations=None) -> np.n
 
     Parameters
     ----------
-    estimator : fitted estimator or Pipeline
-        A learner with marginals, a pipeline ending in one (the steps before it transform
-        ``X``) or a :class:`~pmap_sklearn.TwoStageCRF`.
+    {{event_estimator}}
     X : sequence of samples
         As the estimator (or the pipeline) takes them.
     method : {"perturb", "exact"}, optional

@@ -16,7 +16,7 @@ from sklearn.feature_extraction import DictVectorizer, FeatureHasher
 from sklearn.utils._param_validation import HasMethods
 from sklearn.utils.validation import check_is_fitted
 
-from ._utils import stack_rows
+from ._utils import stack_rows, store_parameters
 from ._validation import NumberInterval
 from .samples import GraphSample
 
@@ -312,8 +312,7 @@ class NodeTransformer(
     }
 
     def __init__(self, transformer, *, images=False):
-        self.transformer = transformer
-        self.images = images
+        store_parameters(self, locals())
 
     def _features(self, sample, index: int):
         """The node features of a sample; with ``images``, a 2-D sample is a grey image."""
@@ -446,10 +445,7 @@ class SequenceVectorizer(
     }
 
     def __init__(self, token_features=None, n_features=None, min_count=1, dtype=np.float64):
-        self.token_features = token_features
-        self.n_features = n_features
-        self.min_count = min_count
-        self.dtype = dtype
+        store_parameters(self, locals())
 
     def _tokens(self, X) -> tuple[list, list[int]]:
         """All tokens' feature dicts in order, and the length of each sequence."""

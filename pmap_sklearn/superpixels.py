@@ -20,6 +20,7 @@ from scipy import ndimage, sparse
 from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
 
 from ._parallel import N_JOBS_CONSTRAINT
+from ._utils import store_parameters
 from ._validation import NumberInterval
 from .samples import GraphSample
 
@@ -326,11 +327,7 @@ class SuperpixelGraphs(TransformerMixin, BaseEstimator):
         neighbour_context: bool = True,
         n_jobs=None,
     ):
-        self.n_segments = n_segments
-        self.compactness = compactness
-        self.filter_bank = filter_bank
-        self.neighbour_context = neighbour_context
-        self.n_jobs = n_jobs
+        store_parameters(self, locals())
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -27,7 +27,7 @@ from .._backend import Potentials
 from .._labels import as_samples
 from .._optim import sgd as _sgd
 from .._parallel import N_JOBS_CONSTRAINT, in_chunks, one_blas_thread, prediction_chunks
-from .._utils import like_input
+from .._utils import like_input, store_parameters
 from .._validation import NumberInterval, check_binary_images, check_generator
 from ..learners.perturb_map import perturb_and_map_oracle
 from ..perturbation import draw, perturb_and_map
@@ -162,19 +162,7 @@ class LogSupermodularDenoiser(BaseEstimator):
         n_jobs=None,
         verbose=0,
     ):
-        self.field = field
-        self.noise_level = noise_level
-        self.noise_init = noise_init
-        self.reg_field = reg_field
-        self.reg_cut = reg_cut
-        self.step_size = step_size
-        self.max_iter = max_iter
-        self.batch_size = batch_size
-        self.n_perturbations = n_perturbations
-        self.decoding = decoding
-        self.random_state = random_state
-        self.n_jobs = n_jobs
-        self.verbose = verbose
+        store_parameters(self, locals())
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

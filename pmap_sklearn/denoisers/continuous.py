@@ -26,7 +26,7 @@ from sklearn.utils.validation import check_array, check_is_fitted
 from .._optim import defaults
 from .._optim import sgd as _sgd
 from .._parallel import N_JOBS_CONSTRAINT, single_blas_thread
-from .._utils import user_stacklevel
+from .._utils import store_parameters, user_stacklevel
 from .._validation import NumberInterval, check_generator
 from . import _patches as patches
 from ._decoding import LevelDecoding
@@ -220,24 +220,7 @@ class ContinuousLogSupermodularDenoiser(LevelDecoding, BaseEstimator):
         n_jobs=None,
         verbose=0,
     ):
-        self.groups = groups
-        self.basis = basis
-        self.patch_size = patch_size
-        self.patch_stride = patch_stride
-        self.max_patches = max_patches
-        self.grid_step = grid_step
-        self.noise_std = noise_std
-        self.decoding = decoding
-        self.n_perturbations = n_perturbations
-        self.prior_scale = prior_scale
-        self.center = center
-        self.domain_margin = domain_margin
-        self.max_iter = max_iter
-        self.batch_perturbations = batch_perturbations
-        self.step_size = step_size
-        self.random_state = random_state
-        self.n_jobs = n_jobs
-        self.verbose = verbose
+        store_parameters(self, locals())
 
     # ---- input --------------------------------------------------------------------------
     def _signals(self, X, fitting: bool) -> np.ndarray:

@@ -65,60 +65,12 @@ class SGDSettings:
 class BaseStructuredSGD(BaseStructuredEstimator):
     """Shared fit / predict / predict_marginals / score of the perturb-and-MAP learners.
 
-    Its ``__init__`` holds the SGD parameters (documented in
-    :class:`~pmap_sklearn.PerturbMAPCRF`); each concrete learner has its own explicit
-    signature with its defaults and passes these on.
+    The SGD parameters are documented in :class:`~pmap_sklearn.PerturbMAPCRF`; each concrete
+    learner has its own explicit signature with its defaults (``__init__`` only stores them).
     """
 
     _parameter_constraints: dict = SGD_CONSTRAINTS
     _marginal_methods = ("perturb", "exact", "gibbs")
-
-    def __init__(
-        self,
-        structure,
-        *,
-        alpha,
-        max_iter,
-        batch_size,
-        learning_rate,
-        eta0,
-        power_t,
-        average,
-        tol,
-        n_iter_no_change,
-        early_stopping,
-        validation_fraction,
-        warm_start,
-        n_perturbations,
-        random_state,
-        n_jobs,
-        verbose,
-        unknown_label,
-        init,
-        ignore_label=None,
-        l1_ratio=0.0,
-    ):
-        self.structure = structure
-        self.alpha = alpha
-        self.l1_ratio = l1_ratio
-        self.max_iter = max_iter
-        self.batch_size = batch_size
-        self.learning_rate = learning_rate
-        self.eta0 = eta0
-        self.power_t = power_t
-        self.average = average
-        self.tol = tol
-        self.n_iter_no_change = n_iter_no_change
-        self.early_stopping = early_stopping
-        self.validation_fraction = validation_fraction
-        self.warm_start = warm_start
-        self.n_perturbations = n_perturbations
-        self.random_state = random_state
-        self.n_jobs = n_jobs
-        self.verbose = verbose
-        self.unknown_label = unknown_label
-        self.init = init
-        self.ignore_label = ignore_label
 
     def _check_fit_parameters(self) -> None:
         if self.learning_rate == "optimal" and self.alpha == 0:

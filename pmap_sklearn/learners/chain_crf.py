@@ -7,9 +7,10 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.utils._param_validation import StrOptions
 
+from .._docstrings import shared_docstring
 from .._optim.lbfgs import minimise
 from .._state import FitState
-from .._utils import onehot
+from .._utils import onehot, store_parameters
 from .._validation import NumberInterval
 from ._estimator import SHARED_CONSTRAINTS, TOL_CONSTRAINTS, BaseStructuredEstimator
 
@@ -55,6 +56,7 @@ def crfsuite_penalty(c1: float, c2: float, n_samples: int) -> tuple[float, float
     return total / n_samples, c1 / total
 
 
+@shared_docstring
 class ChainCRF(BaseStructuredEstimator):
     r"""Conditional random field trained by exact maximum conditional likelihood.
 
@@ -106,14 +108,8 @@ class ChainCRF(BaseStructuredEstimator):
         ``ignore_label``, a warm start fits afresh (as ``warm_start=False`` does): the state belongs
         to the last fit's objective.
     verbose : int, default=0
-    unknown_label : int, float, str or None, default=-1
-        The label that marks an unknown node in ``y`` (use e.g. ``"?"`` with string labels;
-        None: every label is known).
-    ignore_label : int, float, str or None, default=None
-        The label that marks a node to ignore (e.g. void pixels): ignored nodes are removed
-        from the samples for the fit — they neither count in the loss nor get filled in, unlike
-        ``unknown_label`` — and are not counted by :meth:`score`. Chains are cut at them;
-        grids cannot lose nodes (give GraphSample objects instead).
+    {{unknown_label_known}}
+    {{ignore_label}}
 
     Attributes
     ----------
@@ -182,16 +178,7 @@ class ChainCRF(BaseStructuredEstimator):
         unknown_label=-1,
         ignore_label=None,
     ):
-        self.structure = structure
-        self.alpha = alpha
-        self.l1_ratio = l1_ratio
-        self.all_possible_states = all_possible_states
-        self.max_iter = max_iter
-        self.tol = tol
-        self.warm_start = warm_start
-        self.verbose = verbose
-        self.unknown_label = unknown_label
-        self.ignore_label = ignore_label
+        store_parameters(self, locals())
 
     def _check_structure(self, structure, has_unknown) -> None:
         super()._check_structure(structure, has_unknown)

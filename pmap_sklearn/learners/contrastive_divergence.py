@@ -10,11 +10,14 @@ import numpy as np
 from .._backend import (
     GibbsSampler,
 )
+from .._docstrings import shared_docstring
 from .._optim import sgd as _sgd
+from .._utils import store_parameters
 from .._validation import NumberInterval
 from ._full_batch import FULL_BATCH_CONSTRAINTS, FullBatchCRF
 
 
+@shared_docstring
 class ContrastiveDivergenceCRF(FullBatchCRF):
     r"""CRF trained by contrastive divergence (Hinton 2002).
 
@@ -53,11 +56,7 @@ class ContrastiveDivergenceCRF(FullBatchCRF):
         Progress per step.
     unknown_label : int, float, str or None, default=-1
         Marks unknown labels.
-    ignore_label : int, float, str or None, default=None
-        The label that marks a node to ignore (e.g. void pixels): ignored nodes are removed
-        from the samples for the fit — they neither count in the loss nor get filled in, unlike
-        ``unknown_label`` — and are not counted by :meth:`score`. Chains are cut at them;
-        grids cannot lose nodes (give GraphSample objects instead).
+    {{ignore_label}}
 
     Attributes
     ----------
@@ -95,18 +94,7 @@ class ContrastiveDivergenceCRF(FullBatchCRF):
         unknown_label=-1,
         ignore_label=None,
     ):
-        self.structure = structure
-        self.n_gibbs = n_gibbs
-        self.alpha = alpha
-        self.max_iter = max_iter
-        self.eta0 = eta0
-        self.n_perturbations = n_perturbations
-        self.random_state = random_state
-        self.n_jobs = n_jobs
-        self.warm_start = warm_start
-        self.verbose = verbose
-        self.unknown_label = unknown_label
-        self.ignore_label = ignore_label
+        store_parameters(self, locals())
 
     def _new_state(self, rng):
         return _sgd.SGDState(coef=np.zeros(self.structure_.size_), rng=rng)

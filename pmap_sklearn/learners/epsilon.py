@@ -19,12 +19,13 @@ from .._backend import (
     counting_numbers,
     pairwise_statistics,
 )
+from .._docstrings import shared_docstring
 from .._optim import lbfgs as _lbfgs
 from .._optim import sgd as _sgd
 from .._parallel import one_blas_thread
 from .._progress import Progress
 from .._state import FitState
-from .._utils import user_stacklevel
+from .._utils import store_parameters, user_stacklevel
 from .._validation import NonFiniteError, NumberInterval
 from ..structures import ChainStructure, GraphStructure, GridStructure, check_structure
 from ._estimator import (
@@ -59,6 +60,7 @@ class _Lemma2(NamedTuple):
     edge: np.ndarray
 
 
+@shared_docstring
 class EpsilonCRF(BaseStructuredEstimator):
     r"""Structured prediction by the ε-family of Hazan & Urtasun, with primal-dual message passing.
 
@@ -120,11 +122,7 @@ class EpsilonCRF(BaseStructuredEstimator):
     unknown_label : int, float, str or None, default=-1
         The label that marks an unknown node in ``y``; such samples are self-trained (a model
         fitted on the fully labelled samples fills them in with its belief argmax).
-    ignore_label : int, float, str or None, default=None
-        The label that marks a node to ignore (e.g. void pixels): ignored nodes are removed
-        from the samples for the fit — they neither count in the loss nor get filled in, unlike
-        ``unknown_label`` — and are not counted by :meth:`score`. Chains are cut at them;
-        grids cannot lose nodes (give GraphSample objects instead).
+    {{ignore_label}}
 
     Attributes
     ----------
@@ -199,19 +197,7 @@ class EpsilonCRF(BaseStructuredEstimator):
         unknown_label=-1,
         ignore_label=None,
     ):
-        self.structure = structure
-        self.epsilon = epsilon
-        self.loss = loss
-        self.counting_numbers = counting_numbers
-        self.alpha = alpha
-        self.max_iter = max_iter
-        self.tol = tol
-        self.n_message_sweeps = n_message_sweeps
-        self.warm_start = warm_start
-        self.n_jobs = n_jobs
-        self.verbose = verbose
-        self.unknown_label = unknown_label
-        self.ignore_label = ignore_label
+        store_parameters(self, locals())
 
     # ---- the structure ----------------------------------------------------------------------
     def _resolve_structure(self):

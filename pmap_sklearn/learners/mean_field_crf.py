@@ -10,7 +10,7 @@ from scipy import sparse
 from sklearn.utils._param_validation import StrOptions
 
 from .._backend import MeanFieldModel, MeanFieldSolver, Statistics, unrolled
-from .._utils import user_stacklevel
+from .._utils import store_parameters, user_stacklevel
 from .._validation import NumberInterval
 from ._sgd_learner import BaseStructuredSGD, ClassWeightedSGD
 
@@ -136,6 +136,9 @@ class MeanFieldCRF(ClassWeightedSGD):
     _warm_start_depends_on = (*ClassWeightedSGD._warm_start_depends_on, "n_iterations", "damping")
     _objective_kind = "node_loss"
     _dense_sgd = "mean_field"
+    #: One draw of a perturbed MAP where a query asks for them: the model's marginals are the
+    #: mean field's own (not a parameter).
+    n_perturbations = 1
     #: the unrolled mean field is the model: its marginals are the solver's
     _exact_marginals_are_the_model = True
 
@@ -167,33 +170,7 @@ class MeanFieldCRF(ClassWeightedSGD):
         ignore_label=None,
         init="auto",
     ):
-        super().__init__(
-            structure,
-            alpha=alpha,
-            max_iter=max_iter,
-            batch_size=batch_size,
-            learning_rate=learning_rate,
-            eta0=eta0,
-            power_t=power_t,
-            average=average,
-            tol=tol,
-            n_iter_no_change=n_iter_no_change,
-            early_stopping=early_stopping,
-            validation_fraction=validation_fraction,
-            warm_start=warm_start,
-            n_perturbations=1,
-            random_state=random_state,
-            n_jobs=n_jobs,
-            verbose=verbose,
-            unknown_label=unknown_label,
-            ignore_label=ignore_label,
-            init=init,
-            l1_ratio=l1_ratio,
-        )
-        self.loss = loss
-        self.class_weight = class_weight
-        self.n_iterations = n_iterations
-        self.damping = damping
+        store_parameters(self, locals())
 
     def _make_structure(self):
         """The structure, its solver the mean field of this model."""

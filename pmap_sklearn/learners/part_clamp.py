@@ -16,7 +16,8 @@ from .._backend import (
     MessagePassingSolver,
     feedback_vertex_set,
 )
-from .._utils import user_stacklevel
+from .._docstrings import shared_docstring
+from .._utils import store_parameters, user_stacklevel
 from .._validation import NumberInterval
 from ._full_batch import FullBatchCRF
 from .surrogates import PseudoLikelihoodCRF
@@ -36,6 +37,7 @@ class _Bound(NamedTuple):
     state_log_z: list
 
 
+@shared_docstring
 class PartClampCRF(FullBatchCRF):
     r"""CRF trained on the Part & Clamp lower bound of the likelihood (Pletscher & Ong).
 
@@ -95,11 +97,7 @@ class PartClampCRF(FullBatchCRF):
         Progress.
     unknown_label : int, float, str or None, default=-1
         Marks unknown labels (filled in by the MAP of a model fitted on the complete samples).
-    ignore_label : int, float, str or None, default=None
-        The label that marks a node to ignore (e.g. void pixels): ignored nodes are removed
-        from the samples for the fit — they neither count in the loss nor get filled in, unlike
-        ``unknown_label`` — and are not counted by :meth:`score`. Chains are cut at them;
-        grids cannot lose nodes (give GraphSample objects instead).
+    {{ignore_label}}
     solver : {"batch", "online"}, optional
         Deprecated: the old name of ``schedule`` (it clashed with the structure's MAP solver);
         it will be removed in 0.3.
@@ -170,25 +168,7 @@ class PartClampCRF(FullBatchCRF):
         ignore_label=None,
         solver="deprecated",
     ):
-        self.structure = structure
-        self.n_decompositions = n_decompositions
-        self.combine = combine
-        self.tighten = tighten
-        self.schedule = schedule
-        self.solver = solver
-        self.budget = budget
-        self.n_rounds = n_rounds
-        self.fvs_order = fvs_order
-        self.alpha = alpha
-        self.max_iter = max_iter
-        self.tol = tol
-        self.n_perturbations = n_perturbations
-        self.random_state = random_state
-        self.n_jobs = n_jobs
-        self.warm_start = warm_start
-        self.verbose = verbose
-        self.unknown_label = unknown_label
-        self.ignore_label = ignore_label
+        store_parameters(self, locals())
 
     # ---- Part: decompositions and the states of F ----------------------------------------
     def _decompose(self, batch, labels, rng):

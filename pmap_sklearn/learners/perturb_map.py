@@ -6,11 +6,14 @@ from __future__ import annotations
 import numpy as np
 from sklearn.utils._param_validation import StrOptions
 
+from .._docstrings import shared_docstring
 from .._optim.sgd import dot, lazy_when_sparse
+from .._utils import store_parameters
 from ..perturbation import draw
 from ._sgd_learner import ClassWeightedSGD
 
 
+@shared_docstring
 class PerturbMAPCRF(ClassWeightedSGD):
     r"""CRF trained on the perturb-and-MAP likelihood (Hazan & Jaakkola 2012).
 
@@ -127,23 +130,9 @@ class PerturbMAPCRF(ClassWeightedSGD):
     verbose : int, default=0
         Print the objective of the first three epochs, of every tenth of ``max_iter`` and of
         the last (every epoch with ``verbose >= 3``).
-    unknown_label : int, float, str or None, default=-1
-        The label that marks an unknown node in ``y`` (use e.g. ``"?"`` with string labels;
-        None: every label is known).
-    ignore_label : int, float, str or None, default=None
-        The label that marks a node to ignore (e.g. void pixels): ignored nodes are removed
-        from the samples for the fit — they neither count in the loss nor get filled in, unlike
-        ``unknown_label`` — and are not counted by :meth:`score`. Chains are cut at them;
-        grids cannot lose nodes (give GraphSample objects instead).
-    init : {"auto", "logistic", "zeros"}, default="auto"
-        Starting weights: ``"logistic"`` sets the unary weights to per-node multinomial
-        logistic regression on the labelled nodes (at most 10,000 of them, 30 L-BFGS
-        iterations) and the pairwise weights to 0 — the perturb-and-MAP maximum likelihood of
-        the model without pairwise terms (the Gumbel-max trick). From ``"zeros"`` the first
-        perturbed MAPs are noise, and on pixel grids with few training images the pairwise
-        weights outrun the unary ones until every pixel gets one label (see
-        :ref:`perturb-and-map-grids`). ``"auto"``: ``"logistic"`` on grids and graphs,
-        ``"zeros"`` on chains (where it generalises better).
+    {{unknown_label_known}}
+    {{ignore_label}}
+    {{init}}
 
     Attributes
     ----------
@@ -222,30 +211,7 @@ class PerturbMAPCRF(ClassWeightedSGD):
         ignore_label=None,
         init="auto",
     ):
-        super().__init__(
-            structure,
-            alpha=alpha,
-            max_iter=max_iter,
-            batch_size=batch_size,
-            learning_rate=learning_rate,
-            eta0=eta0,
-            power_t=power_t,
-            average=average,
-            tol=tol,
-            n_iter_no_change=n_iter_no_change,
-            early_stopping=early_stopping,
-            validation_fraction=validation_fraction,
-            warm_start=warm_start,
-            n_perturbations=n_perturbations,
-            random_state=random_state,
-            n_jobs=n_jobs,
-            verbose=verbose,
-            unknown_label=unknown_label,
-            ignore_label=ignore_label,
-            init=init,
-            l1_ratio=l1_ratio,
-        )
-        self.class_weight = class_weight
+        store_parameters(self, locals())
 
     #: The perturb-and-MAP likelihood ``f(y) − A_G`` is a lower bound of the Gibbs
     #: likelihood ``f(y) − log Z`` of the same weights (``A_G ≥ log Z``, Hazan & Jaakkola 2012,

@@ -10,11 +10,12 @@ import numpy as np
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
+from .._docstrings import shared_docstring
 from .._optim import defaults
 from .._optim import sgd as _sgd
 from .._progress import Progress
 from .._state import FitState
-from .._utils import SparseVector, onehot
+from .._utils import SparseVector, onehot, store_parameters
 from .._validation import NumberInterval
 from ..metrics.hamming import class_weight_by_code, loss_weights
 from ._estimator import (
@@ -54,6 +55,7 @@ class BCFWState(FitState):
         return self.average.copy() if self.average is not None else self.current
 
 
+@shared_docstring
 class StructuredSVM(BaseStructuredEstimator):
     r"""Structured SVM with Hamming or size-weighted Hamming loss, trained by BCFW.
 
@@ -130,14 +132,8 @@ class StructuredSVM(BaseStructuredEstimator):
     n_jobs : int or None, default=None
         Processes for the per-sample graph cuts.
     verbose : int, default=0
-    unknown_label : int, float, str or None, default=-1
-        The label that marks an unknown node in ``y`` (use e.g. ``"?"`` with string labels;
-        None: every label is known).
-    ignore_label : int, float, str or None, default=None
-        The label that marks a node to ignore (e.g. void pixels): ignored nodes are removed
-        from the samples for the fit — they neither count in the loss nor get filled in, unlike
-        ``unknown_label`` — and are not counted by :meth:`score`. Chains are cut at them;
-        grids cannot lose nodes (give GraphSample objects instead).
+    {{unknown_label_known}}
+    {{ignore_label}}
     latent_iter : int, default=10
         With hidden states (the structure's ``n_states_per_label`` or hidden nodes): the most
         rounds of the concave-convex procedure of the latent structured SVM (Yu & Joachims
@@ -238,21 +234,7 @@ class StructuredSVM(BaseStructuredEstimator):
         ignore_label=None,
         latent_iter=10,
     ):
-        self.structure = structure
-        self.solver = solver
-        self.alpha = alpha
-        self.class_weight = class_weight
-        self.max_iter = max_iter
-        self.batch_size = batch_size
-        self.tol = tol
-        self.average = average
-        self.warm_start = warm_start
-        self.random_state = random_state
-        self.n_jobs = n_jobs
-        self.verbose = verbose
-        self.unknown_label = unknown_label
-        self.ignore_label = ignore_label
-        self.latent_iter = latent_iter
+        store_parameters(self, locals())
 
     _objective_kind = "hinge"
 

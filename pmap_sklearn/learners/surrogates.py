@@ -12,12 +12,14 @@ from .._backend import (
     Statistics,
     conditional_scores,
 )
-from .._utils import onehot
+from .._docstrings import shared_docstring
+from .._utils import onehot, store_parameters
 from ..metrics.hamming import label_weights
 from ._estimator import TOL_CONSTRAINTS
 from ._full_batch import FULL_BATCH_CONSTRAINTS, LbfgsSurrogateCRF
 
 
+@shared_docstring
 class PseudoLikelihoodCRF(LbfgsSurrogateCRF):
     r"""CRF trained by maximum pseudo-likelihood (Besag 1975).
 
@@ -41,21 +43,12 @@ class PseudoLikelihoodCRF(LbfgsSurrogateCRF):
         Seeds the perturbations of :meth:`predict_marginals`.
     n_jobs : int or None, default=None
         Processes for the graph cuts of prediction.
-    warm_start : bool, default=False
-        Start from the previous ``coef_`` on the same data (``X`` and ``y``) and parameters, when
-        the previous fit was made with ``warm_start=True``; after a change of the data or of
-        ``structure``, ``alpha``, ``class_weight``, ``unknown_label`` or ``ignore_label``, a warm
-        start fits afresh (as ``warm_start=False`` does): the state belongs to the last fit's
-        objective.
+    {{lbfgs_warm_start}}
     verbose : int, default=0
         Progress per L-BFGS iteration.
     unknown_label : int, float, str or None, default=-1
         Marks unknown labels (filled in by the MAP of a model fitted on the complete samples).
-    ignore_label : int, float, str or None, default=None
-        The label that marks a node to ignore (e.g. void pixels): ignored nodes are removed
-        from the samples for the fit — they neither count in the loss nor get filled in, unlike
-        ``unknown_label`` — and are not counted by :meth:`score`. Chains are cut at them;
-        grids cannot lose nodes (give GraphSample objects instead).
+    {{ignore_label}}
 
     Attributes
     ----------
@@ -92,17 +85,7 @@ class PseudoLikelihoodCRF(LbfgsSurrogateCRF):
         unknown_label=-1,
         ignore_label=None,
     ):
-        self.structure = structure
-        self.alpha = alpha
-        self.max_iter = max_iter
-        self.tol = tol
-        self.n_perturbations = n_perturbations
-        self.random_state = random_state
-        self.n_jobs = n_jobs
-        self.warm_start = warm_start
-        self.verbose = verbose
-        self.unknown_label = unknown_label
-        self.ignore_label = ignore_label
+        store_parameters(self, locals())
 
     def _objective(self, batch, labels, w):
         """Negative mean pseudo-log-likelihood (regularised) and its gradient."""
@@ -134,6 +117,7 @@ def _normalised(scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return (np.log(total) + top)[:, 0], shifted
 
 
+@shared_docstring
 class PiecewiseCRF(LbfgsSurrogateCRF):
     r"""CRF trained piecewise (Sutton & McCallum 2005): every factor normalised on its own.
 
@@ -171,21 +155,12 @@ class PiecewiseCRF(LbfgsSurrogateCRF):
         Seeds the perturbations of :meth:`predict_marginals`.
     n_jobs : int or None, default=None
         Processes for the solver calls of prediction.
-    warm_start : bool, default=False
-        Start from the previous ``coef_`` on the same data (``X`` and ``y``) and parameters, when
-        the previous fit was made with ``warm_start=True``; after a change of the data or of
-        ``structure``, ``alpha``, ``class_weight``, ``unknown_label`` or ``ignore_label``, a warm
-        start fits afresh (as ``warm_start=False`` does): the state belongs to the last fit's
-        objective.
+    {{lbfgs_warm_start}}
     verbose : int, default=0
         Progress per L-BFGS iteration.
     unknown_label : int, float, str or None, default=-1
         Marks unknown labels (filled in by the MAP of a model fitted on the complete samples).
-    ignore_label : int, float, str or None, default=None
-        The label that marks a node to ignore (e.g. void pixels): ignored nodes are removed
-        from the samples for the fit — they neither count in the loss nor get filled in, unlike
-        ``unknown_label`` — and are not counted by :meth:`score`. Chains are cut at them;
-        grids cannot lose nodes (give GraphSample objects instead).
+    {{ignore_label}}
 
     Attributes
     ----------
@@ -239,18 +214,7 @@ class PiecewiseCRF(LbfgsSurrogateCRF):
         unknown_label=-1,
         ignore_label=None,
     ):
-        self.structure = structure
-        self.class_weight = class_weight
-        self.alpha = alpha
-        self.max_iter = max_iter
-        self.tol = tol
-        self.n_perturbations = n_perturbations
-        self.random_state = random_state
-        self.n_jobs = n_jobs
-        self.warm_start = warm_start
-        self.verbose = verbose
-        self.unknown_label = unknown_label
-        self.ignore_label = ignore_label
+        store_parameters(self, locals())
 
     def _objective(self, batch, labels, w):
         """Negative mean piecewise log-likelihood (regularised) and its gradient: for every

@@ -26,7 +26,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from .._labels import check_markers, unknown_mask
-from .._utils import stack_rows
+from .._utils import stack_rows, store_parameters
 from .._validation import NumberInterval, check_probabilities
 from ..metrics.hamming import class_weight_by_code
 from ..preprocessing import _node_features
@@ -229,19 +229,7 @@ class TwoStageCRF(HeldOutChoice, MetaEstimatorMixin, BaseEstimator):
         scoring=None,
         verbose=0,
     ):
-        self.classifier = classifier
-        self.crf = crf
-        self.cv = cv
-        self.min_proba = min_proba
-        self.random_state = random_state
-        self.n_jobs = n_jobs
-        self.unknown_label = unknown_label
-        self.ignore_label = ignore_label
-        self.class_weight = class_weight
-        self.unary = unary
-        self.pairwise_scale = pairwise_scale
-        self.scoring = scoring
-        self.verbose = verbose
+        store_parameters(self, locals())
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

