@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from pmap_sklearn import MarginalPerturbMAPCRF, PerturbMAPCRF, Potentials
@@ -25,13 +25,15 @@ from pmap_sklearn.perturbation import gumbel
 from pmap_sklearn.samples import GraphSample
 from pmap_sklearn.structures import ChainStructure, GraphStructure, GridStructure
 
-from .helpers import exact_distribution, loop_scores, scores_of, statistics_of
-
-SETTINGS = settings(max_examples=40, deadline=None)
-
-
-def _free_or_clamped(rng, n_nodes, n_states, rate=0.3):
-    return np.where(rng.random(n_nodes) < rate, rng.integers(0, n_states, n_nodes), -1)
+from .helpers import (
+    SETTINGS,
+    _assert_optimal,
+    _free_or_clamped,
+    exact_distribution,
+    loop_scores,
+    scores_of,
+    statistics_of,
+)
 
 
 def _random_graph(rng, n_nodes):
@@ -66,17 +68,6 @@ def _model(rng, case):
 
 
 CASES = ["chain", "chain-cut", "grid", "graph", "grid-brute"]
-
-
-def _assert_optimal(sample, labels, clamp=None):
-    """``labels`` reach the best score over the labellings that respect ``clamp`` (scores are
-    compared: ties are measure-zero but not impossible)."""
-    labellings, scores = scores_of(sample)
-    if clamp is not None:
-        fixed = clamp >= 0
-        scores = np.where((labellings[:, fixed] == clamp[fixed]).all(axis=1), scores, -np.inf)
-        np.testing.assert_array_equal(labels[fixed], clamp[fixed])
-    np.testing.assert_allclose(sample.score(labels)[0], scores.max(), rtol=1e-10, atol=1e-9)
 
 
 @SETTINGS

@@ -9,7 +9,7 @@ from pmap_sklearn import ChainCRF, ChainStructure, GridStructure, mean_hamming_l
 from pmap_sklearn._backend import BruteForceSolver
 from pmap_sklearn.datasets import make_chain_data, make_grid_data
 
-from .helpers import scores_of
+from .helpers import _token_data, scores_of
 
 
 @pytest.fixture
@@ -84,17 +84,6 @@ def test_learning_beats_independent_classification():
 
 
 # ---- the elastic net: OWL-QN, crfsuite's c1 / c2 and its observed-states model ---------------
-def _token_data(rng, n_samples=30):
-    """Sentences of five words whose tags mostly follow the word, as crfsuite-style dicts."""
-    X, y = [], []
-    for _ in range(n_samples):
-        words = rng.choice(list("abcde"), rng.integers(2, 6))
-        tags = ["X" if w in "ab" else ("Y" if w == "c" else "Z") for w in words]
-        y.append([t if rng.random() > 0.2 else "Z" for t in tags])
-        X.append([{"w": w, "bias": 1.0} for w in words])
-    return X, y
-
-
 def _penalised_objective(crf, X, y):
     """``w -> (value, gradient)`` of ChainCRF's negative mean log-likelihood plus its L2 part,
     and the L1 strength: the fitted objective, recomputed from its definition."""

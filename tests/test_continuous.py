@@ -16,13 +16,14 @@ from pmap_sklearn._backend import group_prox, ishikawa, level_tree
 from pmap_sklearn._backend.group_prox import prox_group_max
 from pmap_sklearn.continuous import (
     SURE_SCALES,
-    grid_groups,
     haar2d,
     inverse_haar2d,
     sure_scale,
     tree_groups,
 )
 from pmap_sklearn.solvers import BruteForceSolver, GroupMaxPotentials, IshikawaSolver, Potentials
+
+from .helpers import SHAPES, _assert_level_maps_are_optimal, _groups_of_shape
 
 
 def _convex_tables(rng, edges, k):
@@ -115,25 +116,6 @@ def test_group_max_potentials_refuse_malformed_models(change, message):
         IshikawaSolver().map(GroupMaxPotentials(**model), clamp=np.zeros(3, np.intp))
 
 
-def _group_value(costs, levels, groups, weights, z):
-    return costs[np.arange(len(z)), z].sum() + sum(
-        d * levels[z[g].max()] for g, d in zip(groups, weights, strict=True)
-    )
-
-
-def _assert_level_maps_are_optimal(costs, n_levels, levels, groups, weights):
-    """The solver's minimisers of every model of ``costs`` (B, n, levels) against enumeration."""
-    found = IshikawaSolver().map(GroupMaxPotentials(-costs, n_levels, levels, groups, weights))
-    assert (found >= 0).all() and (found < n_levels).all()
-    for b in range(len(costs)):
-        best = min(
-            _group_value(costs[b], levels, groups, weights, np.array(z))
-            for z in itertools.product(*[range(r) for r in n_levels])
-        )
-        value = _group_value(costs[b], levels, groups, weights, found[b])
-        assert value == pytest.approx(best, abs=1e-9)
-
-
 def test_group_max_levels_equal_brute_force(rng):
     """Groups of one, two and more members; nodes with different numbers of levels."""
     for _ in range(25):
@@ -192,21 +174,6 @@ def _prox_by_cuts(monkeypatch, z, groups, weights):
     with monkeypatch.context() as patch:
         patch.setattr(group_prox, "_as_forest", lambda *args: None)
         return prox_group_max(z, groups, weights)
-
-
-SHAPES = ["haar tree", "chain", "random forest", "grid (loopy)"]
-
-
-def _groups_of_shape(rng, shape):
-    if shape == "haar tree":
-        return tree_groups(8)
-    if shape == "chain":
-        return [np.array([i]) for i in range(9)] + [np.array([i + 1, i]) for i in range(8)]
-    if shape == "random forest":  # some nodes alone, some without a unary group
-        parent = [-1 if rng.random() < 0.2 else int(rng.integers(i)) for i in range(1, 15)]
-        groups = [np.array([i]) for i in range(15) if rng.random() < 0.6]
-        return groups + [np.array([i + 1, p]) for i, p in enumerate(parent) if p >= 0]
-    return grid_groups((3, 4))
 
 
 @pytest.mark.parametrize("shape", SHAPES)

@@ -16,17 +16,7 @@ from pmap_sklearn.denoising import FlipChannelGrid, _marginal_oracle, _signs
 from pmap_sklearn.perturb_map import perturb_and_map_oracle
 from pmap_sklearn.perturbation import draw
 
-
-def blobs(rng, n_images, shape=(16, 16)):
-    """Binary images of one random axis-aligned ellipse each."""
-    rows, cols = np.mgrid[: shape[0], : shape[1]]
-    images = []
-    for _ in range(n_images):
-        centre = rng.uniform(0.3, 0.7, size=2) * shape
-        radii = rng.uniform(0.2, 0.35, size=2) * shape
-        inside = ((rows - centre[0]) / radii[0]) ** 2 + ((cols - centre[1]) / radii[1]) ** 2 < 1
-        images.append(inside.astype(np.int8))
-    return np.stack(images)
+from .helpers import blobs
 
 
 def grid_model(gain, cut_weights):

@@ -18,22 +18,12 @@ from pmap_sklearn._backend.messages import BeliefPropagation, colour_nodes, in_f
 from pmap_sklearn.datasets import add_kumar_hebert_noise, make_chain_data
 from pmap_sklearn.solvers import BruteForceSolver, ChainSolver, MessagePassingSolver, Potentials
 
-from .helpers import grid_exact_marginals, scores_of
+from .helpers import _grid_potentials, grid_exact_marginals, scores_of
 
 
 def _tree(rng, k=3):
     edges = np.array([[0, 1], [1, 2], [1, 3], [3, 4], [4, 5], [6, 4]])
     return Potentials(rng.normal(size=(7, k)), edges, rng.normal(size=(len(edges), k, k)))
-
-
-def _grid_potentials(rng, shape, coupling, k=2):
-    structure = GridStructure(n_states=k, pairwise="table", solver="message_passing")
-    image = rng.normal(size=shape + (1,))
-    structure.fit([image])
-    batch = structure.prepare([image])
-    w = rng.normal(size=structure.size_)
-    w[structure.n_unary_weights_ :] *= coupling
-    return structure.potentials(batch, w)
 
 
 def test_colouring_is_proper(rng):

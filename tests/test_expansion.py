@@ -29,22 +29,7 @@ from pmap_sklearn.solvers import (
     Potentials,
 )
 
-
-def _random_potts(rng, shape=(2, 3), k=3, coupling=1.5, n_samples=1):
-    edges = grid_edges(shape)
-    n = int(np.prod(shape))
-    unary = rng.normal(size=(n * n_samples, k))
-    all_edges = np.concatenate([edges + s * n for s in range(n_samples)])
-    weights = -coupling * rng.random(len(all_edges))
-    offsets = np.arange(n_samples + 1)
-    return Potentials(unary, all_edges, weights, offsets * n, offsets * len(edges))
-
-
-def _metric_tables(rng, n_edges, k):
-    """Truncated-linear costs (a metric) with a random scale per edge, as score tables."""
-    a, b = np.meshgrid(np.arange(k), np.arange(k), indexing="ij")
-    scale = rng.random(n_edges)[:, None, None]
-    return -scale * np.minimum(np.abs(a - b), 2)
+from .helpers import _metric_tables, _random_potts
 
 
 def _moves(labels, k, kind):

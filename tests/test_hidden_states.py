@@ -25,23 +25,11 @@ from pmap_sklearn import (
     StructuredSVM,
 )
 from pmap_sklearn._backend import BruteForceSolver, ChainSolver, Potentials, forbid_states
-from pmap_sklearn.datasets import make_boxes, make_chain_data, make_crosses
+from pmap_sklearn.datasets import make_boxes, make_crosses
 from pmap_sklearn.perturb_map import perturb_and_map_oracle
 from pmap_sklearn.perturbation import draw
-from tests.helpers import scores_of, statistics_of
 
-
-def _random_chains(rng, n_chains=3, length=4, k=4):
-    unary = rng.normal(size=(n_chains * length, k))
-    heads = np.concatenate([np.arange(length - 1) + c * length for c in range(n_chains)])
-    offsets = np.arange(n_chains + 1)
-    return Potentials(
-        unary,
-        np.stack([heads, heads + 1], axis=1),
-        rng.normal(size=(k, k)),
-        offsets * length,
-        offsets * (length - 1),
-    )
+from .helpers import _chains, _random_chains, scores_of, statistics_of
 
 
 def _set_clamped_reference(potentials, node, allowed):
@@ -119,11 +107,6 @@ def test_forbidden_states_lose_to_every_allowed_labelling(rng):
 
 
 # ---- the structures' states ------------------------------------------------------------------
-def _chains(n_samples=12, random_state=0):
-    data = make_chain_data(n_samples=n_samples, n_states=2, n_features=3, random_state=random_state)
-    return data.data, data.target
-
-
 def test_states_are_laid_out_label_by_label_then_hidden():
     structure = GraphStructure(n_states_per_label=[1, 3], n_hidden_states=2)
     X = [GraphSample(np.ones((3, 2)), [[0, 1], [1, 2], [2, 3]], n_hidden_nodes=1)]

@@ -11,7 +11,6 @@ from pmap_sklearn import (
     PerturbMAPCRF,
     Potentials,
     PseudoLikelihoodCRF,
-    grid_edges,
 )
 from pmap_sklearn._backend import (
     AlphaExpansionSolver,
@@ -24,13 +23,7 @@ from pmap_sklearn._backend import (
 from pmap_sklearn.datasets import make_chain_data
 from pmap_sklearn.perturbation import perturb_and_map, perturbed_maps
 
-from .helpers import grid_exact_marginals
-
-
-def _potts_grid(rng, shape, k, coupling):
-    edges = grid_edges(shape)
-    unary = rng.normal(size=(shape[0] * shape[1], k))
-    return Potentials(unary, edges, np.full(len(edges), -coupling))
+from .helpers import _potts_grid, grid_exact_marginals
 
 
 def _hand_set_grid_model(k, coupling, n_samples=2, shape=(3, 3), seed=0):

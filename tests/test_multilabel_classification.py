@@ -27,16 +27,8 @@ from pmap_sklearn.datasets import load_multilabel
 from pmap_sklearn.datasets._paths import candidate_roots
 from pmap_sklearn.metrics import example_f1_scorer, multilabel_scores
 from pmap_sklearn.multilabel import chow_liu_tree, label_mutual_information
-from tests.helpers import scores_of
 
-
-def _correlated(n=200, random_state=0):
-    """Labels that share a latent cause: label 1 follows label 0, label 3 is 0 AND 2."""
-    rng = np.random.default_rng(random_state)
-    X = rng.normal(size=(n, 5))
-    cause = X[:, 0] + 0.5 * rng.normal(size=n)
-    Y = np.column_stack([cause > 0, cause > 0.5, X[:, 1] > 0, (cause > 0) & (X[:, 1] > 0)])
-    return X, Y.astype(int)
+from .helpers import _correlated, scores_of
 
 
 # ---- the label graphs ------------------------------------------------------------------------

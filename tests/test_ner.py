@@ -22,6 +22,8 @@ from pmap_sklearn.metrics import (
     flat_precision_recall_fscore_support,
 )
 
+from .helpers import _ner_corpus
+
 
 # ---- entity spans and scores -----------------------------------------------------------------
 @pytest.mark.parametrize(
@@ -142,31 +144,6 @@ def test_token_features_read_part_of_speech_pairs():
 
 
 # ---- a small NER task ---------------------------------------------------------------------------
-NAMES = ["Ana", "Luis", "Madrid", "Lima", "Sony", "Acme"]
-KINDS = {"Ana": "PER", "Luis": "PER", "Madrid": "LOC", "Lima": "LOC", "Sony": "ORG", "Acme": "ORG"}
-
-
-def _ner_corpus(n, seed=0):
-    """Sentences with one- and two-word entities among lower-case filler words."""
-    rng = np.random.default_rng(seed)
-    sentences, tags = [], []
-    for _ in range(n):
-        words, labels = [], []
-        for _ in range(rng.integers(2, 5)):
-            if rng.random() < 0.5:
-                name = str(rng.choice(NAMES))
-                words.append(name)
-                labels.append("B-" + KINDS[name])
-                if rng.random() < 0.4:
-                    words.append(name + "s")
-                    labels.append("I-" + KINDS[name])
-            words.append(str(rng.choice(["en", "de", "vive", "con", "la"])))
-            labels.append("O")
-        sentences.append(words)
-        tags.append(labels)
-    return sentences, tags
-
-
 def test_defaults_resolve_from_sparse_features():
     sentences, tags = _ner_corpus(120)
     model = PerturbMAPCRF(random_state=0)

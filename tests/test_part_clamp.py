@@ -10,6 +10,8 @@ from pmap_sklearn import grid_edges
 from pmap_sklearn._backend.part_clamp import clamped_bound, feedback_vertex_set
 from pmap_sklearn.solvers import BruteForceSolver, Potentials
 
+from .helpers import _brute_log_z, _grid_graphs
+
 
 def _is_forest(n_nodes, edges, keep):
     """No cycle among the kept nodes: every component has one edge fewer than nodes."""
@@ -110,26 +112,6 @@ def test_bad_input_gets_clear_errors(rng):
     fvs = feedback_vertex_set(model.n_nodes, model.edges)
     with pytest.raises(ValueError, match="columns"):
         clamped_bound(model, fvs, np.zeros((1, int(fvs.sum()) + 1), dtype=int))
-
-
-def _grid_graphs(rng, n_samples=6, shape=(4, 5), noise=0.8):
-    from pmap_sklearn import GraphSample
-
-    edges = grid_edges(shape)
-    X, y = [], []
-    for _ in range(n_samples):
-        coarse = (rng.random(((shape[0] + 1) // 2, (shape[1] + 1) // 2)) < 0.5).astype(int)
-        labels = np.kron(coarse, np.ones((2, 2), dtype=int))[: shape[0], : shape[1]]  # blocks
-        x = labels + noise * rng.normal(size=shape)
-        f = x.ravel()
-        features = np.column_stack([np.ones(len(edges)), np.abs(f[edges[:, 0]] - f[edges[:, 1]])])
-        X.append(GraphSample(f[:, None], edges, features))
-        y.append(labels.ravel())
-    return X, y
-
-
-def _brute_log_z(potentials, clamp=None):
-    return BruteForceSolver().log_partition(potentials, clamp=clamp)[0]
 
 
 def _fitted_part_clamp(rng, n_rounds):

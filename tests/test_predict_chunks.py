@@ -26,10 +26,7 @@ from pmap_sklearn._backend.messages import MessagePassingSolver
 from pmap_sklearn._backend.trws import TRWSSolver
 from pmap_sklearn.samples import grid_edges
 
-from .helpers import scores_of
-
-#: node budgets of a chunk: every sample alone, boundaries inside and between samples, one chunk
-LIMITS = [1, 3, 7, 16, 40, 10**9]
+from .helpers import _assert_chunking_invariant, _same, scores_of
 
 
 def _reference_viterbi(unary, transition):
@@ -82,38 +79,6 @@ def test_packed_viterbi_matches_brute_force(seed):
         sample = Potentials(unary[a:b], edges, transition)
         _, scores = scores_of(sample)
         assert sample.score(labels[a:b])[0] == pytest.approx(scores.max())
-
-
-def _same(a, b, exact=True):
-    """Two predictions (object arrays of arrays, or 2-D arrays) are equal bit for bit, or with
-    ``exact=False`` to rounding (sums computed by BLAS over blocks of other sizes)."""
-    assert type(a) is type(b) and len(a) == len(b)
-    check = (
-        np.testing.assert_array_equal
-        if exact
-        else lambda x, y: np.testing.assert_allclose(x, y, rtol=1e-12, atol=1e-15)
-    )
-    if isinstance(a, np.ndarray) and a.dtype != object:
-        check(a, b)
-        return
-    for x, y in zip(a, b, strict=True):
-        assert x.shape == y.shape and x.dtype == y.dtype
-        check(x, y)
-
-
-def _predictions(model, X, calls, limit, monkeypatch):
-    monkeypatch.setattr(_base, "PREDICT_NODES", limit)
-    return [call(model, X) for call in calls]
-
-
-def _assert_chunking_invariant(model, X, calls, monkeypatch, rounded=()):
-    """Every call gives the same output for every chunk size (the calls numbered in
-    ``rounded``, exact marginals and beliefs, to rounding)."""
-    whole = _predictions(model, X, calls, 10**9, monkeypatch)
-    for limit in LIMITS:
-        got = _predictions(model, X, calls, limit, monkeypatch)
-        for i, (a, b) in enumerate(zip(got, whole, strict=True)):
-            _same(a, b, exact=i not in rounded)
 
 
 def _chains(rng, n=9):

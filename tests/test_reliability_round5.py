@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import f1_score
@@ -42,7 +42,7 @@ from pmap_sklearn.metrics import (
 from pmap_sklearn.solvers import MeanFieldSolver
 from pmap_sklearn.superpixels import SuperpixelGraphs, node_labels, to_pixels
 
-FAST = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+from .helpers import FAST
 
 
 # ---- metrics: inputs read as something else, probabilities that are not -----------------------

@@ -40,21 +40,7 @@ from pmap_sklearn.datasets._paths import candidate_roots
 from pmap_sklearn.inspection import explain_weights
 from pmap_sklearn.structures import ChainStructure
 
-WORDS = {"DET": ["the", "a", "this"], "NOUN": ["dog", "cat", "idea"], "VERB": ["runs", "sees"]}
-
-
-def _corpus(n, seed=0):
-    """Sentences DET NOUN VERB (DET NOUN) with ambiguous words, as crfsuite-style dicts."""
-    rng = np.random.default_rng(seed)
-    sentences, tags = [], []
-    for _ in range(n):
-        pattern = ["DET", "NOUN", "VERB"] + (["DET", "NOUN"] if rng.random() < 0.5 else [])
-        words = [str(rng.choice(WORDS[t])) for t in pattern]
-        if rng.random() < 0.3:  # "runs" as a noun after a determiner
-            words[1] = "runs"
-        sentences.append(words)
-        tags.append(pattern)
-    return sentences, tags
+from .helpers import _corpus, _sparse_and_dense
 
 
 def _dicts(sentences):
@@ -181,12 +167,6 @@ def test_vectorizer_names_bad_input(X, message):
 
 
 # ---- sparse chains give the dense results -----------------------------------------------------
-def _sparse_and_dense(n=40, seed=0):
-    sentences, tags = _corpus(n, seed)
-    chains = SequenceVectorizer(token_features).fit_transform(sentences)
-    return chains, [c.toarray() for c in chains], tags
-
-
 @pytest.mark.parametrize(
     "make",
     [

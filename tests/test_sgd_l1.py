@@ -26,7 +26,7 @@ from pmap_sklearn._sgd import (
 from pmap_sklearn._utils import SparseVector
 from pmap_sklearn.datasets import make_chain_data
 
-from .test_sequence_labelling import _sparse_and_dense
+from .helpers import _sparse_and_dense
 
 
 def test_clipping_takes_what_each_weight_is_owed():

@@ -8,64 +8,7 @@ from pmap_sklearn._backend import BruteForceSolver
 from pmap_sklearn.samples import GraphSample
 from pmap_sklearn.structures import ChainStructure, GraphStructure, GridStructure, check_structure
 
-from .helpers import exact_expected_joint_feature, loop_scores
-
-
-def _samples(kind, rng):
-    if kind == "chain":
-        return ChainStructure(n_states=3), [rng.normal(size=(d, 2)) for d in (1, 3, 4)]
-    if kind == "grid":
-        return GridStructure(connectivity=8, contrast=True), [rng.normal(size=(2, 3, 2))] * 2
-    if kind in ("grid_table", "grid_untied"):
-        structure = GridStructure(
-            contrast=True,
-            n_states=3,
-            pairwise="table",
-            untied=kind == "grid_untied",
-            solver="brute_force",
-        )
-        return structure, [rng.normal(size=(2, 3, 2)) for _ in range(2)]
-    if kind == "chain_scaled":  # one score per label, one weight scaling them, biases
-        return ChainStructure(n_states=3, unary="scaled"), [rng.normal(size=(d, 3)) for d in (1, 4)]
-    if kind == "grid_scaled":
-        return GridStructure(unary="scaled", bias=False), [rng.normal(size=(2, 3, 2))] * 2
-    if kind == "graph_scaled":
-        edges = np.array([[0, 1], [1, 2], [2, 0]])
-        sample = GraphSample(rng.normal(size=(3, 3)), edges, rng.random((3, 2)))
-        return GraphStructure(n_states=3, unary="scaled"), [sample] * 2
-    if kind == "graph_table":
-        edges = np.array([[0, 1], [1, 2], [2, 0]])
-        sample = GraphSample(rng.normal(size=(3, 2)), edges, rng.normal(size=(3, 2)))
-        return GraphStructure(n_states=3, pairwise="table", solver="brute_force"), [sample] * 2
-    if kind == "graph_tied":  # symmetric and antisymmetric tables, and a free one
-        edges = np.array([[0, 1], [1, 2], [2, 0], [2, 3]])
-        sample = GraphSample(rng.normal(size=(4, 2)), edges, rng.normal(size=(4, 3)))
-        structure = GraphStructure(
-            n_states=3,
-            pairwise="table",
-            solver="brute_force",
-            symmetric_edge_features=[0],
-            antisymmetric_edge_features=[2],
-        )
-        return structure, [sample, sample]
-    if kind == "grid_untied_tied":
-        structure = GridStructure(
-            contrast=True,
-            n_states=3,
-            pairwise="table",
-            untied=True,
-            solver="brute_force",
-            symmetric_edge_features=[1, 2],
-            antisymmetric_edge_features=[0],
-        )
-        return structure, [rng.normal(size=(2, 3, 2)) for _ in range(2)]
-    edges = np.array([[0, 1], [1, 2], [2, 0], [2, 3]])
-    sample = GraphSample(rng.normal(size=(4, 2)), edges, rng.random((4, 3)), rng.random(4) + 1)
-    return GraphStructure(), [
-        sample,
-        GraphSample(rng.normal(size=(2, 2)), [[0, 1]], rng.random((1, 3))),
-    ]
-
+from .helpers import _samples, exact_expected_joint_feature, loop_scores
 
 KINDS = [
     "chain",
