@@ -24,8 +24,6 @@ from pmap_sklearn import (
     PerturbMAPCRF,
     SequenceVectorizer,
 )
-from pmap_sklearn._backend import GraphCutSolver, Potentials
-from pmap_sklearn._backend.ishikawa import GroupMaxPotentials
 from pmap_sklearn.datasets import make_chain_data, token_features
 from pmap_sklearn.inspection import explain_weights
 
@@ -133,29 +131,6 @@ def test_ragged_groups_are_named():
         )
 
 
-# ---- group-maximum models ------------------------------------------------------------------
-GROUP_MODEL = dict(
-    unary=np.zeros((1, 2, 3)), n_levels=[3, 3], levels=[0, 1, 2], groups=[[0], [1]], weights=[1, 1]
-)
-
-
-@pytest.mark.parametrize(
-    "field, value, message",
-    [
-        ("unary", np.full((1, 2, 3), np.nan), "NaN or \\+inf"),
-        ("levels", [0, np.nan, 2], "levels must be finite"),
-        ("groups", [[0.5], [1]], "group 0 must hold whole numbers"),
-        ("groups", [[0, [1]], [1]], "group 0 must be a flat sequence"),
-        ("n_levels", [2.5, 3], "n_levels must hold whole numbers"),
-        ("weights", [np.inf, 1], "finite values >= 0"),
-    ],
-)
-def test_group_max_potentials_refuse_what_would_be_truncated_or_nan(field, value, message):
-    GroupMaxPotentials(**GROUP_MODEL)  # the valid model
-    with pytest.raises(ValueError, match=message):
-        GroupMaxPotentials(**{**GROUP_MODEL, field: value})
-
-
 # ---- the ε-family and graph cuts -----------------------------------------------------------
 @pytest.mark.parametrize(
     "params", [dict(epsilon=1e12), dict(epsilon=1e300), dict(counting_numbers=(1e300, 1e300))]
@@ -166,12 +141,6 @@ def test_a_temperature_float64_cannot_resolve_is_refused(params):
     labels = [RNG.integers(0, 2, size=(3, 3)) for _ in range(3)]
     with pytest.raises(ValueError, match="temperature above 1e\\+08"):
         EpsilonCRF("grid", **params).fit(images, labels)
-
-
-def test_clamp_query_weights_must_be_finite():
-    potentials = Potentials(RNG.normal(size=(3, 2)), [[0, 1], [1, 2]], [-1.0, -1.0])
-    with pytest.raises(ValueError, match="weights of the clamp queries must be finite"):
-        GraphCutSolver().clamped_maps(potentials, [0, 1], [1, 0], [1.0, np.nan])
 
 
 @pytest.mark.parametrize("learner", [EpsilonCRF, PerturbMAPCRF])

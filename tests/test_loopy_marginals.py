@@ -9,16 +9,12 @@ from pmap_sklearn import (
     ChainCRF,
     GridStructure,
     PerturbMAPCRF,
-    Potentials,
     PseudoLikelihoodCRF,
 )
 from pmap_sklearn._backend import (
     AlphaExpansionSolver,
     BruteForceSolver,
     GraphCutSolver,
-    conditional_probabilities,
-    conditional_scores,
-    sample_colours,
 )
 from pmap_sklearn.datasets import make_chain_data
 from pmap_sklearn.perturbation import perturb_and_map, perturbed_maps
@@ -144,34 +140,3 @@ def test_the_method_is_offered_where_the_weights_define_a_gibbs_model():
     crf = ChainCRF(max_iter=5).fit(chains.data, chains.target)
     with pytest.raises(ValueError, match=r"method must be one of \['exact'\]"):
         crf.predict_marginals(chains.data[:1], method="gibbs")
-
-
-def test_samples_are_coloured_on_their_own():
-    rng = np.random.default_rng(0)
-    one = _potts_grid(rng, (3, 4), 2, 1.0)
-    other = _potts_grid(rng, (5, 2), 2, 1.0)
-    both = Potentials(
-        np.concatenate([one.unary, other.unary]),
-        np.concatenate([one.edges, other.edges + one.n_nodes]),
-        np.concatenate([one.pairwise, other.pairwise]),
-        [0, one.n_nodes, one.n_nodes + other.n_nodes],
-        [0, one.n_edges, one.n_edges + other.n_edges],
-    )
-    colour = sample_colours(both)
-    assert (colour[both.edges[:, 0]] != colour[both.edges[:, 1]]).all()
-    np.testing.assert_array_equal(colour[: one.n_nodes], sample_colours(one))
-    np.testing.assert_array_equal(colour[one.n_nodes :], sample_colours(other))
-    labels = rng.integers(2, size=both.n_nodes)
-    np.testing.assert_allclose(conditional_probabilities(both, labels).sum(axis=1), 1.0)
-
-
-@pytest.mark.parametrize("k", [2, 4])
-def test_potts_conditional_scores_equal_those_of_the_tables(k):
-    rng = np.random.default_rng(k)
-    potts = _potts_grid(rng, (4, 5), k, 1.0)
-    potts = Potentials(potts.unary, potts.edges, rng.normal(size=potts.n_edges))  # any sign
-    tables = Potentials(potts.unary, potts.edges, potts.edge_tables())
-    labels = rng.integers(k, size=potts.n_nodes)
-    np.testing.assert_allclose(
-        conditional_scores(potts, labels), conditional_scores(tables, labels), atol=1e-12
-    )

@@ -4,10 +4,9 @@ separable models."""
 import numpy as np
 import pytest
 
-from pmap_sklearn import GridStructure, PerturbMAPCRF, Potentials
+from pmap_sklearn import Potentials
 from pmap_sklearn._backend import ChainSolver, GraphCutSolver
-from pmap_sklearn._backend.base import Solver
-from pmap_sklearn.datasets import make_chain_data, make_grid_data
+from pmap_sklearn.datasets import make_chain_data
 from pmap_sklearn.perturbation import draw, perturb_and_map
 from pmap_sklearn.structures import ChainStructure
 
@@ -62,41 +61,3 @@ def test_draws():
         draw(rng, 5, 3, "logistic")
     with pytest.raises(ValueError, match="perturbation must be one of"):
         draw(rng, 5, 3, "normal")
-
-
-@pytest.mark.parametrize("layout", ["grid", "graph"])
-def test_graph_cut_rounds_reuse_each_graph_and_equal_one_map_per_round(layout):
-    """GraphCutSolver builds each sample's edges once and copies them for every round: the
-    labellings are those of one ``map`` of each perturbed model, ties (integer scores, a round
-    without perturbation) and nodes without edges included; scores too large for a cut are
-    named."""
-    rng = np.random.default_rng(0)
-    if layout == "grid":
-        data = make_grid_data(n_samples=3, shape=(9, 7), random_state=0)
-        model = PerturbMAPCRF(GridStructure(), max_iter=2, tol=None, random_state=0)
-        potentials = model.fit(data.data, data.target).potentials(data.data)
-        potentials = potentials.add_unary(np.round(potentials.unary) - potentials.unary)
-    else:
-        # the last sample has a node without an edge (its graph is not copied) and one alone
-        potentials = Potentials(
-            rng.integers(-2, 3, size=(16, 2)).astype(float),
-            [[0, 1], [1, 2], [2, 3], [0, 3], [4, 5], [6, 7], [7, 8], [9, 10], [10, 11]]
-            + [[12, 13]],
-            -rng.integers(0, 3, size=10).astype(float),
-            [0, 4, 6, 9, 12, 15, 16],
-            [0, 4, 5, 7, 9, 10, 10],
-        )
-    solver = GraphCutSolver()
-    block = np.stack([np.zeros(potentials.unary.shape)] + [draw(rng, potentials.n_nodes, 2)
-                     for _ in range(4)])  # fmt: skip
-    reused = solver.perturbed_rounds(potentials, block)
-    assert reused.shape == (5, potentials.n_nodes)
-    np.testing.assert_array_equal(reused, Solver.perturbed_rounds(solver, potentials, block))
-    for labels, perturbation in zip(reused, block, strict=True):  # optimal: the exact MAP
-        perturbed = potentials.add_unary(perturbation)
-        np.testing.assert_allclose(
-            perturbed.score(labels), perturbed.score(solver.map(perturbed)), rtol=0, atol=1e-9
-        )
-    block[2, 0, 0] = 1e300  # a round beyond double precision
-    with pytest.raises(ValueError, match="sample 0: its scores are too large for exact graph"):
-        solver.perturbed_rounds(potentials, block)

@@ -2,12 +2,8 @@
 Viterbi kernel equals brute force and a per-chain reference on chains of very different
 lengths; SequenceVectorizer makes its token dicts block by block with the same matrices."""
 
-import itertools
-
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from pmap_sklearn import (
     ChainStructure,
@@ -19,66 +15,8 @@ from pmap_sklearn import (
     PerturbMAPCRF,
     _base,
 )
-from pmap_sklearn._backend import Potentials
-from pmap_sklearn._backend.chain import viterbi
-from pmap_sklearn._backend.mean_field import MeanFieldSolver
-from pmap_sklearn._backend.messages import MessagePassingSolver
-from pmap_sklearn._backend.trws import TRWSSolver
-from pmap_sklearn.samples import grid_edges
 
-from .helpers import _assert_chunking_invariant, _same, scores_of
-
-
-def _reference_viterbi(unary, transition):
-    """Viterbi of one chain with a stored back-pointer table (the textbook recursion)."""
-    n, k = unary.shape
-    score, pointer = unary[0].copy(), np.zeros((n, k), dtype=int)
-    for d in range(1, n):
-        candidates = score[:, None] + transition
-        pointer[d] = candidates.argmax(axis=0)
-        score = candidates.max(axis=0) + unary[d]
-    labels = np.zeros(n, dtype=int)
-    labels[-1] = score.argmax()
-    for d in range(n - 1, 0, -1):
-        labels[d - 1] = pointer[d, labels[d]]
-    return labels
-
-
-@settings(max_examples=40, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), n_states=st.integers(2, 4))
-def test_packed_viterbi_matches_per_chain_reference(seed, n_states):
-    """Chains of lengths 1 to 60 in any order (no padding): each chain's labels are those of
-    the textbook Viterbi of that chain alone."""
-    rng = np.random.default_rng(seed)
-    lengths = rng.choice([1, 1, 2, 5, 17, 60], size=int(rng.integers(1, 12)))
-    unary = rng.normal(size=(lengths.sum(), n_states)) * 2
-    transition = rng.normal(size=(n_states, n_states))
-    labels = viterbi(unary, lengths, transition)
-    starts = np.concatenate([[0], np.cumsum(lengths)])
-    for a, b in zip(starts[:-1], starts[1:], strict=True):
-        np.testing.assert_array_equal(labels[a:b], _reference_viterbi(unary[a:b], transition))
-
-
-@settings(max_examples=30, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1))
-def test_packed_viterbi_matches_brute_force(seed):
-    """Tiny chains of lengths 1 to 6 with clamped-out labels (-inf): the best labelling."""
-    rng = np.random.default_rng(seed)
-    n_states = int(rng.integers(2, 4))
-    lengths = rng.integers(1, 7, size=int(rng.integers(1, 5)))
-    unary = rng.normal(size=(lengths.sum(), n_states))
-    keep = rng.integers(n_states, size=len(unary))
-    unary[
-        (rng.random(len(unary)) < 0.2)[:, None] & (np.arange(n_states) != keep[:, None])
-    ] = -np.inf
-    transition = rng.normal(size=(n_states, n_states))
-    labels = viterbi(unary, lengths, transition)
-    starts = np.concatenate([[0], np.cumsum(lengths)])
-    for a, b in zip(starts[:-1], starts[1:], strict=True):
-        edges = np.stack([np.arange(b - a - 1), np.arange(1, b - a)], axis=1)
-        sample = Potentials(unary[a:b], edges, transition)
-        _, scores = scores_of(sample)
-        assert sample.score(labels[a:b])[0] == pytest.approx(scores.max())
+from .helpers import _assert_chunking_invariant, _same
 
 
 def _chains(rng, n=9):
@@ -264,54 +202,3 @@ def test_denoiser_predictions_do_not_depend_on_the_chunks(monkeypatch):
         out.append([model.predict_marginals(noisy) for _ in range(2)])
     for got, expected in zip(out[1], out[0], strict=True):
         np.testing.assert_array_equal(got, expected)
-
-
-def _mixed_batch(rng, k=3):
-    """Samples of several shapes in one batch: a grid (bipartite), a triangle with a tail and
-    a complete graph (odd cycles), a chain, one lone node; tables of both signs."""
-    graphs = [
-        grid_edges((3, 4)),
-        np.array([[0, 1], [1, 2], [2, 0], [2, 3]]),
-        np.array(list(itertools.combinations(range(5), 2))),
-        np.stack([np.arange(5), np.arange(1, 6)], axis=1),
-        np.empty((0, 2), dtype=int),
-    ]
-    sizes = [int(e.max()) + 1 if len(e) else 1 for e in graphs]
-    offsets = np.concatenate([[0], np.cumsum(sizes)])
-    edges = np.concatenate([e + o for e, o in zip(graphs, offsets, strict=False)])
-    edge_offsets = np.concatenate([[0], np.cumsum([len(e) for e in graphs])])
-    unary = rng.normal(size=(offsets[-1], k))
-    tables = 1.5 * rng.normal(size=(len(edges), k, k))
-    return Potentials(unary, edges, tables, offsets, edge_offsets)
-
-
-@pytest.mark.parametrize(
-    "solver, call",
-    [
-        (TRWSSolver(), "map"),
-        (TRWSSolver(order="colour"), "map"),
-        (MessagePassingSolver(counting_numbers="convex"), "map"),
-        (MessagePassingSolver(counting_numbers="convex"), "marginals"),
-        (MessagePassingSolver(), "marginals"),
-        (MeanFieldSolver(schedule="sequential"), "marginals"),
-    ],
-    ids=["trws", "trws-colour", "convex-bp-map", "convex-bp-marginals", "bp", "mean-field"],
-)
-def test_loopy_solvers_treat_a_sample_the_same_in_any_batch(solver, call):
-    """Iterative solvers stop each sample on its own and colour each sample as if alone: a
-    sample's labelling or marginals are the same in its batch, alone, or in another batch
-    (so chunked and parallel predictions agree with one call)."""
-    p = _mixed_batch(np.random.default_rng(7))
-
-    def solve(samples):
-        out = getattr(solver, call)(p.take(samples))
-        return out if call == "map" else out.node
-
-    together = solve(np.arange(p.n_samples))
-    alone = np.concatenate([solve([i]) for i in range(p.n_samples)])
-    shuffled_order = [3, 0, 4, 2, 1]
-    shuffled = solve(shuffled_order)
-    parts = np.split(shuffled, np.cumsum([p.lengths[i] for i in shuffled_order])[:-1])
-    regrouped = np.concatenate([parts[shuffled_order.index(i)] for i in range(p.n_samples)])
-    np.testing.assert_array_equal(together, alone)
-    np.testing.assert_array_equal(together, regrouped)

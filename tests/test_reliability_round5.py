@@ -21,12 +21,10 @@ from pmap_sklearn import (
     NodeTransformer,
     PerturbMAPCRF,
     PiecewiseCRF,
-    Potentials,
     SequenceVectorizer,
     StructuredSVM,
     TwoStageCRF,
 )
-from pmap_sklearn._backend.chain import ChainSolver
 from pmap_sklearn._utils import NonFiniteError
 from pmap_sklearn.datasets import load_camvid, load_conll2002, make_chain_data, make_grid_data
 from pmap_sklearn.metrics import (
@@ -39,7 +37,6 @@ from pmap_sklearn.metrics import (
     segmentation_confusion,
     segmentation_scores,
 )
-from pmap_sklearn.solvers import MeanFieldSolver
 from pmap_sklearn.superpixels import SuperpixelGraphs, node_labels, to_pixels
 
 from .helpers import FAST
@@ -385,59 +382,6 @@ def test_class_weight_is_validated_once_for_every_learner(chains, learner):
 
 
 # ---- mean field: arguments and scores at the edge of double precision ----------------------
-def test_mean_field_solver_refuses_nan_damping_and_what_is_not_potentials():
-    with pytest.raises(ValueError, match="damping must be a number"):
-        MeanFieldSolver(damping=float("nan"))
-    for call in (MeanFieldSolver().map, MeanFieldSolver().marginals):
-        with pytest.raises(TypeError, match="takes Potentials, got ndarray"):
-            call(np.zeros((3, 2)))
-    empty = Potentials(np.zeros((0, 2)))
-    for schedule in ("sequential", "parallel"):
-        solver = MeanFieldSolver(schedule=schedule)
-        assert solver.map(empty).shape == (0,)
-        assert solver.marginals(empty).statistics.unary.shape == (0, 2)
-
-
-def test_mean_field_names_scores_beyond_double_precision():
-    unary = np.array([[1e308, 0.0], [0.0, 1e308], [1e308, 0.0]])
-    potentials = Potentials(unary, edges=[[0, 1], [1, 2]], pairwise=[-1e308, -1e308])
-    with pytest.raises(NonFiniteError, match="too large for mean field.*scale the features"):
-        MeanFieldSolver().marginals(potentials)
-    clamped = MeanFieldSolver().marginals(  # a clamp's -inf is not a score too large
-        Potentials(np.ones((3, 2)), edges=[[0, 1], [1, 2]], pairwise=[-1.0, -1.0]),
-        clamp=np.array([1, -1, 0]),
-    )
-    assert np.isfinite(clamped.statistics.unary).all()
-
-
-def test_default_mean_field_schedule_is_the_one_that_does_not_oscillate():
-    """On strongly attractive chains parallel updates oscillate between labellings and their
-    argmax can be the worst labelling; sequential updates (the default) lock into a mode."""
-    rng = np.random.default_rng(0)
-    n_samples, length = 60, 8
-    edges = np.array([[d, d + 1] for d in range(length - 1)])
-    potentials = Potentials(
-        rng.normal(size=(n_samples * length, 2)),
-        edges=np.concatenate([edges + s * length for s in range(n_samples)]),
-        pairwise=-5.0 * (1 - np.eye(2)),
-        node_offsets=np.arange(n_samples + 1) * length,
-        edge_offsets=np.arange(n_samples + 1) * (length - 1),
-    )
-    best = potentials.score(ChainSolver().map(potentials))
-    gap = {
-        schedule: (best - potentials.score(MeanFieldSolver(schedule=schedule).map(potentials)))
-        for schedule in ("parallel", "sequential")
-    }
-    assert MeanFieldSolver().schedule == "sequential"
-    assert gap["sequential"].mean() < gap["parallel"].mean() / 2
-    chain = Potentials(
-        np.array([[0.0, 0.3], [0.0, -0.2], [0.0, 0.3]]), edges=edges[:2], pairwise=[-5.0, -5.0]
-    )
-    assert MeanFieldSolver(schedule="parallel").map(chain).tolist() == [1, 0, 1]  # the worst
-    assert len(set(MeanFieldSolver().map(chain).tolist())) == 1  # a mode
-    assert MeanFieldCRF("chain")._make_structure().solver.schedule == "parallel"  # its model
-
-
 @pytest.mark.parametrize("scale", [1e20, 1e200])
 def test_mean_field_crf_asks_to_scale_huge_features(chains, scale):
     X, Y = chains

@@ -27,7 +27,6 @@ from pmap_sklearn.inspection import (
     sequence_probabilities,
 )
 from pmap_sklearn.metrics import expected_calibration_error, reliability_curve
-from pmap_sklearn.solvers import BruteForceSolver, ChainSolver, ForestSolver, Potentials
 
 
 @pytest.fixture(scope="module")
@@ -54,50 +53,6 @@ def _log_probabilities(model, x, labellings, weights=None):
     codes = [np.searchsorted(model.classes_, y.ravel()) for y in labellings]
     scores = np.array([potentials.score(c)[0] for c in codes])
     return scores - log_partition_exact(potentials)
-
-
-# ---- the solver capability -----------------------------------------------------------------
-@pytest.mark.parametrize("solver", [ChainSolver(), ForestSolver(), BruteForceSolver()])
-def test_event_log_probabilities_are_exact(solver, rng):
-    """Whole labellings and partial events (clamped nodes) against enumeration on two chains."""
-    k, unary, transition = 3, rng.normal(size=(7, 3)), rng.normal(size=(3, 3))
-    edges = np.array([[0, 1], [1, 2], [2, 3], [4, 5], [5, 6]])
-    potentials = Potentials(unary, edges, transition, np.array([0, 4, 7]), np.array([0, 3, 5]))
-    nodes = [0, 1, 2, 3, 6, 4, 2, 1]  # a whole labelling, then two events of a few nodes
-    labels = [0, 2, 1, 1, 0, 2, 1, 1]
-    events = [0, 0, 0, 0, 1, 1, 2, 2]
-    got = solver.event_log_probabilities(potentials, nodes, labels, events)
-
-    def log_p(sample_nodes, fixed):
-        scores, held = [], []
-        for y in itertools.product(range(k), repeat=len(sample_nodes)):
-            s = sum(unary[v, y[i]] for i, v in enumerate(sample_nodes))
-            s += sum(transition[y[i], y[i + 1]] for i in range(len(y) - 1))
-            scores.append(s)
-            held.append(all(y[sample_nodes.index(v)] == label for v, label in fixed))
-        scores, held = np.array(scores), np.array(held)
-        return np.logaddexp.reduce(scores[held]) - np.logaddexp.reduce(scores)
-
-    expected = [
-        log_p([0, 1, 2, 3], [(0, 0), (1, 2), (2, 1), (3, 1)]),
-        log_p([4, 5, 6], [(6, 0), (4, 2)]),
-        log_p([0, 1, 2, 3], [(2, 1), (1, 1)]),
-    ]
-    np.testing.assert_allclose(got, expected, rtol=1e-10)
-
-
-def test_event_log_probabilities_refuse_bad_events():
-    potentials = Potentials(np.zeros((4, 2)), np.array([[0, 1], [2, 3]]), np.zeros((2, 2)),
-                            np.array([0, 2, 4]), np.array([0, 1, 2]))  # fmt: skip
-    solver = ChainSolver()
-    with pytest.raises(ValueError, match="two samples"):
-        solver.event_log_probabilities(potentials, [1, 2], [0, 0], [0, 0])
-    with pytest.raises(ValueError, match="twice"):
-        solver.event_log_probabilities(potentials, [1, 1], [0, 1], [0, 0])
-    with pytest.raises(ValueError, match="at least one node"):
-        solver.event_log_probabilities(potentials, [0], [0], [1])
-    with pytest.raises(ValueError, match="labels must lie"):
-        solver.event_log_probabilities(potentials, [0], [2], [0])
 
 
 # ---- sequence probabilities ----------------------------------------------------------------

@@ -1,5 +1,4 @@
-"""Solver capabilities: every estimator × structure × solver × labels combination either works
-or is refused before the first solver call, with an error naming solvers that can do it."""
+"""Solver capabilities: what a solver declares, and the refusals before any solver call."""
 
 import itertools
 
@@ -17,17 +16,12 @@ from pmap_sklearn import (
     PerturbMAPCRF,
     PseudoLikelihoodCRF,
     StructuredSVM,
-    grid_edges,
 )
 from pmap_sklearn.solvers import (
     SOLVERS,
     BruteForceSolver,
     Capabilities,
-    ForestSolver,
-    GibbsSampler,
-    MessagePassingSolver,
     PairwiseKind,
-    Potentials,
     Requirements,
     Solver,
     solvers_for,
@@ -155,93 +149,6 @@ def test_a_user_solver_inherits_capabilities_and_reports_marginals():
         ChainCRF(ChainStructure(solver=MapOnly())).fit(*_data("chain", 2, unknown=False))
 
 
-def _loopy(rng, k=3, side=3):
-    edges = grid_edges((side, side))
-    unary = rng.normal(size=(side * side, k)) * 2
-    return Potentials(unary, edges, rng.normal(size=(len(edges), k, k)))
-
-
-def test_message_passing_clamps_are_exact_on_trees():
-    rng = np.random.default_rng(1)
-    edges = np.array([[0, 1], [1, 2], [1, 3], [3, 4], [3, 5]])
-    p = Potentials(rng.normal(size=(6, 3)) * 2, edges, rng.normal(size=(5, 3, 3)) * 2)
-    clamp = np.array([-1, 2, -1, 0, -1, -1])
-    approx, exact = MessagePassingSolver(), BruteForceSolver()
-    got, want = approx.marginals(p, clamp), exact.marginals(p, clamp)
-    np.testing.assert_allclose(got.node, want.node, atol=1e-9)
-    np.testing.assert_allclose(got.log_partition, want.log_partition, rtol=1e-9)
-    assert np.array_equal(approx.map(p, clamp), exact.map(p, clamp))
-    assert not np.allclose(got.node, approx.marginals(p).node)  # the clamps changed something
-
-
-def test_message_passing_honours_clamps_on_loopy_graphs():
-    rng = np.random.default_rng(2)
-    p = _loopy(rng)
-    clamp = np.full(p.n_nodes, -1)
-    clamp[[0, 4, 8]] = [2, 1, 0]
-    labels = MessagePassingSolver().map(p, clamp)
-    assert np.array_equal(labels[[0, 4, 8]], [2, 1, 0])
-    node = MessagePassingSolver().marginals(p, clamp).node
-    np.testing.assert_allclose(node[[0, 4, 8]], np.eye(3)[[2, 1, 0]], atol=1e-12)
-
-
-def test_gibbs_sampling_reaches_the_exact_marginals():
-    rng = np.random.default_rng(3)
-    edges = grid_edges((2, 3))
-    p = Potentials(rng.normal(size=(6, 3)), edges, rng.normal(size=(len(edges), 3, 3)))
-    session = GibbsSampler(n_sweeps=1).session(p)
-    sample, counts = np.zeros(6, dtype=np.intp), np.zeros((6, 3))
-    for step in range(6000):
-        sample = session.sample(p, sample, rng)
-        if step >= 200:
-            counts[np.arange(6), sample] += 1
-    exact = BruteForceSolver().marginals(p).node
-    np.testing.assert_allclose(counts / counts.sum(axis=1, keepdims=True), exact, atol=0.03)
-    with pytest.raises(ValueError, match="6 nodes"):
-        session.sample(Potentials(np.zeros((4, 3))), np.zeros(4, dtype=np.intp), rng)
-
-
-def test_a_belief_session_continues_from_its_messages():
-    rng = np.random.default_rng(4)
-    p = _loopy(rng)
-    solver = MessagePassingSolver(counting_numbers="convex")
-    session = solver.beliefs(p, 1.0)
-    session.run(max_sweeps=500, tol=1e-12)
-    np.testing.assert_allclose(session.node_beliefs(), solver.marginals(p).node, atol=1e-8)
-    changed = _loopy(np.random.default_rng(5))
-    session.set_scores(changed.unary, changed.edge_tables())
-    session.run(max_sweeps=500, tol=1e-12)  # warm from the old messages, same fixed point
-    np.testing.assert_allclose(session.node_beliefs(), solver.marginals(changed).node, atol=1e-8)
-    assert SOLVERS["message_passing"].capabilities.beliefs
-    assert not SOLVERS["graph_cut"].capabilities.beliefs
-
-
-def test_the_forest_solver_is_exact_once_a_feedback_vertex_set_is_clamped():
-    from pmap_sklearn.part_clamp import feedback_vertex_set
-
-    rng = np.random.default_rng(6)
-    tree, grid = np.array([[0, 1], [1, 2], [1, 3], [3, 4]]), grid_edges((3, 3))
-    edges = np.concatenate([tree, grid + 5, np.zeros((0, 2), dtype=int)])
-    p = Potentials(
-        rng.normal(size=(16, 3)),
-        edges,
-        rng.normal(size=(len(edges), 3, 3)),
-        node_offsets=[0, 5, 14, 16],  # a tree, a grid, two nodes without an edge
-        edge_offsets=[0, 4, len(edges), len(edges)],
-    )
-    fvs = feedback_vertex_set(9, grid)
-    clamp = np.full(16, -1)
-    clamp[5 + np.flatnonzero(fvs)] = rng.integers(0, 3, int(fvs.sum()))
-    clamp[[1, 15]] = [0, 2]
-    got, want = ForestSolver().marginals(p, clamp), BruteForceSolver().marginals(p, clamp)
-    np.testing.assert_allclose(got.node, want.node, atol=1e-12)
-    np.testing.assert_allclose(got.statistics.pairwise, want.statistics.pairwise, atol=1e-12)
-    np.testing.assert_allclose(got.log_partition, want.log_partition, rtol=1e-12)
-    assert np.array_equal(ForestSolver().map(p, clamp), BruteForceSolver().map(p, clamp))
-    with pytest.raises(ValueError, match="sample 1 has a cycle"):
-        ForestSolver().map(p)  # the grid without its clamps
-
-
 def test_a_solver_written_for_the_old_protocol_is_translated_with_a_warning():
     with pytest.warns(FutureWarning, match="declare capabilities"):
 
@@ -258,17 +165,3 @@ def test_a_solver_written_for_the_old_protocol_is_translated_with_a_warning():
     assert OldCut.capabilities.max_states == 2
     with pytest.raises(ValueError, match="handles at most 2 labels"):
         PerturbMAPCRF(GridStructure(solver=solver)).fit(*_data("grid", 3, unknown=False))
-
-
-def test_marginal_map_on_a_tree_is_the_map_or_the_marginal_argmax_at_its_extremes():
-    rng = np.random.default_rng(7)
-    edges = np.array([[0, 1], [1, 2], [1, 3], [3, 4], [3, 5]])
-    p = Potentials(rng.normal(size=(6, 3)) * 2, edges, rng.normal(size=(5, 3, 3)) * 2)
-    solver, exact = MessagePassingSolver(), BruteForceSolver()
-    start = np.zeros(6, dtype=np.intp)
-    every = solver.marginal_map(p, np.ones(6, dtype=bool), start, n_iter=200)
-    assert np.array_equal(every, exact.map(p))
-    none = solver.marginal_map(p, np.zeros(6, dtype=bool), start, n_iter=200)
-    assert np.array_equal(none, exact.marginals(p).node.argmax(axis=1))
-    assert SOLVERS["message_passing"].capabilities.marginal_map
-    assert not SOLVERS["graph_cut"].capabilities.marginal_map

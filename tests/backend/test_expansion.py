@@ -1,5 +1,4 @@
-"""α-expansion and αβ-swap: local optimality for every move (checked by enumeration), the
-factor-2 bound, K = 2 equal to graph cuts, clamps, warm starts, chunks and bad input."""
+"""AlphaExpansionSolver: expansion and swap moves."""
 
 import itertools
 
@@ -16,12 +15,6 @@ from pmap_sklearn import (
 )
 from pmap_sklearn._backend import base as solver_base
 from pmap_sklearn._backend import expansion
-from pmap_sklearn._backend.potentials import (
-    Statistics,
-    add_clamped_differences,
-    add_sparse_differences,
-    incidence,
-)
 from pmap_sklearn.solvers import (
     AlphaExpansionSolver,
     BruteForceSolver,
@@ -29,7 +22,7 @@ from pmap_sklearn.solvers import (
     Potentials,
 )
 
-from .helpers import _metric_tables, _random_potts
+from ..helpers import _metric_tables, _random_potts
 
 
 def _moves(labels, k, kind):
@@ -180,110 +173,6 @@ def test_clamped_maximisers_agree_with_clamped_maps_solved_one_by_one(rng, windo
         expected[np.arange(p.n_nodes), clamped] += weight
         expected[np.arange(p.n_nodes), map_labels] -= weight
     np.testing.assert_allclose(together.statistics.unary, expected)
-
-
-def _clamped_labellings(solver, p, nodes, labels):
-    """Each query's clamped maximiser, read back from the statistics of one query at a time."""
-    map_labels = solver.map(p)
-    found = []
-    for node, label in zip(nodes, labels, strict=True):
-        solution = solver.clamped_maps(p, [node], [label], [1.0])
-        found.append(np.argmax(solution.statistics.unary + np.eye(p.n_states)[map_labels], 1))
-    return map_labels, found
-
-
-def _hops_from(p, node):
-    """Graph distance of every node from ``node`` (breadth first)."""
-    distance = np.full(p.n_nodes, p.n_nodes)
-    distance[node], frontier = 0, [node]
-    while frontier:
-        touching = np.isin(p.edges, frontier).any(axis=1)
-        reached = np.unique(p.edges[touching])
-        reached = reached[distance[reached] > distance[frontier[0]] + 1]
-        distance[reached] = distance[frontier[0]] + 1
-        frontier = list(reached)
-    return distance
-
-
-@pytest.mark.parametrize("kind", ["potts", "tables", "shared"])
-def test_windowed_clamped_maximisers_equal_whole_copies_when_the_window_is_the_sample(rng, kind):
-    p = _random_potts(rng, shape=(4, 5), k=4, coupling=1.5, n_samples=3)
-    if kind == "tables":
-        p = Potentials(
-            p.unary, p.edges, _metric_tables(rng, p.n_edges, 4), p.node_offsets, p.edge_offsets
-        )
-    if kind == "shared":
-        p = Potentials(
-            p.unary, p.edges, _metric_tables(rng, 1, 4)[0], p.node_offsets, p.edge_offsets
-        )
-    nodes = np.arange(p.n_nodes)
-    labels, weights = rng.integers(4, size=p.n_nodes), rng.random(p.n_nodes)
-    whole = AlphaExpansionSolver(clamp_window=None).clamped_maps(p, nodes, labels, weights)
-    # 7 hops reach across the 4 x 5 grid: every window is its whole sample
-    windowed = AlphaExpansionSolver(clamp_window=7).clamped_maps(p, nodes, labels, weights)
-    np.testing.assert_array_equal(windowed.map_labels, whole.map_labels)
-    np.testing.assert_allclose(windowed.statistics.unary, whole.statistics.unary)
-    np.testing.assert_allclose(windowed.statistics.pairwise, whole.statistics.pairwise, atol=1e-12)
-
-
-def test_a_windowed_clamped_maximiser_is_move_optimal_around_its_changes(rng):
-    """Accepted in a window whose border it leaves unchanged, a maximiser is a local optimum
-    of every expansion move on the nodes as far from the clamp as its farthest change (all
-    inside that window) — not necessarily of moves reaching beyond it."""
-    solver, grown = AlphaExpansionSolver(clamp_window=1), 0
-    for _ in range(6):
-        p = _random_potts(rng, shape=(3, 4), k=3, coupling=2.5)
-        nodes = np.arange(p.n_nodes)
-        labels = rng.integers(3, size=p.n_nodes)
-        map_labels, found = _clamped_labellings(solver, p, nodes, labels)
-        for node, label, clamped in zip(nodes, labels, found, strict=True):
-            assert clamped[node] == label
-            start = map_labels.copy()
-            start[node] = label
-            assert p.score(clamped)[0] >= p.score(start)[0] - 1e-9  # never below its start
-            distance = _hops_from(p, node)
-            radius = max(distance[clamped != map_labels].max(initial=0), 1)
-            grown += radius > 1
-            free = np.flatnonzero((distance <= radius) & (distance > 0))
-            for alpha in range(3):
-                for x in itertools.product([False, True], repeat=len(free)):
-                    moved = clamped.copy()
-                    moved[free[np.array(x, bool)]] = alpha
-                    assert p.score(moved)[0] <= p.score(clamped)[0] + 1e-9
-    assert grown  # some clamps changed neighbours: windows of 1 hop grew
-
-
-def test_sparse_differences_equal_the_differences_of_whole_labellings(rng):
-    p = _random_potts(rng, shape=(4, 4), k=3, n_samples=2)
-    map_labels = rng.integers(3, size=p.n_nodes)
-    copies = np.array([0, 1, 1, 0])
-    labellings = np.concatenate(
-        [map_labels[p.node_offsets[c] : p.node_offsets[c + 1]] for c in copies]
-    )
-    flip = rng.random(len(labellings)) < 0.3
-    labellings[flip] = rng.integers(3, size=flip.sum())
-    weights = rng.random(len(copies))
-    expected = Statistics.zeros(p)
-    add_clamped_differences(expected, p, map_labels, copies, labellings, weights)
-    sparse = Statistics.zeros(p)
-    changed = np.flatnonzero(
-        labellings
-        != np.concatenate([map_labels[p.node_offsets[c] : p.node_offsets[c + 1]] for c in copies])
-    )
-    query = changed // 16
-    node = p.node_offsets[copies[query]] + changed % 16
-    add_sparse_differences(
-        sparse,
-        p,
-        map_labels,
-        query,
-        node,
-        labellings[changed],
-        weights,
-        incidence(p.edges, p.n_nodes),
-    )
-    np.testing.assert_allclose(sparse.unary, expected.unary)
-    np.testing.assert_allclose(sparse.pairwise, expected.pairwise, atol=1e-12)
 
 
 def test_a_warm_start_never_ends_above_its_start(rng):
