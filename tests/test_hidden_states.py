@@ -32,51 +32,6 @@ from .helpers import _chains, scores_of
 
 
 # ---- the structures' states ------------------------------------------------------------------
-def test_states_are_laid_out_label_by_label_then_hidden():
-    structure = GraphStructure(n_states_per_label=[1, 3], n_hidden_states=2)
-    X = [GraphSample(np.ones((3, 2)), [[0, 1], [1, 2], [2, 3]], n_hidden_nodes=1)]
-    structure.fit(X, [np.array([0, 1, 1])])
-    assert structure.n_labels_ == 2 and structure.n_states_ == 6
-    np.testing.assert_array_equal(structure.state_labels_, [0, 1, 1, 1, -1, -1])
-    np.testing.assert_array_equal(
-        structure.label_states_,
-        [[1, 0, 0, 0, 0, 0], [0, 1, 1, 1, 0, 0], [0, 0, 0, 0, 1, 1]],
-    )
-    np.testing.assert_array_equal(
-        structure.allowed_states(np.array([1, -1, 2])),
-        [[0, 1, 1, 1, 0, 0], [1, 1, 1, 1, 0, 0], [0, 0, 0, 0, 1, 1]],
-    )
-    assert ChainStructure(n_states_per_label=2).fit(*_chains()).n_states_ == 4
-
-
-@pytest.mark.parametrize(
-    "params, match",
-    [
-        (dict(n_states_per_label=[1, 2, 3]), "one int per label; got \\[1, 2, 3\\] for 2 labels"),
-        (dict(n_states_per_label=0), "n_states_per_label must be >= 1"),
-        (dict(n_states_per_label=[1.5, 2]), "must hold ints"),
-        (dict(n_states_per_label=2, unary="scaled"), "unary='scaled' .* not with hidden states"),
-    ],
-)
-def test_bad_hidden_state_parameters_are_named(params, match):
-    X, y = _chains()
-    with pytest.raises(ValueError, match=match):
-        PerturbMAPCRF(ChainStructure(**params), max_iter=1).fit(X, y)
-
-
-def test_hidden_nodes_are_checked():
-    X = [GraphSample(np.ones((2, 1)), [[0, 1], [1, 2]], n_hidden_nodes=1)]
-    with pytest.raises(ValueError, match="sample 0 has 1 hidden nodes .* set n_hidden_states"):
-        StructuredSVM(GraphStructure(pairwise="table")).fit(X, [np.array([0, 1])])
-    bad = [GraphSample(np.ones((2, 1)), [[0, 1], [1, 2]], n_hidden_nodes=-1)]
-    with pytest.raises(ValueError, match="n_hidden_nodes must be an int >= 0"):
-        StructuredSVM(GraphStructure(n_hidden_states=2)).fit(bad, [np.array([0, 1])])
-    with pytest.raises(ValueError, match=r"y has shape \(3,\), expected \(2,\) .*visible node"):
-        StructuredSVM(GraphStructure(n_hidden_states=2)).fit(X, [np.array([0, 1, 1])])
-    with pytest.raises(ValueError, match="n_hidden_states must be an int >= 0"):
-        StructuredSVM(GraphStructure(n_hidden_states=-2)).fit(X, [np.array([0, 1])])
-
-
 @pytest.mark.parametrize("cls", [EpsilonCRF, PiecewiseCRF])
 def test_learners_without_hidden_states_refuse_them(cls):
     X, y = _chains()
@@ -182,24 +137,6 @@ def test_perturb_and_map_targets_are_the_best_states_under_the_same_perturbation
     np.testing.assert_allclose(
         objective, (potentials.score(best) - potentials.score(free)).sum(), rtol=1e-10
     )
-
-
-def test_initial_states_split_a_label_by_its_context():
-    data = make_crosses(n_samples=20, noise=0, random_state=0)
-    structure = GridStructure(pairwise="table", n_states_per_label=[1, 2])
-    structure.fit(list(data.data), list(data.target))
-    batch = structure.prepare(list(data.data))
-    codes = structure.prepare_labels(batch, list(data.target))
-    states = structure.initial_states(batch, codes, np.random.default_rng(0))
-    assert structure.allowed_states(codes)[np.arange(batch.n_nodes), states].all()
-    # centres (4 neighbours in the cross) apart from arms (1 neighbour)
-    cross = np.flatnonzero(codes == 1)
-    in_cross = np.zeros(batch.n_nodes)
-    np.add.at(in_cross, batch.edges[:, 0], codes[batch.edges[:, 1]] == 1)
-    np.add.at(in_cross, batch.edges[:, 1], codes[batch.edges[:, 0]] == 1)
-    centres, arms = cross[in_cross[cross] == 4], cross[in_cross[cross] == 1]
-    assert len(set(states[centres])) == 1 and len(set(states[arms])) == 1
-    assert states[centres][0] != states[arms][0]
 
 
 # ---- the scikit-learn contract -----------------------------------------------------------------

@@ -95,9 +95,3 @@ def test_a_diverging_step_names_the_step_size():
     data = make_grid_data(n_samples=4, shape=(5, 5), random_state=0)
     with pytest.raises(NonFiniteError, match="eta0"):
         ContrastiveDivergenceCRF("grid", eta0=1e300, max_iter=3).fit(data.data, data.target)
-
-
-def test_a_single_chain_passed_without_a_list_gets_a_hint():
-    chain = np.zeros((5, 3))
-    with pytest.raises(ValueError, match=r"got shape \(3,\); X is a list of samples.*\[chain\]"):
-        PerturbMAPCRF("chain").fit(chain, [np.arange(5) % 2] * 5)

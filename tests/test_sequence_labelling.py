@@ -26,10 +26,9 @@ from pmap_sklearn import (
     _utils,
     grid_edges,
 )
-from pmap_sklearn._backend import Statistics
 from pmap_sklearn._base import bucket_by_length
 from pmap_sklearn._sgd import LazyAdaGrad, LazyWeights, ProximalAdaGrad, _step
-from pmap_sklearn._utils import SparseVector, append_ones_column, stack_rows
+from pmap_sklearn._utils import SparseVector
 from pmap_sklearn.datasets import (
     load_ud_treebank,
     make_chain_data,
@@ -38,7 +37,6 @@ from pmap_sklearn.datasets import (
 )
 from pmap_sklearn.datasets._paths import candidate_roots
 from pmap_sklearn.inspection import explain_weights
-from pmap_sklearn.structures import ChainStructure
 
 from .helpers import _corpus, _sparse_and_dense
 
@@ -243,64 +241,6 @@ def test_sparse_structured_svm_warm_starts_and_partial_labels_like_dense():
     np.testing.assert_allclose(on_sparse.coef_, on_dense.coef_, rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(
         on_sparse.supervised_coef_, on_dense.supervised_coef_, rtol=1e-9, atol=1e-12
-    )
-
-
-def test_sparse_chains_are_stacked_like_scipy_stacks_them():
-    """The one-pass CSR stacking and bias column give scipy's ``vstack`` / ``hstack``, and the
-    chain edges join consecutive nodes of each chain (chains of 1 to 600 nodes)."""
-    lengths = [1, 3, 600, 1, 7, 300]
-    blocks = [
-        sparse.random(n, 9, density=0.3, format="csr", random_state=i)
-        for i, n in enumerate(lengths)
-    ]
-    # a block whose arrays hold more than its non-zeros (the constructor prunes them, assigning
-    # them does not): the rest is not read
-    blocks[1].data, blocks[1].indices = np.r_[blocks[1].data, 7.0], np.r_[blocks[1].indices, 3]
-    assert len(blocks[1].data) > blocks[1].indptr[-1]
-    stacked = stack_rows(blocks)
-    np.testing.assert_array_equal(stacked.toarray(), np.vstack([b.toarray() for b in blocks]))
-    with_bias = append_ones_column(stacked)
-    expected = sparse.hstack([stacked, np.ones((stacked.shape[0], 1))], "csr")
-    assert with_bias.shape == expected.shape and (with_bias != expected).nnz == 0
-    batch = ChainStructure(n_states=3).fit(blocks).prepare(blocks)
-    np.testing.assert_array_equal(batch.features.toarray(), with_bias.toarray())
-    node_offsets = np.concatenate([[0], np.cumsum(lengths)])
-    first = np.concatenate(
-        [np.arange(a, b - 1) for a, b in zip(node_offsets[:-1], node_offsets[1:], strict=True)]
-    )
-    np.testing.assert_array_equal(batch.edges, np.column_stack([first, first + 1]))
-
-
-def test_sparse_gradient_is_the_dense_one_and_mini_batches_are_views():
-    """The compact joint-feature difference (read from the CSR arrays of a mini-batch cut
-    without copying) equals the dense one, over the nodes that differ and over all nodes."""
-    chains, dense, tags = _sparse_and_dense(12)
-    classes = np.unique(np.concatenate(tags))
-    structure = ChainStructure(n_states=len(classes)).fit(chains)
-    batch, dense_batch = structure.prepare(chains), structure.prepare(dense)
-    labels = np.searchsorted(classes, np.concatenate(tags))
-    other = np.random.default_rng(0).integers(structure.n_states_, size=len(labels))
-    part = slice(3, 9)
-    sub, nodes = batch.subset(part), batch.node_index(part)
-    assert batch.subset(part) is sub  # an SGD step asks twice
-    assert np.shares_memory(sub.features.data, batch.features.data)
-    np.testing.assert_array_equal(sub.features.toarray(), batch.features[nodes].toarray())
-    for second in (other[nodes], labels[nodes]):
-        compact = structure.joint_feature_difference(
-            sub, labels[nodes], second, [0.5, 1, 2, 1, 1, 3], compact=True
-        )
-        assert isinstance(compact, SparseVector)
-        expected = structure.joint_feature_difference(
-            dense_batch.subset(part), labels[nodes], second, [0.5, 1, 2, 1, 1, 3]
-        )
-        np.testing.assert_allclose(compact.toarray(), expected, atol=1e-12)
-    marginals = np.random.default_rng(1).dirichlet(np.ones(structure.n_states_), sub.n_nodes)
-    statistics = Statistics(marginals, np.ones((structure.n_states_,) * 2))
-    np.testing.assert_allclose(
-        structure.joint_feature_of(sub, statistics, compact=True).toarray(),
-        structure.joint_feature_of(dense_batch.subset(part), statistics),
-        atol=1e-12,
     )
 
 
