@@ -2,8 +2,6 @@
 token features, marginals through a pipeline, class weights and the errors a crfsuite user
 meets first."""
 
-import itertools
-
 import numpy as np
 import pytest
 from sklearn.model_selection import GridSearchCV
@@ -144,33 +142,6 @@ def test_token_features_read_part_of_speech_pairs():
 
 
 # ---- a small NER task ---------------------------------------------------------------------------
-def test_defaults_resolve_from_sparse_features():
-    sentences, tags = _ner_corpus(120)
-    model = PerturbMAPCRF(random_state=0)
-    pipe = make_pipeline(SequenceVectorizer(token_features), model).fit(sentences, tags)
-    batch = model.structure_.prepare(pipe[0].transform(sentences))
-    settings = model._settings(batch)
-    assert (settings.learning_rate, settings.batch_size, settings.max_iter, settings.tol) == (
-        "adagrad",
-        24,  # n // 5 below the cap of 32
-        8,
-        None,
-    )
-    assert settings.average == 120 * 4  # the second half of the epochs
-    assert settings.alpha == pytest.approx(0.2 / 120)  # crfsuite's c2 = 0.1, per sample
-    assert model.n_iter_ == 8
-    test_sentences, test_tags = _ner_corpus(60, seed=1)
-    assert entity_f1_score(test_tags, list(pipe.predict(test_sentences))) > 0.95
-    stopping = PerturbMAPCRF(early_stopping=True).set_params(structure=model.structure)
-    stopping.structure_ = model.structure_
-    assert stopping._settings(batch).tol == 1e-3  # a stopping rule on the validation score
-    dense = PerturbMAPCRF(random_state=0)
-    X = [np.eye(3)[np.arange(4) % 3] for _ in range(10)]
-    dense.fit(X, [np.arange(4) % 3] * 10)
-    assert dense._settings(dense.structure_.prepare(X)).learning_rate == "optimal"
-    assert dense._settings(dense.structure_.prepare(X)).average is True
-
-
 def test_scorers_work_in_model_selection():
     sentences, tags = _ner_corpus(60)
     pipe = make_pipeline(SequenceVectorizer(token_features), PerturbMAPCRF(random_state=0))
@@ -247,13 +218,6 @@ def test_none_as_a_tag_says_what_to_use():
     fitted = PerturbMAPCRF(unknown_label="?", max_iter=2, random_state=0)
     fitted.fit(X, [["a", "?", "b"], ["a", "b", "b"]])  # the documented way
     assert list(fitted.classes_) == ["a", "b"]
-
-
-def test_every_auto_parameter_is_validated():
-    X, y = [np.eye(2)[[0, 1]]] * 4, [[0, 1]] * 4
-    for name, bad in itertools.product(["learning_rate", "average", "tol", "max_iter"], ["fast"]):
-        with pytest.raises(ValueError, match=name):
-            PerturbMAPCRF(**{name: bad}).fit(X, y)
 
 
 def test_a_temperature_fitted_on_held_out_samples_lowers_their_log_loss():

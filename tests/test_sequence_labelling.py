@@ -3,7 +3,6 @@ constrained decoding, weight inspection and the treebank loader."""
 
 from __future__ import annotations
 
-import functools
 import itertools
 from pathlib import Path
 
@@ -27,8 +26,6 @@ from pmap_sklearn import (
     grid_edges,
 )
 from pmap_sklearn._base import bucket_by_length
-from pmap_sklearn._sgd import LazyAdaGrad, LazyWeights, ProximalAdaGrad, _step
-from pmap_sklearn._utils import SparseVector
 from pmap_sklearn.datasets import (
     load_ud_treebank,
     make_chain_data,
@@ -244,71 +241,6 @@ def test_sparse_structured_svm_warm_starts_and_partial_labels_like_dense():
     )
 
 
-def test_lazy_weights_match_dense_steps():
-    """LazyWeights against the dense update, rows read at random, the average starting mid-way,
-    a rebase forced by strong shrinkage and a dense step past the regulariser."""
-    rng = np.random.default_rng(1)
-    n_rows, width, alpha = 30, 3, 0.2
-    dense = rng.normal(size=n_rows * width)
-    lazy = LazyWeights(dense.copy(), None, 0, width)
-    lazy._LOWEST_LOG_DECAY = -2.0  # rebase often
-    total, n_averaged = None, 0
-    for t in range(60):
-        rows = np.sort(rng.choice(n_rows, size=5, replace=False))
-        lazy.catch_up(rows)
-        np.testing.assert_allclose(lazy.rows[rows], dense.reshape(-1, width)[rows])
-        values = rng.normal(size=(len(rows), width))
-        rate = 6.0 if t == 40 else 0.3  # 1 - rate * alpha < 0 once
-        averaged = t >= 10
-        lazy.step(SparseVector(rows, values, len(dense)), rate, alpha, 2, lambda w: w, averaged)
-        dense *= 1 - rate * alpha
-        dense.reshape(-1, width)[rows] += rate / 2 * values
-        if averaged:
-            total = dense.copy() if total is None else total + dense
-            n_averaged += 1
-    lazy.settle()
-    np.testing.assert_allclose(lazy.w, dense)
-    np.testing.assert_allclose(lazy.average, total / n_averaged)
-    assert lazy.n_averaged == n_averaged
-
-
-def test_lazy_adagrad_matches_dense_steps():
-    """LazyAdaGrad against the dense proximal AdaGrad update: rows read at random, rows no
-    gradient has reached yet (rate 0: they keep their values), a start from non-zero weights
-    and the average starting mid-way."""
-    rng = np.random.default_rng(2)
-    n_rows, width, alpha, batch = 30, 3, 0.3, 2
-    dense = rng.normal(size=n_rows * width)
-    steps = ProximalAdaGrad(0.7, np.zeros(n_rows), width)
-    dense_steps = ProximalAdaGrad(0.7, np.zeros(n_rows), width)
-    lazy = LazyAdaGrad(dense.copy(), None, 0, width, steps, alpha)
-    total, n_averaged = None, 0
-    for t in range(80):
-        rows = np.sort(rng.choice(n_rows - 5, size=5, replace=False))  # the last 5: never
-        lazy.catch_up(rows)
-        np.testing.assert_allclose(lazy.rows[rows], dense.reshape(-1, width)[rows])
-        values = rng.normal(size=(len(rows), width))
-        gradient = SparseVector(rows, values, len(dense))
-        averaged = t >= 15
-        lazy.step(gradient, steps.accumulate(gradient, batch), alpha, batch, lambda w: w, averaged)
-        oracle = functools.partial(
-            lambda dense_gradient, *_: (dense_gradient, 0.0), gradient.toarray()
-        )
-        _step(oracle, slice(0, batch), dense, None, dense_steps, t, alpha, lambda w: w)
-        if averaged:
-            total = dense.copy() if total is None else total + dense
-            n_averaged += 1
-    np.testing.assert_allclose(steps.squares, dense_steps.squares)
-    lazy.settle()
-    np.testing.assert_allclose(lazy.w, dense)
-    np.testing.assert_allclose(lazy.average, total / n_averaged)
-    assert lazy.n_averaged == n_averaged
-    # the rows no gradient reached kept their starting values, the others shrank
-    start = np.random.default_rng(2).normal(size=n_rows * width).reshape(-1, width)
-    np.testing.assert_array_equal(lazy.rows[-5:], start[-5:])
-    assert not np.allclose(lazy.rows[:-5], start[:-5])
-
-
 def test_bucketing_keeps_a_permutation_of_similar_lengths():
     rng = np.random.default_rng(0)
     lengths = rng.integers(1, 60, size=1000)
@@ -508,45 +440,3 @@ def test_fit_hands_freed_heap_memory_back():
     PerturbMAPCRF(max_iter=1, random_state=0).fit(data.data, data.target)
     assert before - resident_mb() > 30
     del last
-
-
-def test_sparse_features_judge_the_step_size_on_held_out_sentences(monkeypatch):
-    """``eta0="auto"`` on sparse token features: each candidate step's pass is judged on
-    sentences it did not pass over (the pass's own reward memorising their rare words); dense
-    features keep the search judged on the pass's samples."""
-    searches = []
-    search = _base._sgd.calibrate_eta0
-
-    def recorded(*args, **kwargs):
-        searches.append(kwargs)
-        return search(*args, **kwargs)
-
-    monkeypatch.setattr(_base._sgd, "calibrate_eta0", recorded)
-    chains, dense, tags = _sparse_and_dense()
-    on_sparse = PerturbMAPCRF(random_state=0, max_iter=2).fit(chains, tags)
-    on_dense = PerturbMAPCRF(random_state=0, max_iter=2).fit(dense, tags)
-    assert searches[0]["held_out"] == _base.SPARSE_CALIBRATION["held_out"] > 0
-    assert "held_out" not in searches[1]
-    assert on_sparse.eta0_ > 0 and on_dense.eta0_ > 0
-
-
-def test_baselines_resolve_auto_from_what_the_features_are():
-    """``alpha="auto"`` (and the S-SVM's ``batch_size`` / ``max_iter``) on sparse token
-    features is crfsuite's ``c2 = 0.1`` over the samples, mini-batches of 16 and 10 passes;
-    on dense features the classes' former defaults. The fits are those of the settings."""
-    chains, dense, tags = _sparse_and_dense(40, seed=1)
-    n = len(chains)
-    crf = ChainCRF(max_iter=20).fit(chains, tags)
-    assert crf.alpha_ == pytest.approx(0.2 / n)
-    explicit = ChainCRF(max_iter=20, alpha=0.2 / n).fit(chains, tags)
-    np.testing.assert_array_equal(crf.coef_, explicit.coef_)
-    assert ChainCRF(max_iter=2).fit(dense, tags).alpha_ == 1e-4
-
-    svm = StructuredSVM(random_state=0, tol=0.0).fit(chains, tags)
-    assert (svm.alpha_, svm.batch_size_, svm.n_iter_) == (pytest.approx(0.2 / n), 16, 10)
-    same = StructuredSVM(random_state=0, tol=0.0, alpha=0.2 / n, batch_size=16, max_iter=10)
-    np.testing.assert_array_equal(svm.coef_, same.fit(chains, tags).coef_)
-    on_dense = StructuredSVM(random_state=0, tol=0.0).fit(dense, tags)
-    assert (on_dense.alpha_, on_dense.batch_size_, on_dense.n_iter_) == (1e-3, 1, 50)
-    pegasos = StructuredSVM(solver="subgradient", random_state=0).fit(chains, tags)
-    assert (pegasos.alpha_, pegasos.batch_size_, pegasos.n_iter_) == (svm.alpha_, 16, 10)

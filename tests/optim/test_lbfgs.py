@@ -116,3 +116,26 @@ def test_pseudo_gradient_takes_the_descending_side_at_zero():
     w = np.array([1.0, -1.0, 0.0, 0.0, 0.0])
     g = np.array([0.5, 0.5, -2.0, 2.0, 0.5])
     np.testing.assert_allclose(pseudo_gradient(w, g, 1.0), [1.5, -0.5, -1.0, 1.0, 0.0])
+
+
+def test_lbfgs_runs_on_one_blas_thread():
+    """Every full-batch L-BFGS fit (ChainCRF, PL / CL, piecewise, Part & Clamp) limits BLAS to
+    one thread while it runs, and restores it after."""
+    from threadpoolctl import threadpool_info
+
+    from pmap_sklearn._lbfgs import minimise
+
+    def blas_threads():
+        return [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]
+
+    seen = []
+
+    def objective(w):
+        seen.extend(blas_threads())
+        return float(w @ w), 2.0 * w
+
+    before = blas_threads()
+    w, _, _ = minimise(objective, np.ones(3), name="test", max_iter=5, tol=1e-10, verbose=0)
+    assert seen and set(seen) == {1}
+    assert blas_threads() == before
+    np.testing.assert_allclose(w, 0.0, atol=1e-8)
