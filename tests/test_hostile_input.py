@@ -17,8 +17,6 @@ from sklearn.utils._param_validation import InvalidParameterError
 from pmap_sklearn import (
     ChainStructure,
     ContinuousLogSupermodularDenoiser,
-    EpsilonCRF,
-    MarginalPerturbMAPCRF,
     PerturbMAPCRF,
     SequenceVectorizer,
 )
@@ -127,53 +125,6 @@ def test_ragged_groups_are_named():
         ContinuousLogSupermodularDenoiser(groups=[[0, [1, 2]], [3]], noise_std=1).fit(
             RNG.normal(size=(50, 4))
         )
-
-
-# ---- the ε-family and graph cuts -----------------------------------------------------------
-@pytest.mark.parametrize(
-    "params", [dict(epsilon=1e12), dict(epsilon=1e300), dict(counting_numbers=(1e300, 1e300))]
-)
-def test_a_temperature_float64_cannot_resolve_is_refused(params):
-    """The weights collapsed to 0 without a word."""
-    images = [RNG.normal(size=(3, 3, 2)) for _ in range(3)]
-    labels = [RNG.integers(0, 2, size=(3, 3)) for _ in range(3)]
-    with pytest.raises(ValueError, match="temperature above 1e\\+08"):
-        EpsilonCRF("grid", **params).fit(images, labels)
-
-
-# ---- the SGD learners ------------------------------------------------------------------------
-@pytest.mark.parametrize("learner", [PerturbMAPCRF, MarginalPerturbMAPCRF])
-def test_a_warm_start_takes_the_new_eta0(learner):
-    data = make_chain_data(n_samples=20, random_state=0)
-    model = learner(warm_start=True, max_iter=2, tol=None, eta0=0.1, random_state=0)
-    model.fit(data.data, data.target)
-    assert model.set_params(eta0=0.05).fit(data.data, data.target).eta0_ == 0.05
-
-
-@pytest.mark.parametrize("param", ["max_iter", "eta0", "alpha", "batch_size", "n_jobs"])
-def test_a_bool_is_not_a_number_of_anything(param):
-    data = make_chain_data(n_samples=10, random_state=0)
-    with pytest.raises(InvalidParameterError, match=f"'{param}' parameter"):
-        PerturbMAPCRF(**{param: True}).fit(data.data, data.target)
-
-
-# ---- known labels --------------------------------------------------------------------------
-def test_known_labels_take_the_marker_in_any_numeric_form_and_a_generator():
-    data = make_chain_data(n_samples=20, random_state=0)
-    model = PerturbMAPCRF(max_iter=3, tol=None, random_state=0).fit(data.data, data.target)
-    X, y = data.data[:3], data.target[:3]
-    clamps = [np.where(np.arange(len(t)) % 2 == 0, t, -1) for t in y]
-    expected = model.predict(X, known_labels=clamps)
-    for form in (
-        [[np.int64(v) for v in c] for c in clamps],
-        [c.astype(float) for c in clamps],
-        (c for c in clamps),
-    ):
-        for got, want in zip(model.predict(X, known_labels=form), expected, strict=True):
-            np.testing.assert_array_equal(got, want)
-    for bad in (3, "ab"):
-        with pytest.raises(ValueError, match="known_labels must be a sequence of label arrays"):
-            model.predict(X, known_labels=bad)
 
 
 # ---- token features and SequenceVectorizer -------------------------------------------------

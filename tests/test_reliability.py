@@ -19,8 +19,6 @@ from pmap_sklearn import (
     PseudoLikelihoodCRF,
     StructuredSVM,
 )
-from pmap_sklearn._utils import NonFiniteError
-from pmap_sklearn.datasets import make_chain_data, make_grid_data
 
 LEARNERS = {
     "EpsilonCRF": lambda s: EpsilonCRF(s, max_iter=20),
@@ -80,18 +78,3 @@ def test_every_learner_fits_and_predicts_edgeless_samples(learner, batch):
         for m in marginals:
             np.testing.assert_allclose(np.sum(m, axis=-1), 1.0, atol=1e-6)
             assert m.shape[-1] == k
-
-
-def test_epsilon_crf_says_when_it_learned_nothing():
-    data = make_chain_data(n_samples=30, n_states=3, n_features=4, random_state=0)
-    with pytest.raises(NonFiniteError, match="learned nothing.*scale the features"):
-        EpsilonCRF().fit([x * 1e10 for x in data.data], data.target)
-    with pytest.raises(ValueError, match="temperature above 1e\\+08"):
-        EpsilonCRF(epsilon=1e9).fit(data.data, data.target)
-    assert np.any(EpsilonCRF().fit(data.data, data.target).coef_)
-
-
-def test_a_diverging_step_names_the_step_size():
-    data = make_grid_data(n_samples=4, shape=(5, 5), random_state=0)
-    with pytest.raises(NonFiniteError, match="eta0"):
-        ContrastiveDivergenceCRF("grid", eta0=1e300, max_iter=3).fit(data.data, data.target)

@@ -9,24 +9,11 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import f1_score
-from sklearn.model_selection import StratifiedKFold
-from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from pmap_sklearn import (
-    MarginalPerturbMAPCRF,
-    MeanFieldCRF,
-    NodeTransformer,
-    PerturbMAPCRF,
-    PiecewiseCRF,
-    SequenceVectorizer,
-    StructuredSVM,
-    TwoStageCRF,
-)
-from pmap_sklearn._utils import NonFiniteError
-from pmap_sklearn.datasets import load_camvid, load_conll2002, make_chain_data, make_grid_data
+from pmap_sklearn import NodeTransformer, SequenceVectorizer
+from pmap_sklearn.datasets import load_camvid, load_conll2002
 from pmap_sklearn.metrics import (
     balanced_node_weights,
     entity_f1_score,
@@ -283,113 +270,6 @@ def test_sequence_vectorizer_refuses_values_its_dtype_cannot_hold(dtype, value):
     with pytest.raises(ValueError, match="does not fit"):
         vectorizer.transform([[{"a": value}]])
     assert vectorizer.transform([[{"a": 7}]])[0].toarray().tolist() == [[7, 0]]
-
-
-# ---- two-stage learning: cryptic and lenient arguments ---------------------------------------
-class _Folds:
-    """A splitter of fixed (train, test) folds, as a user might write one."""
-
-    def __init__(self, folds):
-        self.folds = folds
-
-    def split(self, X, y=None, groups=None):
-        n = len(X)
-        for train, test in self.folds(n):
-            yield np.asarray(train, dtype=int), np.asarray(test, dtype=int)
-
-    def get_n_splits(self, X=None, y=None, groups=None):
-        return 2
-
-
-def _halves(n):
-    return np.arange(n // 2), np.arange(n // 2, n)
-
-
-@pytest.fixture(scope="module")
-def chains():
-    data = make_chain_data(n_samples=12, random_state=7)
-    return data.data, data.target
-
-
-@pytest.mark.parametrize(
-    "params, message",
-    [
-        (
-            {"crf": make_pipeline(StandardScaler(), PerturbMAPCRF())},
-            "got Pipeline.*NodeTransformer",
-        ),
-        ({"crf": LogisticRegression()}, "structured learner.*got LogisticRegression"),
-        ({"cv": StratifiedKFold(3)}, "no single class to stratify on; use KFold"),
-        (
-            {"cv": _Folds(lambda n: [(np.arange(0), _halves(n)[0]), _halves(n)])},
-            "fold 0 has no training sample",
-        ),
-        (
-            {"cv": _Folds(lambda n: [(np.arange(n), h) for h in _halves(n)])},
-            "trains on samples it tests.*in-sample",
-        ),
-        ({"class_weight": {0: 0, 1: 0, 2: 0, 3: 0}}, "every class weight 0"),
-        ({"class_weight": {0: True}}, r"class_weight\[0\] = True"),
-    ],
-)
-def test_two_stage_names_what_is_wrong(chains, params, message):
-    X, Y = chains
-    params.setdefault("crf", PerturbMAPCRF(max_iter=2))
-    with pytest.raises(ValueError, match=message):
-        TwoStageCRF(**params).fit(X, Y)
-
-
-def test_two_stage_takes_a_generator_and_probabilities_only(chains):
-    X, Y = chains
-    crf = PerturbMAPCRF(max_iter=2, random_state=0)
-    fitted = [
-        TwoStageCRF(crf=crf, cv=3, random_state=np.random.default_rng(5)).fit(X, Y)
-        for _ in range(2)
-    ]  # a Generator is taken, as documented, and seeds the folds reproducibly
-    np.testing.assert_array_equal(fitted[0].crf_.coef_, fitted[1].crf_.coef_)
-
-    class Scores(LogisticRegression):
-        def predict_proba(self, X):
-            return self.decision_function(X)
-
-    with pytest.raises(ValueError, match="Scores.predict_proba's output.*not scores or logits"):
-        TwoStageCRF(Scores(), crf=crf, cv=3).fit(X, Y)
-
-
-def test_two_stage_reads_grey_images_on_a_grid():
-    data = make_grid_data(n_samples=6, random_state=0)
-    grey = [np.asarray(x)[..., 0] for x in data.data]  # (H, W): one feature per pixel
-    crf = PerturbMAPCRF("grid", max_iter=3, random_state=0)
-    model = TwoStageCRF(crf=crf, cv=3, random_state=0).fit(grey, data.target)
-    as_channel = [g[..., None] for g in grey]
-    reference = TwoStageCRF(crf=crf, cv=3, random_state=0).fit(as_channel, data.target)
-    assert model.n_features_in_ == 1
-    np.testing.assert_array_equal(model.crf_.coef_, reference.crf_.coef_)
-    assert [p.shape for p in model.predict(grey)] == [t.shape for t in data.target]
-
-
-@pytest.mark.parametrize(
-    "learner", [PerturbMAPCRF, MarginalPerturbMAPCRF, StructuredSVM, PiecewiseCRF, MeanFieldCRF]
-)
-def test_class_weight_is_validated_once_for_every_learner(chains, learner):
-    X, Y = chains
-    for class_weight, message in (
-        ({0: 0, 1: 0, 2: 0, 3: 0}, "every class weight 0"),
-        ({1: True}, "finite numbers >= 0"),
-    ):
-        with pytest.raises(ValueError, match=message):
-            learner("chain", class_weight=class_weight).fit(X, Y)
-
-
-# ---- mean field: arguments and scores at the edge of double precision ----------------------
-@pytest.mark.parametrize("scale", [1e20, 1e200])
-def test_mean_field_crf_asks_to_scale_huge_features(chains, scale):
-    X, Y = chains
-    with pytest.warns(UserWarning, match=r"node features as large as .*scale the features"):
-        try:
-            MeanFieldCRF("chain", max_iter=2, random_state=0).fit([x * scale for x in X], Y)
-        except NonFiniteError:  # scores beyond double precision are refused after the warning
-            pass
 
 
 # ---- loaders: arguments read as something else ----------------------------------------------

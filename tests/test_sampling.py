@@ -3,105 +3,12 @@ they average, conditioning on known labels, and the estimator method's contract.
 
 import numpy as np
 import pytest
-from sklearn.datasets import make_multilabel_classification
-from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import FunctionTransformer
 
 from pmap_sklearn import (
     ChainCRF,
-    GridStructure,
     MarginalPerturbMAPCRF,
-    MeanFieldCRF,
-    MultiLabelStructure,
-    PerturbMAPCRF,
     StructuredSVM,
 )
-from pmap_sklearn.datasets import make_chain_data, make_grid_data
-
-
-@pytest.fixture(scope="module")
-def chains():
-    data = make_chain_data(n_samples=16, random_state=7)
-    return data.data, data.target
-
-
-def test_perturbed_draws_are_the_perturbed_marginals(chains):
-    """The same perturbations as predict_marginals: the frequencies are its marginals exactly."""
-    X, y = chains
-    model = MarginalPerturbMAPCRF(random_state=0, max_iter=3).fit(X, y)
-    draws = model.sample(X[:4], n_draws=50, method="perturb")
-    marginals = model.predict_marginals(X[:4], method="perturb", n_perturbations=50)
-    for sample, marginal in zip(draws, marginals, strict=True):
-        assert sample.shape == (50, len(marginal))
-        frequency = np.stack([(sample == c).mean(axis=0) for c in model.classes_], axis=-1)
-        np.testing.assert_allclose(frequency, marginal, atol=1e-12)
-
-
-@pytest.mark.parametrize(
-    "make",
-    [lambda: PerturbMAPCRF(random_state=0), lambda: ChainCRF(), lambda: MeanFieldCRF("chain")],
-)
-def test_default_draws_match_the_default_marginals(make, chains):
-    """Each estimator draws from its own model: exact chain draws for PerturbMAPCRF and
-    ChainCRF, independent mean-field draws for MeanFieldCRF — within Monte-Carlo error."""
-    X, y = chains
-    model = make().fit(X, y)
-    n_draws = 4000
-    draws = model.sample(X[:3], n_draws=n_draws, random_state=0)
-    for sample, marginal in zip(draws, model.predict_marginals(X[:3]), strict=True):
-        frequency = np.stack([(sample == c).mean(axis=0) for c in model.classes_], axis=-1)
-        sd = np.sqrt(marginal * (1 - marginal) / n_draws) + 1e-3
-        assert np.all(np.abs(frequency - marginal) < 5 * sd)
-
-
-def test_known_labels_are_kept_in_every_draw(chains):
-    X, y = chains
-    model = PerturbMAPCRF(random_state=0).fit(X, y)
-    known = [np.array([y[0][0]] + [None] * (len(y[0]) - 1), dtype=object)]
-    for method in ("exact", "perturb"):
-        draws = model.sample(X[:1], n_draws=40, known_labels=known, method=method)[0]
-        assert (draws[:, 0] == y[0][0]).all()
-
-
-def test_draws_take_the_shape_of_the_labels():
-    grids = make_grid_data(n_samples=4, random_state=0)
-    model = PerturbMAPCRF(GridStructure(), random_state=0, max_iter=3).fit(grids.data, grids.target)
-    draws = model.sample(grids.data[:2], n_draws=5)
-    assert draws[0].shape == (5, *np.shape(grids.target[0]))
-    X, Y = make_multilabel_classification(n_samples=60, n_features=6, n_classes=3, random_state=0)
-    multi = PerturbMAPCRF(MultiLabelStructure("full"), random_state=0).fit(X, Y)
-    draws = multi.sample(X[:4], n_draws=20_000, random_state=0)
-    assert draws.shape == (4, 20_000, 3) and set(np.unique(draws)) <= {0, 1}
-    proba = multi.predict_proba(X[:4])
-    assert np.all(np.abs(draws.mean(axis=1) - proba) < 5 * np.sqrt(0.25 / 20_000))
-
-
-def test_sample_refuses_what_it_cannot_do(chains):
-    X, y = chains
-    model = PerturbMAPCRF(random_state=0).fit(X, y)
-    with pytest.raises(ValueError, match="n_draws"):
-        model.sample(X[:1], n_draws=0)
-    with pytest.raises(ValueError, match="method must be one of"):
-        model.sample(X[:1], method="beliefs")
-    assert not hasattr(StructuredSVM(random_state=0).fit(X, y), "sample")  # no marginals
-
-
-def test_a_fitted_pipeline_reaches_sample_through_its_last_step(chains):
-    X, y = chains
-    pipeline = make_pipeline(FunctionTransformer(), PerturbMAPCRF(random_state=0)).fit(X, y)
-    draws = pipeline[-1].sample(pipeline[:-1].transform(X[:2]), n_draws=3)
-    assert len(draws) == 2 and draws[1].shape == (3, len(y[1]))
-
-
-def test_two_stage_crf_draws_from_its_stage_two(chains):
-    from pmap_sklearn import TwoStageCRF
-
-    X, y = chains
-    model = TwoStageCRF(crf=PerturbMAPCRF(random_state=0), cv=3, random_state=7).fit(X, y)
-    draws = model.sample(X[:2], n_draws=6, method="perturb")
-    expected = model.crf_.sample(model.stage_two_samples(X[:2]), 6, method="perturb")
-    for mine, theirs in zip(draws, expected, strict=True):
-        np.testing.assert_array_equal(mine, theirs)
 
 
 # ---- entity probabilities ---------------------------------------------------------------------
@@ -166,15 +73,3 @@ def test_entity_probabilities_from_draws_where_the_model_is_not_exact():
     assert len(exact) == len(drawn)
     with pytest.raises(ValueError, match="no marginals"):
         entity_probabilities(StructuredSVM(random_state=0, max_iter=2).fit(X, y), X[:1])
-
-
-def test_perturbed_draws_do_not_depend_on_n_jobs():
-    """Each sample's perturbations come from its own stream: the draws are the same whatever
-    the number of workers."""
-    grids = make_grid_data(n_samples=6, shape=(12, 12), random_state=1)
-    model = PerturbMAPCRF(GridStructure(), random_state=0, max_iter=3)
-    model.fit(grids.data, grids.target)
-    serial = model.sample(grids.data, n_draws=8, random_state=3)
-    parallel = model.set_params(n_jobs=2).sample(grids.data, n_draws=8, random_state=3)
-    for one, two in zip(serial, parallel, strict=True):
-        np.testing.assert_array_equal(one, two)

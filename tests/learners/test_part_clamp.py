@@ -1,10 +1,10 @@
-"""Part & Clamp building blocks: feedback vertex sets and the clamped-forest bound (eq. 7)."""
+"""PartClampCRF: its objective, bound and learning."""
 
 import numpy as np
 import pytest
 from scipy.optimize import approx_fprime
 
-from .helpers import _brute_log_z, _grid_graphs
+from ..helpers import _brute_log_z, _grid_graphs
 
 
 def _fitted_part_clamp(rng, n_rounds):
@@ -46,28 +46,6 @@ def test_tightened_objective_gradient_and_bound(rng):
     w = model.coef_ + 0.3 * rng.normal(size=model.coef_.shape)
     numeric = approx_fprime(w, lambda v: model._objective(batch, labels, parts, v)[0], 1e-6)
     np.testing.assert_allclose(model._objective(batch, labels, parts, w)[1], numeric, atol=1e-5)
-
-
-def test_pseudo_likelihood_objective_and_gradient(rng):
-    from pmap_sklearn import PseudoLikelihoodCRF
-
-    X, y = _grid_graphs(rng, n_samples=3, shape=(3, 3))
-    model = PseudoLikelihoodCRF("graph", alpha=0.5, max_iter=3).fit(X, y)
-    structure = model.structure_
-    batch = structure.prepare(X)
-    labels = structure.prepare_labels(batch, y)
-    w = model.coef_ + 0.3 * rng.normal(size=model.coef_.shape)
-    value, gradient = model._objective(batch, labels, w)
-    expected = 0.0
-    for i, sample in enumerate(structure.potentials(batch, w).split()):
-        truth = labels[batch.nodes_of(i)]
-        for node in range(sample.n_nodes):  # −log P(y_i | y_rest) by brute force
-            clamp = truth.copy()
-            clamp[node] = -1
-            expected += _brute_log_z(sample, clamp) - sample.score(truth)[0]
-    assert value == pytest.approx(expected / 3 + 0.25 * w @ w, rel=1e-10)
-    numeric = approx_fprime(w, lambda v: model._objective(batch, labels, v)[0], 1e-6)
-    np.testing.assert_allclose(gradient, numeric, atol=1e-5)
 
 
 def test_the_papers_ordering_on_noisy_block_images():

@@ -19,7 +19,7 @@ from pmap_sklearn import (
 from pmap_sklearn.datasets import make_chain_data, make_grid_data
 from pmap_sklearn.perturbation import draw, perturb_and_map
 
-from .helpers import exact_expected_joint_feature, mean_oracle_gradient
+from ..helpers import exact_expected_joint_feature, mean_oracle_gradient
 
 
 def _fitted(structure, X, y, **params):

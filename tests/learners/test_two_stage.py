@@ -8,8 +8,9 @@ import pytest
 from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import GroupKFold, KFold, ShuffleSplit
+from sklearn.model_selection import GroupKFold, KFold, ShuffleSplit, StratifiedKFold
 from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
 from sklearn.svm import LinearSVC
 from sklearn.utils._param_validation import InvalidParameterError
 
@@ -425,3 +426,105 @@ def test_the_temperature_is_fitted_with_the_learners_own_perturbed_maps(monkeypa
     model = TwoStageCRF(crf=crf, cv=2, random_state=0).fit(data.data, data.target)
     assert seen == [37]
     assert model.crf_.n_perturbations == 37 and model.crf_.marginal_temperature_ > 0
+
+
+def test_a_two_stage_refit_whose_stage_two_fails_keeps_the_previous_model(chains):
+    """A failed stage two kept the new ``n_features_in_`` beside the old stages, and predict
+    failed on old and new data alike."""
+    from pmap_sklearn import PerturbMAPCRF, TwoStageCRF
+
+    X, y = chains
+    model = TwoStageCRF(crf=PerturbMAPCRF("chain", max_iter=2, random_state=0), cv=2).fit(X, y)
+    before, n_features = model.predict(X), model.n_features_in_
+    wider = [np.hstack([x, x]) for x in X]
+    model.set_params(crf__max_iter=0)  # stage two refuses it, after stage one has run
+    with pytest.raises(ValueError, match="max_iter"):
+        model.fit(wider, y)
+    assert model.n_features_in_ == n_features
+    for a, b in zip(before, model.predict(X), strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_two_stage_refuses_a_marker_of_another_kind(chains):
+    from pmap_sklearn import PerturbMAPCRF, TwoStageCRF
+
+    X, y = chains
+    words = [np.where(t == 0, "11", "a") for t in y]
+    with pytest.raises(ValueError, match="ignore_label=11 is a number"):
+        TwoStageCRF(crf=PerturbMAPCRF("chain", max_iter=1), ignore_label=11, cv=2).fit(X, words)
+
+
+class _Folds:
+    """A splitter of fixed (train, test) folds, as a user might write one."""
+
+    def __init__(self, folds):
+        self.folds = folds
+
+    def split(self, X, y=None, groups=None):
+        n = len(X)
+        for train, test in self.folds(n):
+            yield np.asarray(train, dtype=int), np.asarray(test, dtype=int)
+
+    def get_n_splits(self, X=None, y=None, groups=None):
+        return 2
+
+
+def _halves(n):
+    return np.arange(n // 2), np.arange(n // 2, n)
+
+
+@pytest.mark.parametrize(
+    "params, message",
+    [
+        (
+            {"crf": make_pipeline(StandardScaler(), PerturbMAPCRF())},
+            "got Pipeline.*NodeTransformer",
+        ),
+        ({"crf": LogisticRegression()}, "structured learner.*got LogisticRegression"),
+        ({"cv": StratifiedKFold(3)}, "no single class to stratify on; use KFold"),
+        (
+            {"cv": _Folds(lambda n: [(np.arange(0), _halves(n)[0]), _halves(n)])},
+            "fold 0 has no training sample",
+        ),
+        (
+            {"cv": _Folds(lambda n: [(np.arange(n), h) for h in _halves(n)])},
+            "trains on samples it tests.*in-sample",
+        ),
+        ({"class_weight": {0: 0, 1: 0, 2: 0, 3: 0}}, "every class weight 0"),
+        ({"class_weight": {0: True}}, r"class_weight\[0\] = True"),
+    ],
+)
+def test_two_stage_names_what_is_wrong(chains, params, message):
+    X, Y = chains
+    params.setdefault("crf", PerturbMAPCRF(max_iter=2))
+    with pytest.raises(ValueError, match=message):
+        TwoStageCRF(**params).fit(X, Y)
+
+
+def test_two_stage_takes_a_generator_and_probabilities_only(chains):
+    X, Y = chains
+    crf = PerturbMAPCRF(max_iter=2, random_state=0)
+    fitted = [
+        TwoStageCRF(crf=crf, cv=3, random_state=np.random.default_rng(5)).fit(X, Y)
+        for _ in range(2)
+    ]  # a Generator is taken, as documented, and seeds the folds reproducibly
+    np.testing.assert_array_equal(fitted[0].crf_.coef_, fitted[1].crf_.coef_)
+
+    class Scores(LogisticRegression):
+        def predict_proba(self, X):
+            return self.decision_function(X)
+
+    with pytest.raises(ValueError, match="Scores.predict_proba's output.*not scores or logits"):
+        TwoStageCRF(Scores(), crf=crf, cv=3).fit(X, Y)
+
+
+def test_two_stage_reads_grey_images_on_a_grid():
+    data = make_grid_data(n_samples=6, random_state=0)
+    grey = [np.asarray(x)[..., 0] for x in data.data]  # (H, W): one feature per pixel
+    crf = PerturbMAPCRF("grid", max_iter=3, random_state=0)
+    model = TwoStageCRF(crf=crf, cv=3, random_state=0).fit(grey, data.target)
+    as_channel = [g[..., None] for g in grey]
+    reference = TwoStageCRF(crf=crf, cv=3, random_state=0).fit(as_channel, data.target)
+    assert model.n_features_in_ == 1
+    np.testing.assert_array_equal(model.crf_.coef_, reference.crf_.coef_)
+    assert [p.shape for p in model.predict(grey)] == [t.shape for t in data.target]

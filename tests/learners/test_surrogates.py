@@ -1,5 +1,4 @@
-"""PiecewiseCRF: its objective against independently normalised pieces summed by hand, its
-gradient against finite differences on every kind of pairwise term, and what it learns."""
+"""PiecewiseCRF and PseudoLikelihoodCRF."""
 
 import itertools
 import warnings
@@ -19,6 +18,8 @@ from pmap_sklearn import (
     PiecewiseCRF,
 )
 from pmap_sklearn.datasets import make_chain_data, make_grid_data
+
+from ..helpers import _brute_log_z, _grid_graphs
 
 
 def _graphs(rng, k=3, n_samples=4):
@@ -141,3 +142,25 @@ def test_learns_attractive_potts_weights_that_beat_the_unary_pieces():
     unaries_only.coef_[unaries_only.structure_.n_unary_weights_ :] = 0.0
     error = 1 - model.score(X[10:], y[10:])
     assert error < 0.5 * (1 - unaries_only.score(X[10:], y[10:]))
+
+
+def test_pseudo_likelihood_objective_and_gradient(rng):
+    from pmap_sklearn import PseudoLikelihoodCRF
+
+    X, y = _grid_graphs(rng, n_samples=3, shape=(3, 3))
+    model = PseudoLikelihoodCRF("graph", alpha=0.5, max_iter=3).fit(X, y)
+    structure = model.structure_
+    batch = structure.prepare(X)
+    labels = structure.prepare_labels(batch, y)
+    w = model.coef_ + 0.3 * rng.normal(size=model.coef_.shape)
+    value, gradient = model._objective(batch, labels, w)
+    expected = 0.0
+    for i, sample in enumerate(structure.potentials(batch, w).split()):
+        truth = labels[batch.nodes_of(i)]
+        for node in range(sample.n_nodes):  # −log P(y_i | y_rest) by brute force
+            clamp = truth.copy()
+            clamp[node] = -1
+            expected += _brute_log_z(sample, clamp) - sample.score(truth)[0]
+    assert value == pytest.approx(expected / 3 + 0.25 * w @ w, rel=1e-10)
+    numeric = approx_fprime(w, lambda v: model._objective(batch, labels, v)[0], 1e-6)
+    np.testing.assert_allclose(gradient, numeric, atol=1e-5)

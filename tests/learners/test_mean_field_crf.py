@@ -1,13 +1,27 @@
-"""Mean field: the solver's fixed points, bounds and schedules, the backpropagation through its
-unrolled iterations (against finite differences), and MeanFieldCRF's learning."""
+"""MeanFieldCRF: its gradient, learning and warm starts."""
 
 import numpy as np
 import pytest
 from scipy.optimize import approx_fprime
 
 from pmap_sklearn import GridStructure, MeanFieldCRF
+from pmap_sklearn._utils import NonFiniteError
 from pmap_sklearn.datasets import make_grid_data
 from pmap_sklearn.solvers import MeanFieldSolver
+
+
+@pytest.mark.parametrize("change", [{"n_iterations": 8}, {"damping": 0.3}])
+def test_mean_field_warm_start_predicts_with_the_new_solver(chains, change):
+    """Learning used the new value while prediction kept the old ``structure_.solver_``."""
+    X, y = chains
+    params = dict(structure="chain", max_iter=3, random_state=0)
+    warm = MeanFieldCRF(warm_start=True, **params).fit(X, y).set_params(**change).fit(X, y)
+    cold = MeanFieldCRF(**params, **change).fit(X, y)
+    name, value = next(iter(change.items()))
+    assert getattr(warm.structure_.solver_, name) == value
+    np.testing.assert_allclose(warm.coef_, cold.coef_)
+    for a, b in zip(warm.predict_marginals(X), cold.predict_marginals(X), strict=True):
+        np.testing.assert_allclose(a, b)
 
 
 @pytest.mark.parametrize("loss", ["log", "hamming"])
@@ -35,3 +49,13 @@ def test_learns_grids_and_its_marginals_are_its_mean_field():
     (marginals,) = model.predict_marginals(data.data[6:7])
     np.testing.assert_allclose(marginals.sum(axis=-1), 1.0)
     np.testing.assert_array_equal(marginals.argmax(axis=-1), model.predict(data.data[6:7])[0])
+
+
+@pytest.mark.parametrize("scale", [1e20, 1e200])
+def test_mean_field_crf_asks_to_scale_huge_features(chains, scale):
+    X, Y = chains
+    with pytest.warns(UserWarning, match=r"node features as large as .*scale the features"):
+        try:
+            MeanFieldCRF("chain", max_iter=2, random_state=0).fit([x * scale for x in X], Y)
+        except NonFiniteError:  # scores beyond double precision are refused after the warning
+            pass

