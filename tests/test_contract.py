@@ -454,20 +454,6 @@ def test_warnings_point_at_the_users_call(chains):
 
 
 # ---- 7. fits into the ecosystem -------------------------------------------------------------
-def test_unsupervised_denoiser_scores_without_clean_images(rng):
-    clean = np.zeros((12, 8, 8), int)
-    clean[:, 2:6, 1:7] = 1
-    noisy = add_flip_noise(clean, 0.1, random_state=0)
-    model = LogSupermodularDenoiser(field="shared", max_iter=5, n_perturbations=20, random_state=0)
-    model.fit(noisy)
-    per_image = model.score_samples(noisy)
-    assert per_image.shape == (12,) and np.all(per_image < 0)
-    assert model.score(noisy) == pytest.approx(per_image.mean())
-    assert model.score(noisy, clean) > 0.5  # with clean images: pixel accuracy
-    search = GridSearchCV(model, {"reg_cut": [1e-3, 1e2]}, cv=3).fit(noisy)
-    assert search.best_params_["reg_cut"] == 1e-3  # a huge cut penalty fits worse
-
-
 def test_scorers_are_scikit_learn_scorers(chains):
     X, y = chains
     model = PerturbMAPCRF(max_iter=2, random_state=0)

@@ -7,8 +7,6 @@ import pytest
 
 from pmap_sklearn import PerturbMAPCRF, _base
 
-from .helpers import _assert_chunking_invariant
-
 
 @pytest.mark.parametrize("block", [1, 5, 10**9])
 def test_vectorizer_blocks_give_the_same_matrices(block, monkeypatch):
@@ -55,30 +53,3 @@ def test_exact_entity_probabilities_do_not_depend_on_the_chunks(monkeypatch):
         np.testing.assert_allclose(
             [e[3] for s in chunked for e in s], [e[3] for s in whole for e in s], rtol=1e-12
         )
-
-
-def test_denoiser_predictions_do_not_depend_on_the_chunks(monkeypatch):
-    """LogSupermodularDenoiser takes its images in the same chunks: the same denoised images
-    and marginals (arrays in, arrays out; lists in, lists out), also with a Generator."""
-    from pmap_sklearn import LogSupermodularDenoiser
-    from pmap_sklearn.datasets import add_flip_noise
-
-    rng = np.random.default_rng(7)
-    clean = (rng.random((6, 7, 9)) < 0.5).astype(int)
-    noisy = add_flip_noise(clean, 0.1, random_state=0)
-    model = LogSupermodularDenoiser(noise_level=0.1, max_iter=2, n_perturbations=5)
-    model.set_params(random_state=0).fit(noisy, clean)
-    calls = [
-        lambda m, X: m.predict(X),
-        lambda m, X: m.predict(list(X)),
-        lambda m, X: m.predict(X, decoding="marginal"),
-        lambda m, X: m.predict_marginals(list(X)),
-    ]
-    _assert_chunking_invariant(model, noisy, calls, monkeypatch)
-    out = []
-    for limit in (10**9, 70):
-        monkeypatch.setattr(_base, "PREDICT_NODES", limit)
-        model.set_params(random_state=np.random.default_rng(3))
-        out.append([model.predict_marginals(noisy) for _ in range(2)])
-    for got, expected in zip(out[1], out[0], strict=True):
-        np.testing.assert_array_equal(got, expected)

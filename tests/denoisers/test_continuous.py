@@ -1,11 +1,12 @@
-"""Continuous log-supermodular priors: Ishikawa cuts, the exact prox, the bound, learning,
-decoding and the scikit-learn contract."""
+"""ContinuousLogSupermodularDenoiser: learning, decoding, whole photos."""
 
 import itertools
 import warnings
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from scipy.special import logsumexp
 from sklearn.exceptions import ConvergenceWarning
 
@@ -485,3 +486,137 @@ def test_auto_settings_follow_what_the_input_is(rng):
     many = rng.normal(size=(240, 240))  # 54,289 patches: 40,000 drawn
     sampled = ContinuousLogSupermodularDenoiser(patch_size=8, max_iter=1, random_state=0)
     assert len(sampled._training_signals(many, np.random.default_rng(0))) == 40_000
+
+
+RNG = np.random.default_rng(0)
+PHOTO = RNG.random((24, 24))
+
+
+def _photo_model(**params):
+    defaults = dict(patch_size=4, noise_std=0.1, max_iter=3, random_state=0)
+    return ContinuousLogSupermodularDenoiser(**{**defaults, **params})
+
+
+# ---- whole photos ------------------------------------------------------------------------------
+@pytest.mark.parametrize("stride", [5, 7])
+def test_a_stride_beyond_the_patch_is_refused(stride):
+    """Patches 4 apart at stride 5 leave pixels no patch covers (they came out NaN)."""
+    with pytest.raises(ValueError, match=f"patch_stride={stride} is larger than the 4×4"):
+        _photo_model(patch_stride=stride).fit([PHOTO])
+    model = _photo_model().fit([PHOTO]).set_params(patch_stride=stride)
+    with pytest.raises(ValueError, match="at most 4"):
+        model.predict(PHOTO)
+
+
+@pytest.mark.parametrize("size", [2, 3])
+def test_sure_on_small_patches_covers_the_image(size):
+    """The SURE factor's sparser patches must still cover the photo (they left gaps: NaN
+    risks and a factor picked from them)."""
+    model = _photo_model(patch_size=size, prior_scale="sure").fit([PHOTO])
+    noisy = PHOTO + 0.1 * RNG.normal(size=PHOTO.shape)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # numpy's "invalid value" included
+        denoised = model.predict(noisy)
+    assert np.isfinite(denoised).all()
+    assert np.mean((denoised - PHOTO) ** 2) < np.mean((noisy - PHOTO) ** 2)
+
+
+def test_a_colour_image_is_refused():
+    model = _photo_model().fit([PHOTO])
+    colour = RNG.random((24, 24, 3))
+    for call in (model.predict, _photo_model().fit):
+        with pytest.raises(ValueError, match="colour image.*rgb2gray"):
+            call(colour)
+    assert model.predict(list(colour.transpose(2, 0, 1)))[0].shape == (24, 24)  # channel-wise
+
+
+@pytest.mark.parametrize("scale", [1e20, 1e150])
+def test_the_map_decoding_clips_huge_inputs_like_the_others(scale):
+    """Scaled far beyond the domain U, every decoding returns ±U (the MAP returned 0: its
+    levels' squared distances tied in float64)."""
+    signals = RNG.normal(size=(300, 4))
+    model = ContinuousLogSupermodularDenoiser(noise_std=0.5, max_iter=10, random_state=0)
+    model.fit(signals)
+    noisy = signals[:5] * scale
+    for decoding in ("map", "mmse", "continuous_map"):
+        np.testing.assert_allclose(
+            model.predict(noisy, decoding=decoding), np.sign(noisy) * model.domain_
+        )
+
+
+def test_a_grid_step_coarser_than_the_domain_is_refused():
+    """All levels but 0 beyond the data: every coefficient decoded as 0, silently."""
+    signals = RNG.normal(size=(100, 4))
+    with pytest.raises(ValueError, match="grid_step=1000000000.0 is larger than the largest"):
+        ContinuousLogSupermodularDenoiser(noise_std=0.5, grid_step=1e9).fit(signals)
+    model = ContinuousLogSupermodularDenoiser(noise_std=0.5, max_iter=5).fit(signals)
+    with pytest.raises(ValueError, match="grid_step='auto'"):
+        model.set_params(grid_step=1e6).predict(signals)
+
+
+def test_the_prior_learns_at_any_scale_of_the_data():
+    """Signals ×1e200 learn the same prior (in their units) instead of d = 0 with a warning
+    that blamed the sample count (AdaGrad's sum of squares overflowed)."""
+    signals = RNG.normal(size=(200, 4))
+    model = ContinuousLogSupermodularDenoiser(noise_std=0.5, max_iter=20, random_state=0)
+    unit = model.fit(signals).group_weights_
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        scaled = model.set_params(noise_std=0.5e200).fit(signals * 1e200).group_weights_
+    np.testing.assert_allclose(scaled * 1e200, unit, rtol=1e-9)
+
+
+def test_signals_at_the_edge_of_float64_are_refused_with_the_denoisers_own_remedy():
+    """×1e307 overflows: the error names the signals' scale and this estimator's parameters
+    (not an SGD learner's eta0), with no numpy warning on the way."""
+    model = ContinuousLogSupermodularDenoiser(noise_std=1e307, max_iter=5, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match="rescale the signals \\(and noise_std\\)") as error:
+            model.fit(RNG.normal(size=(50, 4)) * 1e307)
+    assert "eta0" not in str(error.value)
+
+
+def test_an_overflowing_noise_std_is_named():
+    model = ContinuousLogSupermodularDenoiser(noise_std=1.0, max_iter=5).fit(
+        RNG.normal(size=(50, 4))
+    )
+    with pytest.raises(ValueError, match="noise_std=1e\\+200 is out of float64's range"):
+        model.set_params(noise_std=1e200).predict(RNG.normal(size=(3, 4)))
+
+
+def test_ragged_groups_are_named():
+    with pytest.raises(ValueError, match="group 0 must be a non-empty sequence of int"):
+        ContinuousLogSupermodularDenoiser(groups=[[0, [1, 2]], [3]], noise_std=1).fit(
+            RNG.normal(size=(50, 4))
+        )
+
+
+# ---- property tests -------------------------------------------------------------------------
+FITTED = {size: _photo_model(patch_size=size).fit([PHOTO]) for size in (2, 4)}
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    size=st.sampled_from([2, 4]),
+    stride=st.integers(1, 6),
+    height=st.integers(1, 30),
+    width=st.integers(1, 30),
+    scale=st.sampled_from([1e-3, 1.0, 1e3, 1e6]),
+    dtype=st.sampled_from([np.float64, np.float32, np.uint8, np.int16]),
+)
+def test_whole_photo_path_is_finite_or_refused(size, stride, height, width, scale, dtype):
+    """Any shape, stride, scale and dtype: a finite photo of the input's shape, or a
+    ValueError that names the problem."""
+    model = FITTED[size].set_params(patch_stride=stride)
+    image = np.random.default_rng(height * 31 + width).random((height, width)) * scale
+    image = image.astype(dtype)
+    try:
+        denoised = model.predict(image)
+    except ValueError as error:
+        assert any(
+            words in str(error)
+            for words in ("patch_stride", "smaller than one patch", "out of float64")
+        ), error
+        return
+    assert denoised.shape == image.shape and np.isfinite(denoised).all()
