@@ -10,88 +10,9 @@ from sklearn.pipeline import make_pipeline
 from pmap_sklearn import ChainCRF, PerturbMAPCRF, SequenceVectorizer, StructuredSVM
 from pmap_sklearn.datasets import load_conll2002, token_features
 from pmap_sklearn.datasets._paths import candidate_roots
-from pmap_sklearn.metrics import (
-    entity_f1_score,
-    entity_f1_scorer,
-    entity_precision_recall_fscore_support,
-    entity_spans,
-    flat_f1_score,
-    flat_f1_scorer,
-    flat_precision_recall_fscore_support,
-)
+from pmap_sklearn.metrics import entity_f1_scorer, flat_f1_scorer
 
 from .helpers import _ner_corpus
-
-
-# ---- entity spans and scores -----------------------------------------------------------------
-@pytest.mark.parametrize(
-    "tags, spans",
-    [
-        # IOB2: every entity opens with B
-        (["B-PER", "I-PER", "O", "B-LOC"], [("PER", 0, 2), ("LOC", 3, 4)]),
-        # IOB1: I opens an entity, B only splits two adjacent ones of one type
-        (["I-ORG", "I-ORG", "B-ORG", "I-ORG", "O"], [("ORG", 0, 2), ("ORG", 2, 4)]),
-        # BIOES / BILOU: E and S close an entity
-        (
-            ["S-LOC", "B-ORG", "E-ORG", "U-PER", "B-MISC", "L-MISC"],
-            [("LOC", 0, 1), ("ORG", 1, 3), ("PER", 3, 4), ("MISC", 4, 6)],
-        ),
-        # a change of type closes an entity and opens another; I after E opens one
-        (["B-PER", "I-LOC", "E-LOC", "I-LOC"], [("PER", 0, 1), ("LOC", 1, 3), ("LOC", 3, 4)]),
-        (["O", "O"], []),
-    ],
-)
-def test_entity_spans_follow_conlleval(tags, spans):
-    assert entity_spans(tags) == spans
-
-
-def _brute_entity_counts(y_true, y_pred):
-    """Correct / predicted / true entity counts from the spans, pooled."""
-    correct = predicted = true = 0
-    for t, p in zip(y_true, y_pred, strict=True):
-        a, b = set(entity_spans(t)), set(entity_spans(p))
-        correct, predicted, true = correct + len(a & b), predicted + len(b), true + len(a)
-    return correct, predicted, true
-
-
-def test_entity_scores_count_exact_matches():
-    rng = np.random.default_rng(0)
-    tags = ["O", "B-A", "I-A", "B-B", "I-B", "E-A", "S-B"]
-    y_true = [list(rng.choice(tags, size=rng.integers(1, 9))) for _ in range(40)]
-    y_pred = [list(rng.choice(tags, size=len(t))) for t in y_true]
-    correct, predicted, true = _brute_entity_counts(y_true, y_pred)
-    p, r, f, support, types = entity_precision_recall_fscore_support(y_true, y_pred)
-    assert (p, r, support, types) == (correct / predicted, correct / true, true, ["A", "B"])
-    assert f == pytest.approx(2 * p * r / (p + r)) == entity_f1_score(y_true, y_pred)
-    per_type = entity_precision_recall_fscore_support(y_true, y_pred, average=None)
-    assert per_type[3].sum() == true
-    macro = entity_precision_recall_fscore_support(y_true, y_pred, average="macro")
-    assert macro[2] == pytest.approx(per_type[2].mean())
-    # a boundary or type off by one is wrong: one of two entities found
-    assert entity_f1_score([["B-A", "I-A", "B-B"]], [["B-A", "O", "B-B"]]) == pytest.approx(0.5)
-    assert entity_f1_score([["B-A"]], [["B-B"]]) == 0.0
-
-
-def test_entity_scores_name_bad_tags():
-    with pytest.raises(ValueError, match="tag 'PER' is not a chunk tag"):
-        entity_spans(["PER"])
-    with pytest.raises(ValueError, match="sample 0: y_true has 2 labels but y_pred has 1"):
-        entity_f1_score([["O", "B-A"]], [["O"]])
-    with pytest.raises(ValueError, match="unknown labels"):
-        entity_f1_score([["?", "B-A"]], [["O", "B-A"]], unknown_label="?")
-
-
-def test_flat_scores_leave_out_tags():
-    y_true = [["B-PER", "I-PER", "O"], ["O", "B-LOC", "O"]]
-    y_pred = [["B-PER", "O", "O"], ["O", "B-LOC", "B-LOC"]]
-    p, r, f, support, labels = flat_precision_recall_fscore_support(y_true, y_pred, exclude="O")
-    assert labels == ["B-LOC", "B-PER", "I-PER"]
-    np.testing.assert_allclose(p, [0.5, 1.0, 0.0])
-    np.testing.assert_allclose(r, [1.0, 1.0, 0.0])
-    # weighted by support (1, 1, 1): the mean of the per-tag F1
-    assert flat_f1_score(y_true, y_pred, exclude="O") == pytest.approx((2 / 3 + 1 + 0) / 3)
-    with pytest.raises(ValueError, match="no label is left"):
-        flat_f1_score([["O"]], [["O"]], exclude="O")
 
 
 # ---- the loader --------------------------------------------------------------------------------

@@ -26,7 +26,6 @@ from pmap_sklearn.inspection import (
     region_probabilities,
     sequence_probabilities,
 )
-from pmap_sklearn.metrics import expected_calibration_error, reliability_curve
 
 
 @pytest.fixture(scope="module")
@@ -256,45 +255,3 @@ def test_marginal_entropy_is_the_entropy_of_the_marginals(tiny_grid):
     with np.errstate(divide="ignore", invalid="ignore"):
         expected = -np.nansum(frequencies * np.log(frequencies), axis=-1)
     np.testing.assert_allclose(perturbed, expected)
-
-
-# ---- reliability diagrams ------------------------------------------------------------------
-def test_reliability_curve_gives_the_calibration_error(rng):
-    y_true = [rng.integers(0, 3, size=n) for n in (5, 40, 17)]
-    y_proba = [rng.dirichlet(np.ones(3) * 0.5, size=len(t)) for t in y_true]
-    for n_bins in (1, 7, 15):
-        curve = reliability_curve(y_true, y_proba, n_bins=n_bins)
-        kept = curve.count > 0
-        assert curve.count.sum() == 62 and len(curve.bin_edges) == n_bins + 1
-        gap = np.sum(curve.count[kept] * np.abs(curve.accuracy[kept] - curve.confidence[kept]))
-        np.testing.assert_allclose(
-            gap / curve.count.sum(), expected_calibration_error(y_true, y_proba, n_bins=n_bins)
-        )
-        assert np.isnan(curve.accuracy[~kept]).all()
-        inside = (curve.bin_edges[:-1][kept] <= curve.confidence[kept]) & (
-            curve.confidence[kept] <= curve.bin_edges[1:][kept]
-        )
-        assert inside.all()
-    top = np.concatenate([p.max(axis=1) for p in y_proba])
-    right = np.concatenate([p.argmax(axis=1) == t for p, t in zip(y_proba, y_true, strict=True)])
-    events = reliability_curve(right, top)  # the same items as events: the same curve
-    np.testing.assert_allclose(events.accuracy, reliability_curve(y_true, y_proba).accuracy)
-    np.testing.assert_allclose(
-        expected_calibration_error(right.astype(int), top.tolist()),
-        expected_calibration_error(y_true, y_proba),
-    )
-
-
-def test_reliability_curve_refuses_bad_events():
-    with pytest.raises(ValueError, match="outside"):
-        reliability_curve([True, False], [0.5, 1.5])
-    with pytest.raises(ValueError, match="bools or 0/1"):
-        reliability_curve([2, 0], [0.5, 0.5])
-    with pytest.raises(ValueError, match="must hold whether"):
-        reliability_curve([True], [0.5, 0.5])
-    with pytest.raises(ValueError, match="classes and void"):
-        reliability_curve([True], [0.5], classes=[0, 1])
-    with pytest.raises(ValueError, match="n_bins"):
-        reliability_curve([True], [0.5], n_bins=0)
-    with pytest.raises(ValueError, match="sums to"):
-        reliability_curve([[0]], [[[0.5, 0.6]]])

@@ -1,18 +1,18 @@
-"""Segmentation scores and calibration error against direct counts."""
+"""Segmentation scores against direct counts."""
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from sklearn.metrics import confusion_matrix
 
-from pmap_sklearn import GraphSample, PerturbMAPCRF
 from pmap_sklearn.metrics import (
-    class_average_accuracy_scorer,
     expected_calibration_error,
-    global_accuracy_scorer,
-    mean_iou_scorer,
     segmentation_confusion,
     segmentation_scores,
 )
+
+from ..helpers import FAST
 
 
 def test_scores_match_their_definitions_on_random_maps(rng):
@@ -60,33 +60,30 @@ def test_bad_input_is_named(call, message):
         call()
 
 
-def test_calibration_error_of_calibrated_and_overconfident_marginals(rng):
-    n = 200_000
-    confidence = rng.uniform(0.5, 1.0, n)
-    correct = rng.random(n) < confidence  # right as often as they say
-    proba = np.column_stack([confidence, 1 - confidence])
-    labels = np.where(correct, 0, 1)
-    assert expected_calibration_error([labels], [proba]) < 0.01
-    sure = np.column_stack([np.ones(n), np.zeros(n)])  # always certain, right 75 % of the time
-    assert expected_calibration_error([labels], [sure]) == pytest.approx(1 - correct.mean())
-    void = np.where(rng.random(n) < 0.5, 9, labels)
-    assert expected_calibration_error([void], [sure], void=9) == pytest.approx(
-        1 - correct[void != 9].mean()
-    )
+@FAST
+@given(st.integers(1, 25), st.integers(1, 4), st.integers(0, 2**31 - 1), st.booleans())
+def test_segmentation_scores_match_a_brute_force_confusion(n_nodes, n_classes, seed, weighted):
+    rng = np.random.default_rng(seed)
+    true = rng.integers(n_classes, size=n_nodes)
+    pred = rng.integers(n_classes, size=n_nodes)
+    weight = rng.uniform(0, 3, size=n_nodes) if weighted else np.ones(n_nodes)
+    labels = rng.permutation(n_classes)  # any order: the matrix's rows and columns
+    expected = np.zeros((n_classes, n_classes))
+    for t, p, c in zip(true, pred, weight, strict=True):
+        expected[list(labels).index(t), list(labels).index(p)] += c
+    confusion = segmentation_confusion([true], [pred], labels=labels, sample_weight=[weight])
+    np.testing.assert_allclose(confusion, expected)
+    if expected.sum() > 0:
+        scores = segmentation_scores([true], [pred], labels=labels, sample_weight=[weight])
+        assert scores["global_accuracy"] == pytest.approx(np.trace(expected) / expected.sum())
+        assert 0.0 <= scores["mean_iou"] <= scores["class_average_accuracy"] + 1e-12 <= 1 + 1e-9
 
 
-def test_scorers_weigh_nodes_by_size_and_skip_the_ignored_label(rng):
-    X, y = [], []
-    for _ in range(6):
-        labels = rng.integers(0, 2, size=6)
-        features = np.column_stack([labels + rng.normal(0, 0.6, 6), np.ones(6)])
-        edges = np.column_stack([np.arange(5), np.arange(1, 6)])
-        X.append(GraphSample(features, edges, None, rng.integers(1, 9, size=6)))
-        y.append(np.where(rng.random(6) < 0.2, 5, labels))
-    model = PerturbMAPCRF("graph", ignore_label=5, random_state=0).fit(X, y)
-    expected = segmentation_scores(
-        y, model.predict(X), labels=[0, 1], void=5, sample_weight=[x.node_sizes for x in X]
-    )
-    assert global_accuracy_scorer(model, X, y) == pytest.approx(expected["global_accuracy"])
-    assert class_average_accuracy_scorer(model, X, y) == expected["class_average_accuracy"]
-    assert mean_iou_scorer(model, X, y) == expected["mean_iou"]
+def test_segmentation_scores_refuse_negative_weights_and_read_labels_in_their_order():
+    with pytest.raises(ValueError, match="sample_weight must hold finite weights >= 0"):
+        segmentation_scores([[0, 1]], [[0, 0]], sample_weight=[[1.0, -1.0]])
+    scores = segmentation_scores([[0, 1, 2]], [[0, 1, 1]], labels=[2, 0, 1])
+    assert scores["confusion"].tolist() == [[0, 0, 1], [0, 1, 0], [0, 0, 1]]
+    assert scores["labels"].tolist() == [2, 0, 1]
+    with pytest.raises(ValueError, match="distinct"):
+        segmentation_scores([[0, 1]], [[0, 1]], labels=[0, 1, 0])
