@@ -16,18 +16,11 @@ from pmap_sklearn import (
     PerturbMAPCRF,
     SequenceVectorizer,
 )
-from pmap_sklearn.datasets import make_chain_data, token_features
+from pmap_sklearn.datasets import make_chain_data
 from pmap_sklearn.inspection import explain_weights
 
 
 # ---- token features and SequenceVectorizer -------------------------------------------------
-@pytest.mark.parametrize("i", [-1, 3, 1.0, True])
-def test_token_features_refuses_positions_outside_the_sentence(i):
-    """-1 wrapped round to the last token (with BOS set)."""
-    with pytest.raises(ValueError, match="is not a token position of this 3-token sentence"):
-        token_features(["a", "b", "c"], i)
-
-
 @pytest.mark.parametrize(
     "params, X, message",
     [

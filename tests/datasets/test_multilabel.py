@@ -1,5 +1,4 @@
-"""Multi-label classification on plain (X, Y): the label graphs, exact inference on them, the
-scikit-learn forms of the outputs, every learner, bad input and the Mulan loader."""
+"""The Mulan multi-label loader."""
 
 import numpy as np
 import pytest
@@ -8,7 +7,6 @@ from pmap_sklearn.datasets import load_multilabel
 from pmap_sklearn.datasets._paths import candidate_roots
 
 
-# ---- the Mulan data ---------------------------------------------------------------------------
 def _multilabel_root():
     for root in candidate_roots():
         if (root / "multilabel" / "scene-train.arff.gz").is_file():
