@@ -20,6 +20,7 @@ from pmap_sklearn import (
     ContrastiveDivergenceCRF,
     EpsilonCRF,
     GraphSample,
+    GraphStructure,
     GridStructure,
     LogSupermodularDenoiser,
     MarginalPerturbMAPCRF,
@@ -28,7 +29,6 @@ from pmap_sklearn import (
     PartClampCRF,
     PerturbMAPCRF,
     PiecewiseCRF,
-    Potentials,
     PseudoLikelihoodCRF,
     SequenceVectorizer,
     StructuredSVM,
@@ -38,7 +38,6 @@ from pmap_sklearn import (
     mean_hamming_loss,
 )
 from pmap_sklearn._utils import NonFiniteError
-from pmap_sklearn.bounds import log_partition_exact
 from pmap_sklearn.datasets import add_flip_noise, make_chain_data, make_grid_data
 from pmap_sklearn.superpixels import SuperpixelGraphs
 
@@ -353,11 +352,6 @@ def test_n_perturbations_is_validated(value, chains):
         PerturbMAPCRF(n_perturbations=0).fit(*chains)
 
 
-def test_bounds_refuse_an_empty_model():
-    with pytest.raises(ValueError, match="no node"):
-        log_partition_exact(Potentials(np.zeros((0, 2))))
-
-
 # ---- 4. non-finite numbers never hang or pass silently --------------------------------------
 def test_graph_features_that_overflow_stop_the_fit_with_a_clear_error(rng):
     X = [
@@ -462,17 +456,6 @@ def test_scorers_are_scikit_learn_scorers(chains):
     assert np.all((0 <= result["test_hamming"]) & (result["test_hamming"] <= 1))
     fitted = model.fit(X, y)
     assert hamming_scorer(fitted, X, y) == pytest.approx(fitted.score(X, y))
-
-
-def test_node_transformer_feature_names_and_output():
-    chains = [np.array([[0.0, 10.0], [2.0, 30.0]]), np.array([[4.0, 20.0]])]
-    transformer = NodeTransformer(StandardScaler()).fit(chains)
-    assert transformer.n_features_in_ == 2
-    np.testing.assert_array_equal(transformer.get_feature_names_out(), ["x0", "x1"])
-    np.testing.assert_array_equal(transformer.get_feature_names_out(["r", "g"]), ["r", "g"])
-    assert transformer.set_output(transform="default") is transformer
-    with pytest.raises(ValueError, match="'pandas' output container is not available"):
-        transformer.set_output(transform="pandas")
 
 
 #: scikit-learn checks that test the API without fitting an (n_samples, n_features) array.
@@ -651,3 +634,63 @@ def test_the_multi_label_structure_keeps_the_contract(cls, multilabel):
     assert search.best_estimator_.predict(X).shape == Y.shape
     result = cross_validate(twin, X, Y, cv=KFold(3), scoring=hamming_scorer)
     assert np.all((0 <= result["test_score"]) & (result["test_score"] <= 1))
+
+
+LEARNERS = {
+    "EpsilonCRF": lambda s: EpsilonCRF(s, max_iter=20),
+    "PerturbMAPCRF": lambda s: PerturbMAPCRF(s, max_iter=2, random_state=0),
+    "MarginalPerturbMAPCRF": lambda s: MarginalPerturbMAPCRF(s, max_iter=2, random_state=0),
+    "StructuredSVM": lambda s: StructuredSVM(s, max_iter=2, random_state=0),
+    "PartClampCRF": lambda s: PartClampCRF(s, n_rounds=1, random_state=0),
+    "PseudoLikelihoodCRF": lambda s: PseudoLikelihoodCRF(s),
+    "ContrastiveDivergenceCRF": lambda s: ContrastiveDivergenceCRF(s, max_iter=2, random_state=0),
+}
+
+
+def _batches(rng):
+    """(structure, X, y): only 1×1 images; 1×1 images mixed with a 3×3 one (K = 3); edgeless
+    graphs with K = 3 tables."""
+    tiny = [rng.normal(size=(1, 1, 2)) for _ in range(4)]
+    mixed = [tiny[0], rng.normal(size=(3, 3, 2)), tiny[1]]
+    graphs = [
+        GraphSample(rng.normal(size=(3, 2)), np.zeros((0, 2), int), np.zeros((0, 1)))
+        for _ in range(3)
+    ]
+    return {
+        "1x1 images": (GridStructure(), tiny, [np.array([[i % 2]]) for i in range(4)]),
+        "1x1 and 3x3, K = 3": (
+            GridStructure(),
+            mixed,
+            [np.array([[0]]), rng.integers(3, size=(3, 3)), np.array([[2]])],
+        ),
+        "1x1 images, tables": (
+            GridStructure(pairwise="table", solver="message_passing"),
+            tiny,
+            [np.array([[i % 2]]) for i in range(4)],
+        ),
+        "edgeless graphs, K = 3 tables": (
+            GraphStructure(pairwise="table", solver="message_passing"),
+            graphs,
+            [rng.integers(3, size=3) for _ in range(3)],
+        ),
+    }
+
+
+@pytest.mark.parametrize(
+    "batch",
+    ["1x1 images", "1x1 and 3x3, K = 3", "1x1 images, tables", "edgeless graphs, K = 3 tables"],
+)
+@pytest.mark.parametrize("learner", sorted(LEARNERS))
+def test_every_learner_fits_and_predicts_edgeless_samples(learner, batch):
+    structure, X, y = _batches(np.random.default_rng(0))[batch]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = LEARNERS[learner](structure).fit(X, y)
+    predictions = model.predict(X)
+    assert [np.shape(p) for p in predictions] == [np.shape(t) for t in y]
+    k = len(model.classes_)
+    if hasattr(model, "predict_marginals") and learner != "StructuredSVM":
+        marginals = model.predict_marginals(X)
+        for m in marginals:
+            np.testing.assert_allclose(np.sum(m, axis=-1), 1.0, atol=1e-6)
+            assert m.shape[-1] == k

@@ -1,31 +1,42 @@
-"""Probabilities of whole labellings and regions, uncertainty maps and reliability diagrams:
-exact against enumeration on tiny models, frequencies against the exact values within
-Monte-Carlo error, the binning shared with the calibration error, the errors."""
+"""pmap_sklearn.inspection: weights, entity, sequence and region probabilities, uncertainty maps."""
 
 import itertools
 
 import numpy as np
 import pytest
 from scipy import ndimage
+from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.pipeline import make_pipeline
 
 from pmap_sklearn import (
     ChainCRF,
+    ChainStructure,
     GraphSample,
     GridStructure,
+    MarginalPerturbMAPCRF,
     PerturbMAPCRF,
     SequenceVectorizer,
     StructuredSVM,
     TwoStageCRF,
+    _base,
     inspection,
 )
 from pmap_sklearn.bounds import log_partition_exact
-from pmap_sklearn.datasets import make_chain_data, make_grid_data
+from pmap_sklearn.datasets import (
+    make_chain_data,
+    make_grid_data,
+    token_features,
+)
 from pmap_sklearn.inspection import (
+    entity_probabilities,
+    explain_weights,
     marginal_entropy,
     region_probabilities,
     sequence_probabilities,
 )
+from pmap_sklearn.metrics import entity_spans
+
+from .helpers import _corpus, _token_data
 
 
 @pytest.fixture(scope="module")
@@ -255,3 +266,216 @@ def test_marginal_entropy_is_the_entropy_of_the_marginals(tiny_grid):
     with np.errstate(divide="ignore", invalid="ignore"):
         expected = -np.nansum(frequencies * np.log(frequencies), axis=-1)
     np.testing.assert_allclose(perturbed, expected)
+
+
+def _frequencies(model, X, draws):
+    """Each predicted entity's frequency over ``draws``: drawn with its predicted tags and not
+    continued or extended (conlleval's reading of each draw)."""
+    found = []
+    for tags, drawn in zip(model.predict(X), draws, strict=True):
+        for kind, start, end in entity_spans(tags):
+            held = [
+                (kind, start, end) in entity_spans(draw)
+                and list(draw[start:end]) == list(tags[start:end])
+                for draw in drawn
+            ]
+            found.append(np.mean(held))
+    return np.array(found)
+
+
+@pytest.fixture(scope="module")
+def tagging():
+    X, y = _tagging_data()
+    return X, y, PerturbMAPCRF(random_state=0, max_iter=20).fit(X, y)
+
+
+def test_perturb_and_map_entities_are_the_perturbed_draws_frequencies(tagging):
+    """The default of PerturbMAPCRF: the frequency over its perturbed MAPs, the very draws of
+    sample(method='perturb') with the same seed."""
+    X, _, model = tagging
+    default = entity_probabilities(model, X[:8], n_draws=400, random_state=3)
+    draws = model.sample(X[:8], n_draws=400, method="perturb", random_state=3)
+    values = np.array([p for sentence in default for *_, p in sentence])
+    assert len(values) >= 4
+    np.testing.assert_allclose(values, _frequencies(model, X[:8], draws))
+    perturb = entity_probabilities(model, X[:8], method="perturb", n_draws=400, random_state=3)
+    assert perturb == default
+
+
+def test_exact_entities_on_request_and_after_a_temperature(tagging):
+    """method='exact': constrained forward-backward against 10,000 exact draws; after
+    calibrate_marginals the default is the exact distribution at the fitted temperature."""
+    X, y, model = tagging
+    exact = entity_probabilities(model, X[:5], method="exact")
+    values = np.array([p for sentence in exact for *_, p in sentence])
+    assert len(values) >= 3
+    drawn = _frequencies(
+        model, X[:5], model.sample(X[:5], n_draws=10_000, method="exact", random_state=0)
+    )
+    assert np.all(np.abs(drawn - values) < 5 * np.sqrt(values * (1 - values) / 10_000) + 1e-9)
+
+    calibrated = PerturbMAPCRF(random_state=0, max_iter=20).fit(X, y)
+    calibrated.marginal_temperature_ = 2.0  # as calibrate_marginals sets it
+    default = entity_probabilities(calibrated, X[:5])
+    assert default == entity_probabilities(calibrated, X[:5], method="exact")
+    softer = np.array([p for sentence in default for *_, p in sentence])
+    assert softer.mean() < values.mean() - 0.01  # the predicted entities, less sure at T = 2
+
+
+def test_entity_probabilities_refuse_a_method_the_estimator_lacks(tagging):
+    X, y, _ = tagging
+    with pytest.raises(ValueError, match="method must be one of"):
+        entity_probabilities(ChainCRF(alpha=0.05).fit(X, y), X[:1], method="perturb")
+
+
+def _tagging_data(n=60, length=4, seed=0):
+    """Random 3-feature tokens tagged by a noisy rule, in IOB2 with two entity types."""
+    rng = np.random.default_rng(seed)
+    X, y = [], []
+    for _ in range(n):
+        features = rng.normal(size=(length, 3))
+        tags, previous = [], "O"
+        for f in features:
+            kind = "PER" if f[0] > 0.3 else "LOC" if f[1] > 0.5 else None
+            if kind is None or rng.random() < 0.1:
+                tag = "O"
+            else:
+                tag = ("I-" if previous[2:] == kind else "B-") + kind
+            tags.append(tag)
+            previous = tag
+        X.append(features)
+        y.append(tags)
+    return X, y
+
+
+def test_entity_probabilities_are_exact_on_chains():
+    """The exact probabilities against draws read by conlleval's rules: the frequency of
+    draws that hold each predicted entity with its predicted tags."""
+    from pmap_sklearn.inspection import entity_probabilities
+    from pmap_sklearn.metrics import entity_spans
+
+    X, y = _tagging_data()
+    model = ChainCRF(alpha=0.05).fit(X, y)
+    exact = entity_probabilities(model, X[:6])
+    draws = model.sample(X[:6], n_draws=20_000, random_state=0)
+    checked = 0
+    for entities, tags, drawn in zip(exact, model.predict(X[:6]), draws, strict=True):
+        assert [e[:3] for e in entities] == entity_spans(tags)
+        for kind, start, end, probability in entities:
+            held = np.mean(
+                [
+                    (kind, start, end) in entity_spans(draw)
+                    and list(draw[start:end]) == list(tags[start:end])
+                    for draw in drawn
+                ]
+            )
+            assert abs(held - probability) < 5 * np.sqrt(probability * (1 - probability) / 20_000)
+            checked += 1
+    assert checked >= 4
+
+
+def test_entity_probabilities_from_draws_where_the_model_is_not_exact():
+    from pmap_sklearn.inspection import entity_probabilities
+
+    X, y = _tagging_data()
+    exact = entity_probabilities(ChainCRF(alpha=0.05).fit(X, y), X[:6])
+    model = MarginalPerturbMAPCRF(random_state=0, max_iter=20).fit(X, y)
+    drawn = entity_probabilities(model, X[:6], n_draws=300, random_state=0)
+    assert [[e[:3] for e in s] for s in drawn] == [
+        [e[:3] for e in s] for s in entity_probabilities(model, X[:6], n_draws=5)
+    ]
+    values = [p for s in drawn for *_, p in s]
+    assert values and all(0 <= p <= 1 for p in values)
+    assert len(exact) == len(drawn)
+    with pytest.raises(ValueError, match="no marginals"):
+        entity_probabilities(StructuredSVM(random_state=0, max_iter=2).fit(X, y), X[:1])
+
+
+def test_exact_entity_probabilities_do_not_depend_on_the_chunks(monkeypatch):
+    """Constrained forward-backward over the sequences in chunks: the same probabilities."""
+    from pmap_sklearn.inspection import entity_probabilities
+
+    X, y = _tagging_data()
+    model = PerturbMAPCRF(random_state=0, max_iter=5).fit(X, y)
+    whole = entity_probabilities(model, X[:12], method="exact")
+    assert sum(map(len, whole)) >= 5
+    for limit in (1, 9, 30):
+        monkeypatch.setattr(_base, "PREDICT_NODES", limit)
+        chunked = entity_probabilities(model, X[:12], method="exact")
+        assert [[e[:3] for e in s] for s in chunked] == [[e[:3] for e in s] for s in whole]
+        np.testing.assert_allclose(
+            [e[3] for s in chunked for e in s], [e[3] for s in whole for e in s], rtol=1e-12
+        )
+
+
+def test_crfsuite_views_read_the_weights_through_a_pipeline(rng):
+    from sklearn.pipeline import make_pipeline
+
+    from pmap_sklearn import SequenceVectorizer
+    from pmap_sklearn.inspection import explain_weights, state_features, transition_features
+
+    X, y = _token_data(rng)
+    model = make_pipeline(SequenceVectorizer(), ChainCRF(alpha=0.05, l1_ratio=0.5)).fit(X, y)
+    crf = model[-1]
+    weights = explain_weights(model).weights
+    names = list(model[0].get_feature_names_out()) + ["<bias>"]
+    states = state_features(model)
+    assert len(states) == np.count_nonzero(weights) < weights.size
+    for (name, label), weight in states.items():
+        assert weight != 0
+        assert weight == weights[names.index(name), list(crf.classes_).index(label)]
+    table = crf.structure_.transition(crf.coef_)
+    transitions = transition_features(model)
+    assert len(transitions) == np.count_nonzero(table)
+    for (a, b), weight in transitions.items():
+        assert weight == table[list(crf.classes_).index(a), list(crf.classes_).index(b)]
+    assert state_features(crf) == {
+        (f"x{names.index(n)}" if n != "<bias>" else n, k): w for (n, k), w in states.items()
+    }
+    grid = make_grid_data(n_samples=4, shape=(3, 3), noise=0.8, random_state=0)
+    fitted = ChainCRF(GridStructure(solver="brute_force"), max_iter=2).fit(grid.data, grid.target)
+    with pytest.raises(ValueError, match="not a chain model"):
+        transition_features(fitted)
+
+
+class _Unnamed(TransformerMixin, BaseEstimator):
+    """A transformer without get_feature_names_out."""
+
+    def fit(self, X, y=None):
+        return self
+
+    def transform(self, X):
+        return X
+
+
+def test_explain_weights_falls_back_to_x_names():
+    data = make_chain_data(n_samples=20, n_features=3, random_state=0)
+    pipeline = make_pipeline(_Unnamed(), PerturbMAPCRF(max_iter=2, tol=None, random_state=0))
+    explanation = explain_weights(pipeline.fit(data.data, data.target), top=2)
+    named = {name for pairs in explanation.positive.values() for name, _ in pairs}
+    assert named and named <= {"x0", "x1", "x2", "<bias>"}
+
+
+def test_explain_weights_refuses_scaled_scores():
+    data = make_chain_data(n_samples=20, n_states=2, n_features=2, random_state=0)
+    model = PerturbMAPCRF(ChainStructure(unary="scaled"), max_iter=2, tol=None, random_state=0)
+    with pytest.raises(ValueError, match="scaled"):
+        explain_weights(model.fit(data.data, data.target))
+
+
+def test_explain_weights_names_the_features_of_each_tag():
+    sentences, tags = _corpus(60)
+    pipe = make_pipeline(SequenceVectorizer(token_features), PerturbMAPCRF(random_state=0))
+    pipe.fit(sentences, tags)
+    explained = explain_weights(pipe, top=5)
+    assert explained.transitions.shape == (3, 3)
+    classes = list(explained.classes)
+    det, noun, verb = (classes.index(t) for t in ("DET", "NOUN", "VERB"))
+    # DET is followed by NOUN, never by VERB
+    assert explained.transitions[det, noun] > explained.transitions[det, verb]
+    top_det = [name for name, _ in explained.positive["DET"]]
+    assert {"word.lower()=the", "word.lower()=a"} & set(top_det)
+    weights = [w for _, w in explained.positive["NOUN"]]
+    assert weights == sorted(weights, reverse=True) and weights[0] > 0
+    with pytest.raises(ValueError, match="feature_names has 2 names"):
+        explain_weights(pipe[-1], feature_names=["a", "b"])

@@ -1,4 +1,4 @@
-"""Joint feature map, potentials and sample validation of the structures."""
+"""pmap_sklearn.samples: subsets of a batch of samples."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""ignore_label: nodes removed from the fit (neither in the loss nor filled in), not scored."""
+"""pmap_sklearn._labels: labels, markers and ignored nodes."""
 
 import numpy as np
 import pytest
