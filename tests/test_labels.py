@@ -1,4 +1,4 @@
-"""pmap_sklearn._labels: labels, markers and ignored nodes."""
+"""pmap_sklearn._labels: samples without their ignored nodes."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""ChainStructure."""
+"""ChainStructure: sparse chains as scipy stacks them, and a chain passed without a list."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""GridStructure."""
+"""GridStructure: its edges and shapes, untied weights on one-pixel images."""
 
 import warnings
 
