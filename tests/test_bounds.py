@@ -174,3 +174,8 @@ def test_bad_models_are_refused(rng):
         log_partition_exact(Potentials(np.zeros((2, 2)), node_offsets=[0, 1, 2]))
     with pytest.raises(TypeError, match="Potentials of one sample"):
         log_partition_exact(unary)
+
+
+def test_bounds_refuse_an_empty_model():
+    with pytest.raises(ValueError, match="no node"):
+        log_partition_exact(Potentials(np.zeros((0, 2))))

@@ -20,6 +20,7 @@ from pmap_sklearn import (
     ContrastiveDivergenceCRF,
     EpsilonCRF,
     GraphSample,
+    GraphStructure,
     GridStructure,
     LogSupermodularDenoiser,
     MarginalPerturbMAPCRF,
@@ -28,7 +29,6 @@ from pmap_sklearn import (
     PartClampCRF,
     PerturbMAPCRF,
     PiecewiseCRF,
-    Potentials,
     PseudoLikelihoodCRF,
     SequenceVectorizer,
     StructuredSVM,
@@ -36,10 +36,8 @@ from pmap_sklearn import (
     hamming_scorer,
     mean_hamming_loss,
 )
-from pmap_sklearn._backend import GraphCutSolver
 from pmap_sklearn._optim import sgd as _sgd
 from pmap_sklearn._validation import NonFiniteError
-from pmap_sklearn.bounds import log_partition_exact
 from pmap_sklearn.datasets import add_flip_noise, make_chain_data, make_grid_data
 from pmap_sklearn.superpixels import SuperpixelGraphs
 
@@ -354,25 +352,7 @@ def test_n_perturbations_is_validated(value, chains):
         PerturbMAPCRF(n_perturbations=0).fit(*chains)
 
 
-def test_bounds_refuse_an_empty_model():
-    with pytest.raises(ValueError, match="no node"):
-        log_partition_exact(Potentials(np.zeros((0, 2))))
-
-
 # ---- 4. non-finite numbers never hang or pass silently --------------------------------------
-def test_graph_cut_capacities_beyond_double_precision_are_refused():
-    rng = np.random.default_rng(0)
-    edges = np.array([[0, 1], [1, 2], [0, 2]])
-    huge = Potentials(rng.normal(size=(3, 2)) * 1e300, edges, [-1e307] * 3)
-    with pytest.raises(NonFiniteError, match="sample 0: its scores are too large.*scale the"):
-        GraphCutSolver().map(huge)
-    with pytest.raises(NonFiniteError, match="too large"):
-        GraphCutSolver().clamped_maps(huge, [0], [1], [1.0])
-    large = Potentials(rng.normal(size=(3, 2)) * 1e200, edges, [-1e200] * 3)
-    labels = GraphCutSolver().map(large, clamp=np.array([1, -1, 0]))
-    assert labels[0] == 1 and labels[2] == 0  # the clamps hold at any valid scale
-
-
 def test_graph_features_that_overflow_stop_the_fit_with_a_clear_error(rng):
     X = [
         GraphSample(rng.normal(size=(4, 2)), [[0, 1], [1, 2], [2, 3]], [[1e160]] * 3)
@@ -468,20 +448,6 @@ def test_warnings_point_at_the_users_call(chains):
 
 
 # ---- 7. fits into the ecosystem -------------------------------------------------------------
-def test_unsupervised_denoiser_scores_without_clean_images(rng):
-    clean = np.zeros((12, 8, 8), int)
-    clean[:, 2:6, 1:7] = 1
-    noisy = add_flip_noise(clean, 0.1, random_state=0)
-    model = LogSupermodularDenoiser(field="shared", max_iter=5, n_perturbations=20, random_state=0)
-    model.fit(noisy)
-    per_image = model.score_samples(noisy)
-    assert per_image.shape == (12,) and np.all(per_image < 0)
-    assert model.score(noisy) == pytest.approx(per_image.mean())
-    assert model.score(noisy, clean) > 0.5  # with clean images: pixel accuracy
-    search = GridSearchCV(model, {"reg_cut": [1e-3, 1e2]}, cv=3).fit(noisy)
-    assert search.best_params_["reg_cut"] == 1e-3  # a huge cut penalty fits worse
-
-
 def test_scorers_are_scikit_learn_scorers(chains):
     X, y = chains
     model = PerturbMAPCRF(max_iter=2, random_state=0)
@@ -490,17 +456,6 @@ def test_scorers_are_scikit_learn_scorers(chains):
     assert np.all((0 <= result["test_hamming"]) & (result["test_hamming"] <= 1))
     fitted = model.fit(X, y)
     assert hamming_scorer(fitted, X, y) == pytest.approx(fitted.score(X, y))
-
-
-def test_node_transformer_feature_names_and_output():
-    chains = [np.array([[0.0, 10.0], [2.0, 30.0]]), np.array([[4.0, 20.0]])]
-    transformer = NodeTransformer(StandardScaler()).fit(chains)
-    assert transformer.n_features_in_ == 2
-    np.testing.assert_array_equal(transformer.get_feature_names_out(), ["x0", "x1"])
-    np.testing.assert_array_equal(transformer.get_feature_names_out(["r", "g"]), ["r", "g"])
-    assert transformer.set_output(transform="default") is transformer
-    with pytest.raises(ValueError, match="'pandas' output container is not available"):
-        transformer.set_output(transform="pandas")
 
 
 #: scikit-learn checks that test the API without fitting an (n_samples, n_features) array.
@@ -679,3 +634,63 @@ def test_the_multi_label_structure_keeps_the_contract(cls, multilabel):
     assert search.best_estimator_.predict(X).shape == Y.shape
     result = cross_validate(twin, X, Y, cv=KFold(3), scoring=hamming_scorer)
     assert np.all((0 <= result["test_score"]) & (result["test_score"] <= 1))
+
+
+LEARNERS = {
+    "EpsilonCRF": lambda s: EpsilonCRF(s, max_iter=20),
+    "PerturbMAPCRF": lambda s: PerturbMAPCRF(s, max_iter=2, random_state=0),
+    "MarginalPerturbMAPCRF": lambda s: MarginalPerturbMAPCRF(s, max_iter=2, random_state=0),
+    "StructuredSVM": lambda s: StructuredSVM(s, max_iter=2, random_state=0),
+    "PartClampCRF": lambda s: PartClampCRF(s, n_rounds=1, random_state=0),
+    "PseudoLikelihoodCRF": lambda s: PseudoLikelihoodCRF(s),
+    "ContrastiveDivergenceCRF": lambda s: ContrastiveDivergenceCRF(s, max_iter=2, random_state=0),
+}
+
+
+def _batches(rng):
+    """(structure, X, y): only 1×1 images; 1×1 images mixed with a 3×3 one (K = 3); edgeless
+    graphs with K = 3 tables."""
+    tiny = [rng.normal(size=(1, 1, 2)) for _ in range(4)]
+    mixed = [tiny[0], rng.normal(size=(3, 3, 2)), tiny[1]]
+    graphs = [
+        GraphSample(rng.normal(size=(3, 2)), np.zeros((0, 2), int), np.zeros((0, 1)))
+        for _ in range(3)
+    ]
+    return {
+        "1x1 images": (GridStructure(), tiny, [np.array([[i % 2]]) for i in range(4)]),
+        "1x1 and 3x3, K = 3": (
+            GridStructure(),
+            mixed,
+            [np.array([[0]]), rng.integers(3, size=(3, 3)), np.array([[2]])],
+        ),
+        "1x1 images, tables": (
+            GridStructure(pairwise="table", solver="message_passing"),
+            tiny,
+            [np.array([[i % 2]]) for i in range(4)],
+        ),
+        "edgeless graphs, K = 3 tables": (
+            GraphStructure(pairwise="table", solver="message_passing"),
+            graphs,
+            [rng.integers(3, size=3) for _ in range(3)],
+        ),
+    }
+
+
+@pytest.mark.parametrize(
+    "batch",
+    ["1x1 images", "1x1 and 3x3, K = 3", "1x1 images, tables", "edgeless graphs, K = 3 tables"],
+)
+@pytest.mark.parametrize("learner", sorted(LEARNERS))
+def test_every_learner_fits_and_predicts_edgeless_samples(learner, batch):
+    structure, X, y = _batches(np.random.default_rng(0))[batch]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = LEARNERS[learner](structure).fit(X, y)
+    predictions = model.predict(X)
+    assert [np.shape(p) for p in predictions] == [np.shape(t) for t in y]
+    k = len(model.classes_)
+    if hasattr(model, "predict_marginals") and learner != "StructuredSVM":
+        marginals = model.predict_marginals(X)
+        for m in marginals:
+            np.testing.assert_allclose(np.sum(m, axis=-1), 1.0, atol=1e-6)
+            assert m.shape[-1] == k

@@ -146,29 +146,6 @@ def test_run_on_workers_does_not_poll_through_parallel(monkeypatch):
     assert [square for _, square in out] == [0, 1, 4, 9]
 
 
-def test_lbfgs_runs_on_one_blas_thread():
-    """Every full-batch L-BFGS fit (ChainCRF, PL / CL, piecewise, Part & Clamp) limits BLAS to
-    one thread while it runs, and restores it after."""
-    from threadpoolctl import threadpool_info
-
-    from pmap_sklearn._optim.lbfgs import minimise
-
-    def blas_threads():
-        return [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]
-
-    seen = []
-
-    def objective(w):
-        seen.extend(blas_threads())
-        return float(w @ w), 2.0 * w
-
-    before = blas_threads()
-    w, _, _ = minimise(objective, np.ones(3), name="test", max_iter=5, tol=1e-10, verbose=0)
-    assert seen and set(seen) == {1}
-    assert blas_threads() == before
-    np.testing.assert_allclose(w, 0.0, atol=1e-8)
-
-
 def test_fits_and_predictions_run_on_one_blas_thread(monkeypatch):
     """Whatever ``n_jobs``, a fit and a prediction limit BLAS to one thread while they run
     (their products are small; idle BLAS threads spin on the cores), and restore it after."""

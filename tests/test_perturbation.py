@@ -1,15 +1,20 @@
-"""The average of perturbed MAPs: independent of the chunking and of n_jobs, exact on
-separable models."""
+"""pmap_sklearn.perturbation: the average of perturbed MAPs and their Gibbs chains."""
 
 import numpy as np
 import pytest
 
-from pmap_sklearn import GridStructure, PerturbMAPCRF, Potentials
-from pmap_sklearn._backend import ChainSolver, GraphCutSolver
-from pmap_sklearn._backend.solver import Solver
-from pmap_sklearn.datasets import make_chain_data, make_grid_data
+from pmap_sklearn import Potentials
+from pmap_sklearn._backend import (
+    AlphaExpansionSolver,
+    BruteForceSolver,
+    ChainSolver,
+    GraphCutSolver,
+)
+from pmap_sklearn.datasets import make_chain_data
 from pmap_sklearn.perturbation import draw, perturb_and_map
 from pmap_sklearn.structures import ChainStructure
+
+from .helpers import _potts_grid, grid_exact_marginals
 
 
 def _chains():
@@ -64,39 +69,26 @@ def test_draws():
         draw(rng, 5, 3, "normal")
 
 
-@pytest.mark.parametrize("layout", ["grid", "graph"])
-def test_graph_cut_rounds_reuse_each_graph_and_equal_one_map_per_round(layout):
-    """GraphCutSolver builds each sample's edges once and copies them for every round: the
-    labellings are those of one ``map`` of each perturbed model, ties (integer scores, a round
-    without perturbation) and nodes without edges included; scores too large for a cut are
-    named."""
-    rng = np.random.default_rng(0)
-    if layout == "grid":
-        data = make_grid_data(n_samples=3, shape=(9, 7), random_state=0)
-        model = PerturbMAPCRF(GridStructure(), max_iter=2, tol=None, random_state=0)
-        potentials = model.fit(data.data, data.target).potentials(data.data)
-        potentials = potentials.add_unary(np.round(potentials.unary) - potentials.unary)
-    else:
-        # the last sample has a node without an edge (its graph is not copied) and one alone
-        potentials = Potentials(
-            rng.integers(-2, 3, size=(16, 2)).astype(float),
-            [[0, 1], [1, 2], [2, 3], [0, 3], [4, 5], [6, 7], [7, 8], [9, 10], [10, 11]]
-            + [[12, 13]],
-            -rng.integers(0, 3, size=10).astype(float),
-            [0, 4, 6, 9, 12, 15, 16],
-            [0, 4, 5, 7, 9, 10, 10],
-        )
+@pytest.mark.parametrize("k, solver", [(2, GraphCutSolver()), (3, AlphaExpansionSolver())])
+def test_gibbs_from_perturbed_maps_reaches_the_exact_marginals(k, solver):
+    rng = np.random.default_rng(10 + k)
+    model = _potts_grid(rng, (3, 3), k, 1.0)
+    exact = BruteForceSolver().marginals(model).node
+    n_chains = 2000 if k == 2 else 800  # α-expansion's MAPs cost more
+    gibbs = perturb_and_map(solver, model, n_chains, 0, maxima=False, n_sweeps=10).marginals
+    np.testing.assert_allclose(gibbs.sum(axis=1), 1.0)
+    # the chains' states are correlated across sweeps: one chain per draw bounds the error
+    assert np.abs(gibbs - exact).max() < 4 * np.sqrt(0.25 / n_chains)
+
+
+def test_gibbs_corrects_perturb_and_map_on_a_coupled_grid():
+    """First-order perturbations bias the marginals of a coupled loopy model; Gibbs chains
+    started from the same perturbed MAPs move them towards the exact ones."""
+    rng = np.random.default_rng(5)
+    shape = (6, 6)
+    model = _potts_grid(rng, shape, 2, 1.0)
+    exact, _ = grid_exact_marginals(model, shape)
     solver = GraphCutSolver()
-    block = np.stack([np.zeros(potentials.unary.shape)] + [draw(rng, potentials.n_nodes, 2)
-                     for _ in range(4)])  # fmt: skip
-    reused = solver.perturbed_rounds(potentials, block)
-    assert reused.shape == (5, potentials.n_nodes)
-    np.testing.assert_array_equal(reused, Solver.perturbed_rounds(solver, potentials, block))
-    for labels, perturbation in zip(reused, block, strict=True):  # optimal: the exact MAP
-        perturbed = potentials.add_unary(perturbation)
-        np.testing.assert_allclose(
-            perturbed.score(labels), perturbed.score(solver.map(perturbed)), rtol=0, atol=1e-9
-        )
-    block[2, 0, 0] = 1e300  # a round beyond double precision
-    with pytest.raises(ValueError, match="sample 0: its scores are too large for exact graph"):
-        solver.perturbed_rounds(potentials, block)
+    perturbed = perturb_and_map(solver, model, 400, 0, maxima=False).marginals
+    gibbs = perturb_and_map(solver, model, 400, 0, maxima=False, n_sweeps=10).marginals
+    assert np.abs(gibbs - exact).mean() < 0.5 * np.abs(perturbed - exact).mean()

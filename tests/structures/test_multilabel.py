@@ -1,0 +1,273 @@
+"""MultiLabelStructure: label graphs, exact inference, scikit-learn's outputs, every learner."""
+
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+from scipy import sparse
+from scipy.special import logsumexp
+from sklearn.base import clone
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.metrics import accuracy_score, f1_score, hamming_loss, mutual_info_score
+from sklearn.model_selection import GridSearchCV, KFold, cross_validate
+
+from pmap_sklearn import (
+    ChainCRF,
+    EpsilonCRF,
+    MarginalPerturbMAPCRF,
+    MultiLabelStructure,
+    PerturbMAPCRF,
+    StructuredSVM,
+    TwoStageCRF,
+    hamming_scorer,
+)
+from pmap_sklearn.metrics import example_f1_scorer
+from pmap_sklearn.structures import chow_liu_tree, label_mutual_information
+
+from ..helpers import _correlated, scores_of
+
+
+# ---- the label graphs ------------------------------------------------------------------------
+def test_mutual_information_is_scikit_learns_and_chow_liu_keeps_the_strongest_tree():
+    rng = np.random.default_rng(0)
+    a = rng.integers(0, 2, 500)
+    b = np.where(rng.random(500) < 0.9, a, 1 - a)  # close to a
+    c = np.where(rng.random(500) < 0.7, b, 1 - b)  # weaker to b
+    d = rng.integers(0, 2, 500)  # independent
+    Y = np.column_stack([a, b, c, d])
+    information = label_mutual_information(Y)
+    for i in range(4):
+        for j in range(4):
+            assert information[i, j] == pytest.approx(mutual_info_score(Y[:, i], Y[:, j]))
+    tree = {tuple(sorted(edge)) for edge in chow_liu_tree(Y).tolist()}
+    assert len(tree) == 3 and {(0, 1), (1, 2)} <= tree  # d joins wherever it is least bad
+
+
+@pytest.mark.parametrize(
+    "graph, edges",
+    [
+        ("independent", []),
+        ("chain", [[0, 1], [1, 2], [2, 3]]),
+        ("full", [[0, 1], [0, 2], [0, 3], [1, 2], [1, 3], [2, 3]]),
+        ([[0, 3], [1, 2]], [[0, 3], [1, 2]]),
+    ],
+)
+def test_label_graphs(graph, edges):
+    X, Y = _correlated(40)
+    structure = MultiLabelStructure(graph).fit(X, Y)
+    np.testing.assert_array_equal(structure.edges_.reshape(-1, 2), np.reshape(edges, (-1, 2)))
+
+
+@pytest.mark.parametrize("graph", ["tree", "full"])
+def test_map_and_marginals_are_exact_on_the_label_graph(graph, rng):
+    X, Y = _correlated(30)
+    structure = MultiLabelStructure(graph).fit(X, Y)
+    assert structure.solver_.name == ("forest" if graph == "tree" else "brute_force")
+    batch = structure.prepare(X[:6])
+    w = rng.normal(scale=2.0, size=structure.size_)
+    potentials = structure.potentials(batch, w)
+    labels = structure.solver_.map(potentials)
+    node = structure.solver_.marginals(potentials).node
+    for i, one in enumerate(potentials.split()):
+        labellings, scores = scores_of(one)
+        np.testing.assert_array_equal(labels[batch.nodes_of(i)], labellings[np.argmax(scores)])
+        probability = np.exp(scores - logsumexp(scores))
+        expected = np.stack([probability @ (labellings == 1)[:, d] for d in range(4)])
+        np.testing.assert_allclose(node[batch.nodes_of(i), 1], expected, atol=1e-10)
+
+
+# ---- the scikit-learn forms ------------------------------------------------------------------
+def test_outputs_take_scikit_learns_multi_label_forms():
+    X, Y = _correlated(120)
+    model = PerturbMAPCRF(MultiLabelStructure("tree"), random_state=0).fit(X, Y)
+    predicted = model.predict(X)
+    assert predicted.shape == Y.shape and set(np.unique(predicted)) <= {0, 1}
+    proba = model.predict_proba(X)
+    assert proba.shape == Y.shape and ((proba >= 0) & (proba <= 1)).all()
+    marginals = model.predict_marginals(X)
+    assert marginals.shape == Y.shape + (2,)
+    np.testing.assert_allclose(marginals[..., 1], proba)
+    np.testing.assert_allclose(marginals.sum(axis=-1), 1.0)
+    assert model.score(X, Y) == pytest.approx(1 - hamming_loss(Y, predicted))
+    # scikit-learn's metrics and scorers read the predictions as they are
+    accuracy_score(Y, predicted), f1_score(Y, predicted, average="samples", zero_division=1.0)
+    search = GridSearchCV(
+        clone(model),
+        {"structure__label_graph": ["independent", "tree"]},
+        scoring={"hamming": hamming_scorer, "subset": "accuracy", "f1": example_f1_scorer},
+        refit="subset",
+        cv=KFold(3),
+        error_score="raise",
+    ).fit(X, Y)
+    assert search.best_params_["structure__label_graph"] in ("independent", "tree")
+    scores = cross_validate(clone(model), X, Y, cv=3, scoring=example_f1_scorer)
+    assert np.isfinite(scores["test_score"]).all()
+    restored = pickle.loads(pickle.dumps(model))
+    np.testing.assert_array_equal(restored.predict(X), predicted)
+
+
+def test_sparse_features_give_the_dense_model():
+    """The same model from a CSR X as from the dense X (``alpha`` set: its "auto" value is the
+    sparse-data one). Sparse features are not centred: compare on features of mean zero."""
+    X, Y = _correlated(80)
+    X = X - X.mean(axis=0)
+    dense = ChainCRF(MultiLabelStructure("tree"), alpha=1e-3).fit(X, Y)
+    sparse_fit = ChainCRF(MultiLabelStructure("tree"), alpha=1e-3).fit(sparse.csr_matrix(X), Y)
+    np.testing.assert_allclose(sparse_fit.structure_.feature_mean_, 0.0, atol=0)
+    np.testing.assert_allclose(dense.structure_.feature_mean_, 0.0, atol=1e-12)
+    np.testing.assert_allclose(sparse_fit.coef_, dense.coef_, atol=1e-6)
+    np.testing.assert_array_equal(sparse_fit.predict(sparse.csr_matrix(X)), dense.predict(X))
+
+
+def test_a_shift_of_dense_features_moves_only_the_intercepts():
+    """With a bias the nodes see centred features: X + 100 gives the same predictions and
+    coefficients, the shift moved into each label's intercept (a penalised bias on uncentred
+    features would shrink the intercepts instead and change the model)."""
+    X, Y = _correlated(80)
+    model = ChainCRF(MultiLabelStructure("tree"), alpha=0.1).fit(X, Y)
+    shifted = ChainCRF(MultiLabelStructure("tree"), alpha=0.1).fit(X + 100.0, Y)
+    np.testing.assert_allclose(shifted.coef_, model.coef_, atol=1e-6)
+    np.testing.assert_array_equal(shifted.predict(X + 100.0), model.predict(X))
+    coefficients = model.structure_.label_coefficients(model.coef_)
+    moved = shifted.structure_.label_coefficients(shifted.coef_)
+    np.testing.assert_allclose(moved[:, :-1], coefficients[:, :-1], atol=1e-6)
+    np.testing.assert_allclose(
+        moved[:, -1], coefficients[:, -1] - 100.0 * coefficients[:, :-1].sum(axis=1), atol=1e-4
+    )
+    # in X's units, with independent labels: each label's logistic regression
+    independent = ChainCRF(MultiLabelStructure("independent"), alpha=0.1).fit(X, Y)
+    coefficients = independent.structure_.label_coefficients(independent.coef_)
+    scores = X @ coefficients[:, :-1].T + coefficients[:, -1]
+    np.testing.assert_allclose(
+        independent.predict_proba(X), 1.0 / (1.0 + np.exp(-scores)), atol=1e-6
+    )
+
+
+# ---- every learner, and what the label graph buys ----------------------------------------------
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda s: PerturbMAPCRF(s, random_state=0),
+        lambda s: MarginalPerturbMAPCRF(s, random_state=0, max_iter=20),
+        lambda s: StructuredSVM(s, random_state=0, max_iter=10),
+        lambda s: ChainCRF(s),
+        lambda s: EpsilonCRF(s, max_iter=20),
+    ],
+    ids=["PerturbMAPCRF", "MarginalPerturbMAPCRF", "StructuredSVM", "ChainCRF", "EpsilonCRF"],
+)
+def test_every_learner_fits_the_multi_label_structure(make):
+    X, Y = _correlated(120)
+    model = make(MultiLabelStructure("full")).fit(X[:80], Y[:80])
+    predicted = model.predict(X[80:])
+    assert predicted.shape == (40, 4)
+    assert 1 - hamming_loss(Y[80:], predicted) > 0.75
+
+
+def test_structured_svm_converges_on_label_graphs_with_pairwise_steps():
+    """Multi-label data: BCFW with pairwise steps, its dual certified by the primal objective
+    of the weights it returns (a duality gap below tol), no ConvergenceWarning."""
+    X, Y = _correlated(150)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        svm = StructuredSVM(MultiLabelStructure("full"), average=False, random_state=0)
+        svm.fit(X, Y)
+    assert svm.duality_gaps_[-1] < svm.tol and svm.n_iter_ < 200
+    structure = svm.structure_
+    batch = structure.prepare(X)
+    targets = svm._targets(batch, structure.prepare_labels(batch, list(Y)), None, None)
+    hinge = -svm._hinge_oracle(batch, *targets)(slice(None), svm.coef_, None)[1] / len(X)
+    primal = 0.5 * svm.alpha_ * svm.coef_ @ svm.coef_ + hinge
+    assert svm.dual_objective() <= primal + 1e-12
+    assert primal - svm.dual_objective() < 2 * svm.tol
+    atoms = svm._state.atoms
+    assert all(abs(sum(w for w, _ in block.values()) - 1) < 1e-9 for block in atoms if block)
+
+
+def test_a_label_graph_beats_independent_labels_on_correlated_labels():
+    """Label 3 is label 0 AND label 2: with the labels' table the joint labelling comes out
+    consistent far more often than from independent logistic regressions."""
+    X, Y = _correlated(600, random_state=1)
+    subset = {}
+    for graph in ("independent", "full"):
+        model = ChainCRF(MultiLabelStructure(graph)).fit(X[:400], Y[:400])
+        subset[graph] = accuracy_score(Y[400:], model.predict(X[400:]))
+    assert subset["full"] > subset["independent"] + 0.03
+
+
+def test_unknown_labels_are_summed_over():
+    X, Y = _correlated(120)
+    partial = Y.copy()
+    partial[::3, 1] = -1
+    model = ChainCRF(MultiLabelStructure("tree")).fit(X, partial)
+    assert model.predict(X).shape == Y.shape
+    assert 1 - hamming_loss(Y, model.predict(X)) > 0.8
+
+
+def test_auto_alpha_gives_the_same_model_whatever_the_units_of_x():
+    """The nodes see X over one global scale: X in other units, the same model (alpha
+    included), its coefficients in the units of X."""
+    X, Y = _correlated(120)
+    model = ChainCRF(MultiLabelStructure("tree")).fit(X, Y)
+    scaled = ChainCRF(MultiLabelStructure("tree")).fit(10.0 * X, Y)
+    assert scaled.structure_.feature_scale_ == pytest.approx(10 * model.structure_.feature_scale_)
+    np.testing.assert_allclose(scaled.coef_, model.coef_, atol=1e-6)
+    np.testing.assert_array_equal(scaled.predict(10.0 * X), model.predict(X))
+    np.testing.assert_allclose(scaled.predict_proba(10 * X), model.predict_proba(X), atol=1e-6)
+    coefficients = model.structure_.label_coefficients(model.coef_)
+    np.testing.assert_allclose(
+        scaled.structure_.label_coefficients(scaled.coef_)[:, :5], coefficients[:, :5] / 10
+    )
+
+
+def test_a_constant_label_and_a_sparse_y():
+    """A label never seen positive in training is learned as always 0 (its bias), and Y may
+    come as a sparse indicator matrix (MultiLabelBinarizer(sparse_output=True))."""
+    X, Y = _correlated(120)
+    Y[:, 2] = 0
+    model = PerturbMAPCRF(MultiLabelStructure("tree"), random_state=0).fit(X, sparse.csr_matrix(Y))
+    predicted = model.predict(X)
+    assert (predicted[:, 2] == 0).all()
+    assert model.predict_proba(X)[:, 2].max() < 0.5
+    assert model.score(X, sparse.csr_matrix(Y)) == pytest.approx(1 - hamming_loss(Y, predicted))
+
+
+# ---- bad input --------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "X, Y, match",
+    [
+        (np.ones((4, 2)), np.array([0, 1, 0, 1]), "Y of shape \\(n_samples, n_labels\\)"),
+        (
+            np.ones((4, 2)),
+            np.eye(4, 2, dtype=int) * 2,
+            "label .*2.* is not one of the classes \\[0, 1\\]",
+        ),
+        (np.ones((4, 2)), np.zeros((3, 2), int), "X has 4 samples but Y has 3"),
+        (np.ones(4), np.zeros((4, 2), int), "X of shape \\(n_samples, n_features\\)"),
+        (np.array([[1.0, np.nan]] * 4), np.eye(4, 2, dtype=int), "not finite|NaN"),
+    ],
+)
+def test_bad_input_is_named(X, Y, match):
+    with pytest.raises(ValueError, match=match):
+        PerturbMAPCRF(MultiLabelStructure("tree"), max_iter=1).fit(X, Y)
+
+
+def test_bad_label_graphs_and_predict_input_are_named():
+    X, Y = _correlated(40)
+    for graph, match in [
+        ("star", "label_graph must be one of"),
+        ([[0, 9]], "Y has 4 labels"),
+        ([[1, 1]], "joins a label to itself"),
+        ([[0, 1], [1, 0]], "repeats a pair"),
+    ]:
+        with pytest.raises(ValueError, match=match):
+            ChainCRF(MultiLabelStructure(graph)).fit(X, Y)
+    model = ChainCRF(MultiLabelStructure("tree"), max_iter=5).fit(X, Y)
+    with pytest.raises(ValueError, match="X has 3 features, but MultiLabelStructure was fitted"):
+        model.predict(X[:, :3])
+    marked = Y.copy()
+    marked[0, 1] = 9
+    with pytest.raises(ValueError, match="ignore_label=9: a multi-label sample keeps all"):
+        ChainCRF(MultiLabelStructure("tree"), ignore_label=9).fit(X, marked)
+    with pytest.raises(ValueError, match="TwoStageCRF classifies each node"):
+        TwoStageCRF(crf=PerturbMAPCRF(MultiLabelStructure("tree"))).fit(X, Y)

@@ -1,0 +1,481 @@
+"""pmap_sklearn.inspection: weights, entity, sequence and region probabilities, uncertainty maps."""
+
+import itertools
+
+import numpy as np
+import pytest
+from scipy import ndimage
+from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.pipeline import make_pipeline
+
+from pmap_sklearn import (
+    ChainCRF,
+    ChainStructure,
+    GraphSample,
+    GridStructure,
+    MarginalPerturbMAPCRF,
+    PerturbMAPCRF,
+    SequenceVectorizer,
+    StructuredSVM,
+    TwoStageCRF,
+    _parallel,
+    inspection,
+)
+from pmap_sklearn.bounds import log_partition_exact
+from pmap_sklearn.datasets import (
+    make_chain_data,
+    make_grid_data,
+    token_features,
+)
+from pmap_sklearn.inspection import (
+    entity_probabilities,
+    explain_weights,
+    marginal_entropy,
+    region_probabilities,
+    sequence_probabilities,
+)
+from pmap_sklearn.metrics import entity_spans
+
+from .helpers import _corpus, _token_data
+
+
+@pytest.fixture(scope="module")
+def short_chains():
+    """Chains of 4 nodes, 3 labels: 81 labellings to enumerate."""
+    data = make_chain_data(n_samples=30, n_states=3, random_state=0)
+    return [x[:4] for x in data.data], [t[:4] for t in data.target]
+
+
+@pytest.fixture(scope="module")
+def chain_crf(short_chains):
+    return ChainCRF(alpha=0.1).fit(*short_chains)
+
+
+def _labellings(classes, n_nodes):
+    return [np.array(y) for y in itertools.product(classes, repeat=n_nodes)]
+
+
+def _log_probabilities(model, x, labellings, weights=None):
+    """log P of each labelling by enumeration: its score minus the brute-force log Z."""
+    potentials = model.structure_.potentials(
+        model.structure_.prepare([x]), model.coef_ if weights is None else weights
+    )
+    codes = [np.searchsorted(model.classes_, y.ravel()) for y in labellings]
+    scores = np.array([potentials.score(c)[0] for c in codes])
+    return scores - log_partition_exact(potentials)
+
+
+# ---- sequence probabilities ----------------------------------------------------------------
+@pytest.mark.parametrize(
+    "make", [lambda: ChainCRF(alpha=0.1), lambda: PerturbMAPCRF(random_state=0)]
+)
+def test_sequence_probabilities_are_exact_on_chains(short_chains, make):
+    """Every labelling of a chain: the probabilities are exp(score − log Z) and sum to 1; the
+    default is the MAP labelling's."""
+    X, y = short_chains
+    model = make().fit(X, y)
+    x = X[0]
+    labellings = _labellings(model.classes_, len(x))
+    exact = dict(method="exact")  # the perturb-and-MAP learners' default is their draws
+    probability = sequence_probabilities(model, [x] * len(labellings), labellings, **exact)
+    assert probability.shape == (len(labellings),)
+    np.testing.assert_allclose(probability.sum(), 1.0, rtol=1e-9)
+    np.testing.assert_allclose(
+        np.log(probability), _log_probabilities(model, x, labellings), rtol=1e-9
+    )
+    best = model.predict([x])[0]
+    index = next(i for i, lab in enumerate(labellings) if np.array_equal(lab, best))
+    np.testing.assert_allclose(sequence_probabilities(model, [x], **exact), probability[index])
+    assert probability[index] == probability.max()  # the MAP is the most probable labelling
+
+
+def test_sequence_probabilities_follow_the_fitted_temperature(short_chains):
+    X, y = short_chains
+    model = PerturbMAPCRF(random_state=0).fit(X, y)
+    model.calibrate_marginals(X[20:], y[20:])
+    x, temperature = X[0], model.marginal_temperature_
+    labellings = _labellings(model.classes_, len(x))
+    probability = sequence_probabilities(model, [x] * len(labellings), labellings)
+    expected = _log_probabilities(model, x, labellings, model.coef_ / temperature)
+    np.testing.assert_allclose(np.log(probability), expected, rtol=1e-9)
+
+
+def test_sequence_probabilities_from_draws_agree_with_the_exact_ones(
+    chain_crf, short_chains, monkeypatch
+):
+    """The frequency path (exact draws of the same model) within Monte-Carlo error."""
+    X, _ = short_chains
+    exact = sequence_probabilities(chain_crf, X[:5])
+    monkeypatch.setattr(inspection, "_exact_solver", lambda model, capability, method: None)
+    n = 20_000
+    drawn = sequence_probabilities(chain_crf, X[:5], n_draws=n, random_state=0)
+    assert np.all(np.abs(drawn - exact) < 5 * np.sqrt(exact * (1 - exact) / n) + 1e-12)
+
+
+def test_the_perturb_and_map_learners_measure_events_on_their_perturbed_maps(short_chains):
+    """By default the distribution the estimator was fitted to: for PerturbMAPCRF the
+    frequencies over its perturbed MAPs (what sample(method="perturb") draws), also on chains
+    where the exact marginals are its predict_marginals default; after calibrate_marginals the
+    exact ones at the fitted temperature."""
+    X, y = short_chains
+    model = PerturbMAPCRF(random_state=0).fit(X, y)
+    assert model._default_marginal_method() == "exact"
+    draws = model.sample(X[:3], n_draws=300, method="perturb", random_state=4)
+    probability = sequence_probabilities(model, X[:3], n_draws=300, random_state=4)
+    for p, drawn, best in zip(probability, draws, model.predict(X[:3]), strict=True):
+        assert p == (drawn == best).all(axis=1).mean()
+    _, regions = region_probabilities(model, X[:3], n_draws=300, random_state=4)
+    _, exact = region_probabilities(model, X[:3], method="exact")
+    assert not all(np.allclose(a, b) for a, b in zip(regions, exact, strict=True))
+    model.calibrate_marginals(X[20:], y[20:])
+    np.testing.assert_allclose(
+        sequence_probabilities(model, X[:3]),
+        sequence_probabilities(model, X[:3], method="exact"),
+    )
+    with pytest.raises(ValueError, match="method must be one of"):
+        region_probabilities(model, X[:3], method="beliefs")
+
+
+def test_sequence_probabilities_from_draws_of_a_loopy_model():
+    """On grids the frequency of the MAP labelling over perturbed MAPs: what sample draws."""
+    data = make_grid_data(n_samples=6, shape=(3, 3), noise=0.8, random_state=0)
+    model = PerturbMAPCRF(GridStructure(), random_state=0).fit(data.data, data.target)
+    probability = sequence_probabilities(model, data.data[:2], n_draws=200, random_state=1)
+    draws = model.sample(data.data[:2], n_draws=200, random_state=1)
+    for p, drawn, best in zip(probability, draws, model.predict(data.data[:2]), strict=True):
+        assert p == (drawn == best).all(axis=(1, 2)).mean()
+
+
+def test_sequence_probabilities_through_a_pipeline_and_two_stages():
+    X = [[{"w": "Ann"}, {"w": "ran"}], [{"w": "Bo"}, {"w": "sat"}], [{"w": "it"}]] * 10
+    y = [["B-PER", "O"], ["B-PER", "O"], ["O"]] * 10
+    pipeline = make_pipeline(SequenceVectorizer(), ChainCRF(alpha=0.1)).fit(X, y)
+    direct = sequence_probabilities(pipeline[-1], pipeline[0].transform(X[:3]), y[:3])
+    np.testing.assert_allclose(sequence_probabilities(pipeline, X[:3], y[:3]), direct)
+    data = make_chain_data(n_samples=20, random_state=0)
+    two_stage = TwoStageCRF(crf=ChainCRF(alpha=0.1), cv=2).fit(data.data, data.target)
+    samples = two_stage.stage_two_samples(data.data[:3])
+    np.testing.assert_allclose(
+        sequence_probabilities(two_stage, data.data[:3]),
+        sequence_probabilities(two_stage.crf_, samples),
+    )
+
+
+def test_sequence_probabilities_refuse_bad_labellings(chain_crf, short_chains):
+    X, y = short_chains
+    with pytest.raises(ValueError, match="not one of the classes"):
+        sequence_probabilities(chain_crf, X[:1], [np.array([0, 1, 7, 0])])
+    with pytest.raises(ValueError, match=r"sample 0: y has shape \(3,\), expected \(4,\)"):
+        sequence_probabilities(chain_crf, X[:1], [y[0][:3]])
+    with pytest.raises(ValueError, match="X has 2 samples but y has 1"):
+        sequence_probabilities(chain_crf, X[:2], y[:1])
+    with pytest.raises(ValueError, match="not one of the classes"):
+        sequence_probabilities(chain_crf, X[:1], [np.array([0, -1, 1, 0])])  # no unknown
+    with pytest.raises(ValueError, match="n_draws"):
+        sequence_probabilities(chain_crf, X[:1], n_draws=0)
+    svm = StructuredSVM(random_state=0, max_iter=2).fit(X, y)
+    for function in (sequence_probabilities, region_probabilities):
+        with pytest.raises(ValueError, match="StructuredSVM has no marginals"):
+            function(svm, X[:1])
+    with pytest.raises(ValueError, match="StructuredSVM has no marginals"):
+        marginal_entropy(svm, X[:1])
+
+
+# ---- regions -------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def tiny_grid():
+    data = make_grid_data(n_samples=12, shape=(3, 4), noise=1.0, random_state=0)
+    model = PerturbMAPCRF(GridStructure(solver="brute_force"), random_state=0)
+    return data, model.fit(data.data, data.target)
+
+
+def test_regions_are_the_connected_components_of_equal_labels():
+    data = make_grid_data(n_samples=4, shape=(12, 12), noise=1.2, random_state=3)
+    model = PerturbMAPCRF(GridStructure(), random_state=0).fit(data.data, data.target)
+    regions, probabilities = region_probabilities(model, data.data, n_draws=5)
+    for region, p, labels in zip(regions, probabilities, model.predict(data.data), strict=True):
+        assert region.shape == labels.shape and len(p) == region.max() + 1
+        expected = sum(ndimage.label(labels == k)[1] for k in np.unique(labels))
+        assert region.max() + 1 == expected
+        for r in range(expected):  # each region one label, one 4-connected piece
+            inside = region == r
+            assert len(np.unique(labels[inside])) == 1
+            assert ndimage.label(inside)[1] == 1
+        assert region.ravel()[0] == 0 and np.all(
+            np.diff(np.maximum.accumulate(region.ravel())) <= 1
+        )
+
+
+def test_region_probabilities_are_exact_by_enumeration(tiny_grid):
+    data, model = tiny_grid
+    assert model._default_marginal_method() == "exact"
+    for x in data.data[:3]:
+        (region,), (probability,) = region_probabilities(model, [x], method="exact")
+        labellings = _labellings(model.classes_, x.shape[0] * x.shape[1])
+        p = np.exp(_log_probabilities(model, x, labellings))
+        best = model.predict([x])[0].ravel()
+        stacked = np.array(labellings)
+        for r, value in enumerate(probability):
+            inside = region.ravel() == r
+            expected = p[(stacked[:, inside] == best[inside]).all(axis=1)].sum()
+            np.testing.assert_allclose(value, expected, rtol=1e-9)
+
+
+def test_region_probabilities_from_draws_agree_with_the_exact_ones(
+    chain_crf, short_chains, monkeypatch
+):
+    """On chains (regions: runs of equal labels) the frequency over exact draws of the same
+    model within Monte-Carlo error; on a tiny grid, over its chain-rule draws."""
+    X, _ = short_chains
+    _, exact = region_probabilities(chain_crf, X[:6])
+    monkeypatch.setattr(inspection, "_exact_solver", lambda model, capability, method: None)
+    n = 20_000
+    _, drawn = region_probabilities(chain_crf, X[:6], n_draws=n, random_state=0)
+    for e, d in zip(exact, drawn, strict=True):
+        assert np.all(np.abs(d - e) < 5 * np.sqrt(e * (1 - e) / n) + 1e-12)
+
+
+def test_region_probabilities_from_perturbed_draws_on_graphs():
+    """A superpixel-like graph with graph cuts: the frequency of each region over the draws of
+    sample with the same random_state."""
+    rng = np.random.default_rng(0)
+    edges = np.array([[i, i + 1] for i in range(5)] + [[0, 3], [2, 5]])
+    X = [GraphSample(rng.normal(size=(6, 2)) + np.repeat([[2, 0], [0, 2]], 3, 0), edges)
+         for _ in range(12)]  # fmt: skip
+    y = [np.repeat([0, 1], 3)] * 12
+    model = PerturbMAPCRF("graph", random_state=0).fit(X, y)
+    regions, probabilities = region_probabilities(model, X[:3], n_draws=300, random_state=2)
+    draws = model.sample(X[:3], n_draws=300, random_state=2)
+    for region, p, drawn, best in zip(
+        regions, probabilities, draws, model.predict(X[:3]), strict=True
+    ):
+        for r, value in enumerate(p):
+            inside = region == r
+            assert value == (drawn[:, inside] == best[inside]).all(axis=1).mean()
+
+
+# ---- uncertainty maps ----------------------------------------------------------------------
+def test_marginal_entropy_is_the_entropy_of_the_marginals(tiny_grid):
+    data, model = tiny_grid
+    entropy = marginal_entropy(model, data.data[:2])
+    for h, marginal in zip(entropy, model.predict_marginals(data.data[:2]), strict=True):
+        assert h.shape == marginal.shape[:-1]
+        np.testing.assert_allclose(h, -(marginal * np.log(marginal)).sum(axis=-1))
+    perturbed = marginal_entropy(model, data.data[:1], method="perturb", n_perturbations=20)[0]
+    frequencies = model.predict_marginals(data.data[:1], method="perturb", n_perturbations=20)[0]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        expected = -np.nansum(frequencies * np.log(frequencies), axis=-1)
+    np.testing.assert_allclose(perturbed, expected)
+
+
+def _frequencies(model, X, draws):
+    """Each predicted entity's frequency over ``draws``: drawn with its predicted tags and not
+    continued or extended (conlleval's reading of each draw)."""
+    found = []
+    for tags, drawn in zip(model.predict(X), draws, strict=True):
+        for kind, start, end in entity_spans(tags):
+            held = [
+                (kind, start, end) in entity_spans(draw)
+                and list(draw[start:end]) == list(tags[start:end])
+                for draw in drawn
+            ]
+            found.append(np.mean(held))
+    return np.array(found)
+
+
+@pytest.fixture(scope="module")
+def tagging():
+    X, y = _tagging_data()
+    return X, y, PerturbMAPCRF(random_state=0, max_iter=20).fit(X, y)
+
+
+def test_perturb_and_map_entities_are_the_perturbed_draws_frequencies(tagging):
+    """The default of PerturbMAPCRF: the frequency over its perturbed MAPs, the very draws of
+    sample(method='perturb') with the same seed."""
+    X, _, model = tagging
+    default = entity_probabilities(model, X[:8], n_draws=400, random_state=3)
+    draws = model.sample(X[:8], n_draws=400, method="perturb", random_state=3)
+    values = np.array([p for sentence in default for *_, p in sentence])
+    assert len(values) >= 4
+    np.testing.assert_allclose(values, _frequencies(model, X[:8], draws))
+    perturb = entity_probabilities(model, X[:8], method="perturb", n_draws=400, random_state=3)
+    assert perturb == default
+
+
+def test_exact_entities_on_request_and_after_a_temperature(tagging):
+    """method='exact': constrained forward-backward against 10,000 exact draws; after
+    calibrate_marginals the default is the exact distribution at the fitted temperature."""
+    X, y, model = tagging
+    exact = entity_probabilities(model, X[:5], method="exact")
+    values = np.array([p for sentence in exact for *_, p in sentence])
+    assert len(values) >= 3
+    drawn = _frequencies(
+        model, X[:5], model.sample(X[:5], n_draws=10_000, method="exact", random_state=0)
+    )
+    assert np.all(np.abs(drawn - values) < 5 * np.sqrt(values * (1 - values) / 10_000) + 1e-9)
+
+    calibrated = PerturbMAPCRF(random_state=0, max_iter=20).fit(X, y)
+    calibrated.marginal_temperature_ = 2.0  # as calibrate_marginals sets it
+    default = entity_probabilities(calibrated, X[:5])
+    assert default == entity_probabilities(calibrated, X[:5], method="exact")
+    softer = np.array([p for sentence in default for *_, p in sentence])
+    assert softer.mean() < values.mean() - 0.01  # the predicted entities, less sure at T = 2
+
+
+def test_entity_probabilities_refuse_a_method_the_estimator_lacks(tagging):
+    X, y, _ = tagging
+    with pytest.raises(ValueError, match="method must be one of"):
+        entity_probabilities(ChainCRF(alpha=0.05).fit(X, y), X[:1], method="perturb")
+
+
+def _tagging_data(n=60, length=4, seed=0):
+    """Random 3-feature tokens tagged by a noisy rule, in IOB2 with two entity types."""
+    rng = np.random.default_rng(seed)
+    X, y = [], []
+    for _ in range(n):
+        features = rng.normal(size=(length, 3))
+        tags, previous = [], "O"
+        for f in features:
+            kind = "PER" if f[0] > 0.3 else "LOC" if f[1] > 0.5 else None
+            if kind is None or rng.random() < 0.1:
+                tag = "O"
+            else:
+                tag = ("I-" if previous[2:] == kind else "B-") + kind
+            tags.append(tag)
+            previous = tag
+        X.append(features)
+        y.append(tags)
+    return X, y
+
+
+def test_entity_probabilities_are_exact_on_chains():
+    """The exact probabilities against draws read by conlleval's rules: the frequency of
+    draws that hold each predicted entity with its predicted tags."""
+    from pmap_sklearn.inspection import entity_probabilities
+    from pmap_sklearn.metrics import entity_spans
+
+    X, y = _tagging_data()
+    model = ChainCRF(alpha=0.05).fit(X, y)
+    exact = entity_probabilities(model, X[:6])
+    draws = model.sample(X[:6], n_draws=20_000, random_state=0)
+    checked = 0
+    for entities, tags, drawn in zip(exact, model.predict(X[:6]), draws, strict=True):
+        assert [e[:3] for e in entities] == entity_spans(tags)
+        for kind, start, end, probability in entities:
+            held = np.mean(
+                [
+                    (kind, start, end) in entity_spans(draw)
+                    and list(draw[start:end]) == list(tags[start:end])
+                    for draw in drawn
+                ]
+            )
+            assert abs(held - probability) < 5 * np.sqrt(probability * (1 - probability) / 20_000)
+            checked += 1
+    assert checked >= 4
+
+
+def test_entity_probabilities_from_draws_where_the_model_is_not_exact():
+    from pmap_sklearn.inspection import entity_probabilities
+
+    X, y = _tagging_data()
+    exact = entity_probabilities(ChainCRF(alpha=0.05).fit(X, y), X[:6])
+    model = MarginalPerturbMAPCRF(random_state=0, max_iter=20).fit(X, y)
+    drawn = entity_probabilities(model, X[:6], n_draws=300, random_state=0)
+    assert [[e[:3] for e in s] for s in drawn] == [
+        [e[:3] for e in s] for s in entity_probabilities(model, X[:6], n_draws=5)
+    ]
+    values = [p for s in drawn for *_, p in s]
+    assert values and all(0 <= p <= 1 for p in values)
+    assert len(exact) == len(drawn)
+    with pytest.raises(ValueError, match="no marginals"):
+        entity_probabilities(StructuredSVM(random_state=0, max_iter=2).fit(X, y), X[:1])
+
+
+def test_exact_entity_probabilities_do_not_depend_on_the_chunks(monkeypatch):
+    """Constrained forward-backward over the sequences in chunks: the same probabilities."""
+    from pmap_sklearn.inspection import entity_probabilities
+
+    X, y = _tagging_data()
+    model = PerturbMAPCRF(random_state=0, max_iter=5).fit(X, y)
+    whole = entity_probabilities(model, X[:12], method="exact")
+    assert sum(map(len, whole)) >= 5
+    for limit in (1, 9, 30):
+        monkeypatch.setattr(_parallel, "PREDICT_NODES", limit)
+        chunked = entity_probabilities(model, X[:12], method="exact")
+        assert [[e[:3] for e in s] for s in chunked] == [[e[:3] for e in s] for s in whole]
+        np.testing.assert_allclose(
+            [e[3] for s in chunked for e in s], [e[3] for s in whole for e in s], rtol=1e-12
+        )
+
+
+def test_crfsuite_views_read_the_weights_through_a_pipeline(rng):
+    from sklearn.pipeline import make_pipeline
+
+    from pmap_sklearn import SequenceVectorizer
+    from pmap_sklearn.inspection import explain_weights, state_features, transition_features
+
+    X, y = _token_data(rng)
+    model = make_pipeline(SequenceVectorizer(), ChainCRF(alpha=0.05, l1_ratio=0.5)).fit(X, y)
+    crf = model[-1]
+    weights = explain_weights(model).weights
+    names = list(model[0].get_feature_names_out()) + ["<bias>"]
+    states = state_features(model)
+    assert len(states) == np.count_nonzero(weights) < weights.size
+    for (name, label), weight in states.items():
+        assert weight != 0
+        assert weight == weights[names.index(name), list(crf.classes_).index(label)]
+    table = crf.structure_.transition(crf.coef_)
+    transitions = transition_features(model)
+    assert len(transitions) == np.count_nonzero(table)
+    for (a, b), weight in transitions.items():
+        assert weight == table[list(crf.classes_).index(a), list(crf.classes_).index(b)]
+    assert state_features(crf) == {
+        (f"x{names.index(n)}" if n != "<bias>" else n, k): w for (n, k), w in states.items()
+    }
+    grid = make_grid_data(n_samples=4, shape=(3, 3), noise=0.8, random_state=0)
+    fitted = ChainCRF(GridStructure(solver="brute_force"), max_iter=2).fit(grid.data, grid.target)
+    with pytest.raises(ValueError, match="not a chain model"):
+        transition_features(fitted)
+
+
+class _Unnamed(TransformerMixin, BaseEstimator):
+    """A transformer without get_feature_names_out."""
+
+    def fit(self, X, y=None):
+        return self
+
+    def transform(self, X):
+        return X
+
+
+def test_explain_weights_falls_back_to_x_names():
+    data = make_chain_data(n_samples=20, n_features=3, random_state=0)
+    pipeline = make_pipeline(_Unnamed(), PerturbMAPCRF(max_iter=2, tol=None, random_state=0))
+    explanation = explain_weights(pipeline.fit(data.data, data.target), top=2)
+    named = {name for pairs in explanation.positive.values() for name, _ in pairs}
+    assert named and named <= {"x0", "x1", "x2", "<bias>"}
+
+
+def test_explain_weights_refuses_scaled_scores():
+    data = make_chain_data(n_samples=20, n_states=2, n_features=2, random_state=0)
+    model = PerturbMAPCRF(ChainStructure(unary="scaled"), max_iter=2, tol=None, random_state=0)
+    with pytest.raises(ValueError, match="scaled"):
+        explain_weights(model.fit(data.data, data.target))
+
+
+def test_explain_weights_names_the_features_of_each_tag():
+    sentences, tags = _corpus(60)
+    pipe = make_pipeline(SequenceVectorizer(token_features), PerturbMAPCRF(random_state=0))
+    pipe.fit(sentences, tags)
+    explained = explain_weights(pipe, top=5)
+    assert explained.transitions.shape == (3, 3)
+    classes = list(explained.classes)
+    det, noun, verb = (classes.index(t) for t in ("DET", "NOUN", "VERB"))
+    # DET is followed by NOUN, never by VERB
+    assert explained.transitions[det, noun] > explained.transitions[det, verb]
+    top_det = [name for name, _ in explained.positive["DET"]]
+    assert {"word.lower()=the", "word.lower()=a"} & set(top_det)
+    weights = [w for _, w in explained.positive["NOUN"]]
+    assert weights == sorted(weights, reverse=True) and weights[0] > 0
+    with pytest.raises(ValueError, match="feature_names has 2 names"):
+        explain_weights(pipe[-1], feature_names=["a", "b"])
