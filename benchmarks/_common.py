@@ -223,6 +223,39 @@ class Run:
         self.write(f"{stem}.md", markdown)
         self.write_json(f"{stem}.json", payload, indent, default)
 
+    def publish(self, stem: str, lines: list, payload, indent: int = 1) -> None:
+        """Print the page's ``lines`` and :meth:`save` them (one line each, a newline at the
+        end) with ``payload``."""
+        text = "\n".join(lines)
+        self.save(stem, text + "\n", payload, indent)
+        print(text)
+
+    def loads_record(self, minutes: float, after) -> dict:
+        """The opening of a JSON record: the load averages before and ``after``, the minutes."""
+        return dict(load_before=self.load, load_after=after, minutes=minutes)
+
+    def store(self, stem: str, label: str, record: dict, markdown, replace=None, **top) -> None:
+        """Store ``record`` as the labelled run ``label`` of ``stem.json`` beside the runs
+        stored under other labels (``replace(stored, record)``: the run to store when ``label``
+        is stored already), with the ``top`` entries, and rewrite the page ``stem.md`` as
+        ``markdown(runs)``."""
+        runs = stored_runs(self.path(f"{stem}.json"))
+        if replace is not None and label in runs:
+            record = replace(runs[label], record)
+        runs[label] = record
+        self.write_json(f"{stem}.json", dict(**top, runs=runs), indent=2)
+        self.write(f"{stem}.md", markdown(runs))
+
+
+def pyplot():
+    """matplotlib's pyplot, drawing to files only (the Agg backend)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
 
 def stored_runs(path: Path) -> dict:
     """The labelled runs stored in the results' JSON ``path`` (none when it does not exist)."""

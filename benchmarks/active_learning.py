@@ -232,12 +232,9 @@ def main():
         f"Time per round ({chosen}): fit at {STOP:.0%} {fit_seconds:.1f} s, scoring the pool "
         f"{np.mean(query):.1f} s on average.",
     ]
-    run.save(
-        "active_learning",
-        "\n".join(lines) + "\n",
-        dict(load=run.load, minutes=minutes, chosen=chosen, curves=curves),
+    run.publish(
+        "active_learning", lines, dict(load=run.load, minutes=minutes, chosen=chosen, curves=curves)
     )
-    print("\n".join(lines))
 
 
 if __name__ == "__main__":

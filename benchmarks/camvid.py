@@ -45,7 +45,7 @@ import json
 import warnings
 
 import numpy as np
-from _common import Run, parser, timed
+from _common import Run, parser, pyplot, timed
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.exceptions import ConvergenceWarning
@@ -237,10 +237,7 @@ WITH_MARGINALS = (
 
 
 def figure(test, rows_labels, entropy, path, frames=(0, 90, 180)):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
     from matplotlib.colors import ListedColormap
     from skimage import io
 

@@ -21,7 +21,7 @@ Run: ``python benchmarks/continuous_tables.py [--quick]``; writes
 """
 
 import numpy as np
-from _common import Run, parser, timed
+from _common import Run, parser, pyplot, timed
 from scipy.special import softmax
 from skimage.data import camera
 
@@ -237,7 +237,7 @@ def write(run, results):
 
 
 def plot(run, clean, noisy, examples):
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     columns = [
         ("clean", clean),

@@ -18,7 +18,7 @@ Run: ``python benchmarks/denoising_table.py [--quick]``; writes
 """
 
 import numpy as np
-from _common import Run, parser, timed
+from _common import Run, parser, pyplot, timed
 from joblib import Parallel, delayed
 from sklearn.model_selection import GridSearchCV, KFold
 
@@ -143,10 +143,7 @@ def table(results, n_draws):
 
 
 def figure(test, results, path):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     columns = ["clean", "noisy", "supervised, mean-marg.", "unsup. π known, max-marg."]
     fig, axes = plt.subplots(len(NOISE_LEVELS), len(columns), figsize=(8, 8))

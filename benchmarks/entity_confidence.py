@@ -197,12 +197,11 @@ def main():
             for key, fmt in (("count", "{:,}"), ("confidence", "{:.3f}"), ("accuracy", "{:.3f}"))
         ]
         lines.append(f"| {b / 10:.1f}–{(b + 1) / 10:.1f} | " + " | ".join(cells) + " |")
-    run.save(
+    run.publish(
         "entity_confidence",
-        "\n".join(lines) + "\n",
+        lines,
         dict(load=run.load, minutes=minutes, rows=rows, reliability=reliability),
     )
-    print("\n".join(lines))
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ Run: ``python benchmarks/epsilon_experiments.py [--quick]``; writes
 """
 
 import numpy as np
-from _common import Run, parser, timed
+from _common import Run, parser, pyplot, timed
 from joblib import Parallel, delayed
 
 from pmap_sklearn import EpsilonCRF, GridStructure, PerturbMAPCRF, StructuredSVM
@@ -234,7 +234,7 @@ def main():
 
 
 def plot(run, examples, clean):
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     names = list(next(iter(examples.values()))[1])
     figure, axes = plt.subplots(2, 2 + len(names), figsize=(2.2 * (2 + len(names)), 4.6))

@@ -343,17 +343,12 @@ def main():
                     ratio_to_forest=r["fit_seconds"] / forest[r["learner"]],
                 )
             )
-    run.write_json(
-        "general_tables.json",
-        dict(
-            load_before=run.load,
-            load_after=load_after,
-            minutes=minutes,
-            learning=rows,
-            map_quality=quality,
-            brute_force=exact,
-            targets=targets,
-        ),
+    payload = dict(
+        **run.loads_record(minutes, load_after),
+        learning=rows,
+        map_quality=quality,
+        brute_force=exact,
+        targets=targets,
     )
     lines = [
         "# General pairwise tables on loopy graphs: TRW-S, message passing, a forest",
@@ -421,8 +416,7 @@ def main():
             f"| {r['case']} | {r['solver']} | {r['exact_share']:.2f} | {r['mean_gap']:.4f} | "
             f"{r['seconds']:.3f} |"
         )
-    run.write("general_tables.md", "\n".join(lines) + "\n")
-    print("\n".join(lines))
+    run.publish("general_tables", lines, payload)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ temporary folder).
 """
 
 import numpy as np
-from _common import Run, parser, timed
+from _common import Run, parser, pyplot, timed
 from sklearn.model_selection import GridSearchCV, KFold
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler
@@ -94,10 +94,7 @@ def labelled_folds(labels, n_folds):
 
 
 def figure(horses, split, fitted, path):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
     from skimage import io
     from skimage.transform import resize
 

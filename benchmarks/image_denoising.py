@@ -33,7 +33,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from _common import Run, parser, run_child, timed
+from _common import Run, parser, pyplot, run_child, timed
 
 TRAIN = ["astronaut", "coffee", "chelsea", "rocket"]
 TEST = ["camera", "moon", "coins"]
@@ -217,7 +217,7 @@ def timing(quick):
 
 
 def figure(path):
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     from pmap_sklearn import ContinuousLogSupermodularDenoiser
 

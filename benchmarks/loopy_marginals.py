@@ -178,6 +178,20 @@ def every_model(n_instances=N_INSTANCES):
     return results
 
 
+def error_cells(results, columns, method, index) -> list:
+    """Per (grid, strength) column, the mean over the instances of entry ``index`` of
+    ``method``'s error (0: the marginals' error, 2: the label proportions'); "–" where the
+    method did not run."""
+    cells = []
+    for grid, strength in columns:
+        runs = results[f"{grid}, {strength}"]
+        if method in runs[0]["error"]:
+            cells.append(f"{np.mean([r['error'][method][index] for r in runs]):.3f}")
+        else:
+            cells.append("–")
+    return cells
+
+
 def tables(results, heading, n_instances=N_INSTANCES):
     methods = list(next(iter(results.values()))[0]["error"])
     columns = [(grid, strength) for strength in COUPLINGS for grid in GRIDS]
@@ -196,13 +210,7 @@ def tables(results, heading, n_instances=N_INSTANCES):
         "|---|" + "---|" * (len(columns) + 2),
     ]
     for method in methods:
-        cells = []
-        for grid, strength in columns:
-            runs = results[f"{grid}, {strength}"]
-            if method in runs[0]["error"]:
-                cells.append(f"{np.mean([r['error'][method][0] for r in runs]):.3f}")
-            else:
-                cells.append("–")
+        cells = error_cells(results, columns, method, 0)
         for grid in GRIDS:
             seconds = [
                 r["error"][method][1]
@@ -239,13 +247,7 @@ def tables(results, heading, n_instances=N_INSTANCES):
         "|---|" + "---|" * len(columns),
     ]
     for method in methods:
-        cells = []
-        for grid, strength in columns:
-            runs = results[f"{grid}, {strength}"]
-            if method in runs[0]["error"]:
-                cells.append(f"{np.mean([r['error'][method][2] for r in runs]):.3f}")
-            else:
-                cells.append("–")
+        cells = error_cells(results, columns, method, 2)
         lines.append(f"| {method} | " + " | ".join(cells) + " |")
     lines += [
         "",
@@ -291,7 +293,6 @@ def main():
     results = every_model(n_instances)
     minutes = run.minutes()
     lines = tables(results, run.heading(minutes), n_instances)
-    run.write("loopy_marginals.md", "\n".join(lines) + "\n")
     payload = dict(
         load=run.load,
         minutes=minutes,
@@ -299,8 +300,7 @@ def main():
         grids={g: dict(size=s, labels=k) for g, (s, k) in GRIDS.items()},
         results=results,
     )
-    run.write_json("loopy_marginals.json", payload)
-    print("\n".join(lines))
+    run.publish("loopy_marginals", lines, payload)
 
 
 if __name__ == "__main__":

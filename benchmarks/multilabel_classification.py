@@ -433,9 +433,7 @@ def write(run, rows, seed_rows, load_after, minutes, version):
         "multilabel_classification",
         text,
         dict(
-            load_before=run.load,
-            load_after=load_after,
-            minutes=minutes,
+            **run.loads_record(minutes, load_after),
             commit=commit,
             uncommitted=changed,
             seeds=list(SEEDS),

@@ -48,6 +48,7 @@ from _tagging import (
     fit_crfsuite,
     fit_times_line,
     learner_params,
+    measure_learners,
     model_size,
     size_cells,
     sparse_line,
@@ -272,14 +273,7 @@ def main():
     with tempfile.TemporaryDirectory() as folder:
         data_file = str(Path(folder) / "data.pkl")
         info = prepare(data_file, args.quick)
-        rows = {}
-        for name in LEARNERS:
-            rows[name] = measure(name, data_file)
-            print(name, rows[name], flush=True)
-        for name in TIMED_TWICE:
-            again = measure(name, data_file)
-            rows[name]["runs"] = [rows[name]["seconds"], again["seconds"]]
-            rows[name]["seconds"] = min(rows[name]["runs"])
+        rows = measure_learners(lambda name: measure(name, data_file), LEARNERS, TIMED_TWICE)
         spread = seed_spread(data_file, QUICK["seeds"] if args.quick else SPREAD_SEEDS)
     minutes = run.minutes()
     target = rows[CRFSUITE]

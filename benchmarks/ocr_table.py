@@ -14,7 +14,7 @@ Run: ``python benchmarks/ocr_table.py [--quick] [--n-jobs 2]`` (``--quick``: out
 """
 
 import numpy as np
-from _common import Run, parser, timed
+from _common import Run, parser, pyplot, timed
 from joblib import Parallel, delayed
 from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV, KFold, PredefinedSplit
@@ -141,10 +141,7 @@ def summarise(rows, n_folds):
 
 
 def plot(summary, path):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.5))
     for ax, protocol in zip(axes, ("small", "large"), strict=True):

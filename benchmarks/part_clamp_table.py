@@ -23,7 +23,7 @@ Run: ``python benchmarks/part_clamp_table.py [--quick]``; writes
 import warnings
 
 import numpy as np
-from _common import Run, parser, timed
+from _common import Run, parser, pyplot, timed
 from joblib import Parallel, delayed
 from sklearn.exceptions import ConvergenceWarning
 
@@ -189,7 +189,7 @@ def write(run, results):
 
 
 def plot(run, results):
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     figure, axes = plt.subplots(1, 3, figsize=(13, 3.6))
     for axis, noise in zip(axes[:2], ("bimodal", "gaussian"), strict=True):

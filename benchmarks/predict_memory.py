@@ -52,7 +52,6 @@ from _common import (
     run_child,
     run_sections,
     selected,
-    stored_runs,
     timed,
 )
 
@@ -332,17 +331,15 @@ def main():
         )
     record = run.record(rows, only=args.only)
     print("\n" + table(rows))
-    if args.no_write:
-        return None
-    runs = stored_runs(run.path("predict_memory.json"))
-    if args.only and args.label in runs:  # a partial rerun replaces its own rows only
-        kept = {r["case"]: r for r in runs[args.label]["rows"]}
-        kept.update({r["case"]: r for r in rows})
-        record = dict(runs[args.label], rows=[kept[name] for name in CASES if name in kept])
-    runs[args.label] = record
-    run.write_json("predict_memory.json", dict(runs=runs), indent=2)
-    run.write("predict_memory.md", markdown(runs))
-    return None
+    if not args.no_write:
+        run.store("predict_memory", args.label, record, markdown, _own_rows if args.only else None)
+
+
+def _own_rows(stored, record):
+    """A partial rerun (``--only``) replaces its own rows of the stored run only."""
+    kept = {r["case"]: r for r in stored["rows"]}
+    kept.update({r["case"]: r for r in record["rows"]})
+    return dict(stored, rows=[kept[name] for name in CASES if name in kept])
 
 
 if __name__ == "__main__":

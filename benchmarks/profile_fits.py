@@ -54,7 +54,6 @@ from _common import (
     run_child,
     run_sections,
     selected,
-    stored_runs,
     timed,
 )
 
@@ -522,13 +521,8 @@ def main():
         )
     record = run.record(rows, only=args.only, method=METHODS[method])
     print("\n" + table(rows))
-    if args.no_write:
-        return None
-    runs = stored_runs(run.path("profile_fits.json"))
-    runs[args.label] = record
-    run.write_json("profile_fits.json", dict(categories=CATEGORIES, runs=runs), indent=2)
-    run.write("profile_fits.md", markdown(runs))
-    return None
+    if not args.no_write:
+        run.store("profile_fits", args.label, record, markdown, categories=CATEGORIES)
 
 
 if __name__ == "__main__":

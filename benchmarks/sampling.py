@@ -234,8 +234,7 @@ def main():
     lines += ["", "**Cost** (100 draws of every sample):", "", "| call | s |", "|---|---|"]
     for r in results["cost"]:
         lines.append(f"| {r['case']} | {r['seconds']:.3f} |")
-    run.save("sampling", "\n".join(lines) + "\n", results)
-    print("\n".join(lines))
+    run.publish("sampling", lines, results)
 
 
 if __name__ == "__main__":

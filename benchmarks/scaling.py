@@ -36,7 +36,7 @@ import importlib
 import warnings
 
 import numpy as np
-from _common import Run, child, parser, peak_mb, print_result, resident_mb, run_child, timed
+from _common import Run, child, parser, peak_mb, print_result, pyplot, resident_mb, run_child, timed
 from sklearn.exceptions import ConvergenceWarning
 
 GRID_ESTIMATORS = ["PerturbMAPCRF", "MarginalPerturbMAPCRF", "StructuredSVM", "denoiser"]
@@ -331,10 +331,7 @@ def n_jobs_table(ratios) -> list[str]:
 
 
 def plot(rows, path):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     figure, axes = plt.subplots(1, 2, figsize=(11, 4.2))
     for axis, kind in zip(axes, ("grid", "chain"), strict=True):

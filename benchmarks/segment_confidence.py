@@ -196,12 +196,9 @@ def main():
                 f"{n}: {curve['confidence'][b]:.2f} → {curve['accuracy'][b]:.2f}" if n else "0"
             )
         lines.append(f"| {edges[b]:.1f}–{edges[b + 1]:.1f} | " + " | ".join(cells) + " |")
-    run.save(
-        "segment_confidence",
-        "\n".join(lines) + "\n",
-        dict(load=run.load, minutes=minutes, bins=BINS, rows=rows),
+    run.publish(
+        "segment_confidence", lines, dict(load=run.load, minutes=minutes, bins=BINS, rows=rows)
     )
-    print("\n".join(lines))
 
 
 if __name__ == "__main__":

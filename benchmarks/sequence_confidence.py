@@ -124,12 +124,9 @@ def main():
             f"{r['mean_confidence']:.3f} | {r['right']:.3f} | {r['zero']} | "
             f"{r['sentences']:,} |"
         )
-    run.save(
-        "sequence_confidence",
-        "\n".join(lines) + "\n",
-        dict(load=run.load, minutes=minutes, bins=BINS, rows=rows),
+    run.publish(
+        "sequence_confidence", lines, dict(load=run.load, minutes=minutes, bins=BINS, rows=rows)
     )
-    print("\n".join(lines))
 
 
 if __name__ == "__main__":

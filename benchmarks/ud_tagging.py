@@ -64,6 +64,7 @@ from _tagging import (
     fit_crfsuite,
     fit_times_line,
     learner_params,
+    measure_learners,
     model_size,
     size_cells,
     sparse_line,
@@ -278,15 +279,7 @@ def main():
             f"vectoriser {info['vectorise_seconds']:.1f} s",
             flush=True,
         )
-        rows = {}
-        for name in LEARNERS:
-            rows[name] = measure(name, data_file)
-            print(name, rows[name], flush=True)
-        for name in TIMED_TWICE:  # a second pass: the faster of the two runs is reported
-            again = measure(name, data_file)
-            rows[name]["runs"] = [rows[name]["seconds"], again["seconds"]]
-            rows[name]["seconds"] = min(rows[name]["runs"])
-            print(name, "again", again, flush=True)
+        rows = measure_learners(lambda name: measure(name, data_file), LEARNERS, TIMED_TWICE)
         target = rows["sklearn-crfsuite (L-BFGS, 100 it.)"]
         for name in ("PerturbMAPCRF", "MarginalPerturbMAPCRF"):
             curve = measure(name, data_file, curve=True)["curve"]
