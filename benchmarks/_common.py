@@ -257,6 +257,12 @@ def pyplot():
     return plt
 
 
+def save_figure(figure, path, dpi: int) -> None:
+    """Lay ``figure`` out tightly and write it to ``path`` at ``dpi``."""
+    figure.tight_layout()
+    figure.savefig(path, dpi=dpi)
+
+
 def stored_runs(path: Path) -> dict:
     """The labelled runs stored in the results' JSON ``path`` (none when it does not exist)."""
     return json.loads(path.read_text())["runs"] if path.exists() else {}

@@ -88,6 +88,16 @@ def measure_learners(measure, names, twice) -> dict:
     return rows
 
 
+def token_marginals(model, X):
+    """``model``'s default per-token marginals of ``X`` as one (n_tokens, K) array and their
+    seconds (the best of :data:`PREDICT_REPEATS` calls); ``(None, None)`` for a model without
+    marginals."""
+    if not hasattr(model, "predict_proba"):
+        return None, None
+    marginals, seconds = timed(model.predict_proba, X, repeat=PREDICT_REPEATS)
+    return np.concatenate(list(marginals)), seconds
+
+
 def learner_params(params: dict, n_train: int) -> dict:
     """Our chain learner's parameters from a benchmark's table of learners: ``crfsuite_c=(c1,
     c2)``, crfsuite's penalty on its summed objective, becomes ``alpha`` and ``l1_ratio``

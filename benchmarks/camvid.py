@@ -45,7 +45,7 @@ import json
 import warnings
 
 import numpy as np
-from _common import Run, parser, pyplot, timed
+from _common import Run, parser, pyplot, save_figure, timed
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.exceptions import ConvergenceWarning
@@ -281,8 +281,7 @@ def figure(test, rows_labels, entropy, path, frames=(0, 90, 180)):
             ax.set_yticks([])
             if row == 0:
                 ax.set_title(name, fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=80)
+    save_figure(fig, path, 80)
 
 
 def main() -> None:

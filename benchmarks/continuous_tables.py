@@ -21,7 +21,7 @@ Run: ``python benchmarks/continuous_tables.py [--quick]``; writes
 """
 
 import numpy as np
-from _common import Run, parser, pyplot, timed
+from _common import Run, parser, pyplot, save_figure, timed
 from scipy.special import softmax
 from skimage.data import camera
 
@@ -253,8 +253,7 @@ def plot(run, clean, noisy, examples):
             axes[i, j].imshow(images[i], cmap="gray", vmin=0, vmax=255)
             axes[i, j].axis("off")
         axes[0, j].set_title(title, fontsize=8)
-    figure.tight_layout()
-    figure.savefig(run.path("continuous_patches.png"), dpi=90)
+    save_figure(figure, run.path("continuous_patches.png"), 90)
 
 
 if __name__ == "__main__":

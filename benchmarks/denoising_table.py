@@ -18,7 +18,7 @@ Run: ``python benchmarks/denoising_table.py [--quick]``; writes
 """
 
 import numpy as np
-from _common import Run, parser, pyplot, timed
+from _common import Run, parser, pyplot, save_figure, timed
 from joblib import Parallel, delayed
 from sklearn.model_selection import GridSearchCV, KFold
 
@@ -157,8 +157,7 @@ def figure(test, results, path):
             if i == 0:
                 axes[i, j].set_title(column, fontsize=8)
         axes[i, 0].set_ylabel(f"π = {100 * level:g} %")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    save_figure(fig, path, 100)
 
 
 def main():

@@ -22,7 +22,7 @@ Run: ``python benchmarks/epsilon_experiments.py [--quick]``; writes
 """
 
 import numpy as np
-from _common import Run, parser, pyplot, timed
+from _common import Run, parser, pyplot, save_figure, timed
 from joblib import Parallel, delayed
 
 from pmap_sklearn import EpsilonCRF, GridStructure, PerturbMAPCRF, StructuredSVM
@@ -244,8 +244,7 @@ def plot(run, examples, clean):
             axis.imshow(image, cmap="gray")
             axis.set_title(title.replace(", ", "\n"), fontsize=8)
             axis.axis("off")
-    figure.tight_layout()
-    figure.savefig(run.path("epsilon_examples.png"), dpi=90)
+    save_figure(figure, run.path("epsilon_examples.png"), 90)
 
 
 if __name__ == "__main__":

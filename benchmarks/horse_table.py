@@ -15,7 +15,7 @@ temporary folder).
 """
 
 import numpy as np
-from _common import Run, parser, pyplot, timed
+from _common import Run, parser, pyplot, save_figure, timed
 from sklearn.model_selection import GridSearchCV, KFold
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler
@@ -115,8 +115,7 @@ def figure(horses, split, fitted, path):
             ax.imshow(image, cmap="gray" if image.ndim == 2 else None, vmin=0, vmax=1)
             ax.set_title(title)
             ax.axis("off")
-    fig.tight_layout()
-    fig.savefig(path, dpi=80)
+    save_figure(fig, path, 80)
 
 
 def main():

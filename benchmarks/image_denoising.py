@@ -33,7 +33,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from _common import Run, parser, pyplot, run_child, timed
+from _common import Run, parser, pyplot, run_child, save_figure, timed
 
 TRAIN = ["astronaut", "coffee", "chelsea", "rocket"]
 TEST = ["camera", "moon", "coins"]
@@ -244,8 +244,7 @@ def figure(path):
         axis.imshow(picture[crop], cmap="gray", vmin=0, vmax=255)
         axis.set_title(title, fontsize=10)
         axis.axis("off")
-    fig.tight_layout()
-    fig.savefig(path, dpi=90)
+    save_figure(fig, path, 90)
 
 
 def markdown(rows, fit_seconds, times):

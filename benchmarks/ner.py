@@ -52,6 +52,7 @@ from _tagging import (
     model_size,
     size_cells,
     sparse_line,
+    token_marginals,
 )
 from sklearn.exceptions import ConvergenceWarning
 
@@ -154,12 +155,7 @@ def run_one(name: str, data_file: str) -> dict:
             model.predict, data["test_dicts"], repeat=PREDICT_REPEATS
         )
         classes = model[-1].classes_
-        marginals = marginal_seconds = None
-        if hasattr(model, "predict_proba"):
-            marginals, marginal_seconds = timed(
-                model.predict_proba, data["test_dicts"], repeat=PREDICT_REPEATS
-            )
-            marginals = np.concatenate(list(marginals))
+        marginals, marginal_seconds = token_marginals(model, data["test_dicts"])
         size = model_size(model)
     on_testa = scores(list(model.predict(data["dev_dicts"])), data["dev_tags"])
     row = dict(

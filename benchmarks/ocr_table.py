@@ -14,7 +14,7 @@ Run: ``python benchmarks/ocr_table.py [--quick] [--n-jobs 2]`` (``--quick``: out
 """
 
 import numpy as np
-from _common import Run, parser, pyplot, timed
+from _common import Run, parser, pyplot, save_figure, timed
 from joblib import Parallel, delayed
 from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV, KFold, PredefinedSplit
@@ -160,8 +160,7 @@ def plot(summary, path):
         ax.set_ylabel("Hamming error (%)")
         ax.set_title(f"OCR, {protocol} protocol")
     axes[0].legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    save_figure(fig, path, 100)
 
 
 def main():

@@ -23,7 +23,7 @@ Run: ``python benchmarks/part_clamp_table.py [--quick]``; writes
 import warnings
 
 import numpy as np
-from _common import Run, parser, pyplot, timed
+from _common import Run, parser, pyplot, save_figure, timed
 from joblib import Parallel, delayed
 from sklearn.exceptions import ConvergenceWarning
 
@@ -207,8 +207,7 @@ def plot(run, results):
     axes[2].set_ylabel("training error %")
     axes[2].set_title("bimodal, 5 states, MAX-TIGHTEN", fontsize=10)
     axes[2].legend(fontsize=8)
-    figure.tight_layout()
-    figure.savefig(run.path("part_clamp_figures.png"), dpi=90)
+    save_figure(figure, run.path("part_clamp_figures.png"), 90)
 
 
 if __name__ == "__main__":

@@ -36,7 +36,18 @@ import importlib
 import warnings
 
 import numpy as np
-from _common import Run, child, parser, peak_mb, print_result, pyplot, resident_mb, run_child, timed
+from _common import (
+    Run,
+    child,
+    parser,
+    peak_mb,
+    print_result,
+    pyplot,
+    resident_mb,
+    run_child,
+    save_figure,
+    timed,
+)
 from sklearn.exceptions import ConvergenceWarning
 
 GRID_ESTIMATORS = ["PerturbMAPCRF", "MarginalPerturbMAPCRF", "StructuredSVM", "denoiser"]
@@ -345,8 +356,7 @@ def plot(rows, path):
         axis.set_title("binary grid images" if kind == "grid" else "chains (K = 5)")
         axis.grid(True, which="both", alpha=0.3)
         axis.legend(fontsize=8)
-    figure.tight_layout()
-    figure.savefig(path, dpi=110)
+    save_figure(figure, path, 110)
 
 
 def main():

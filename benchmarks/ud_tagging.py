@@ -68,6 +68,7 @@ from _tagging import (
     model_size,
     size_cells,
     sparse_line,
+    token_marginals,
 )
 from sklearn.exceptions import ConvergenceWarning
 
@@ -199,11 +200,9 @@ def run_one(name: str, data_file: str, curve: bool) -> dict:
         predict_seconds=predict_seconds,
         **model_size(model, data["vectorizer"]),
     )
-    if hasattr(model, "predict_proba"):  # the model's default marginals, timed and calibrated
-        marginals, row["marginal_seconds"] = timed(
-            model.predict_proba, data["test"], repeat=PREDICT_REPEATS
-        )
-        marginals = np.concatenate(list(marginals))
+    marginals, seconds = token_marginals(model, data["test"])
+    if marginals is not None:  # the model's default marginals, timed and calibrated
+        row["marginal_seconds"] = seconds
         row["ece"], row["log_loss"] = calibration(
             marginals, np.concatenate(data["test_tags"]), model.classes_
         )
