@@ -80,7 +80,7 @@ def inner_cv(folds, train, protocol, fold):
     return PredefinedSplit(np.where(folds[train] == held_out, 0, -1))
 
 
-def run(ocr, method, protocol, fold):
+def select_and_fit(ocr, method, protocol, fold):
     """Select α on the training words, refit, score on the test words."""
     estimator, grid = methods(protocol)[method]
     train, test = split(ocr.folds, protocol, fold)
@@ -175,7 +175,7 @@ def main():
     run = Run(__file__, args.quick)
     # Longest jobs first so the two workers finish together.
     jobs = [(m, p, f) for p in ("large", "small") for m in methods() for f in range(n_folds)]
-    rows = Parallel(n_jobs=args.n_jobs)(delayed(run)(ocr, *job) for job in jobs)
+    rows = Parallel(n_jobs=args.n_jobs)(delayed(select_and_fit)(ocr, *job) for job in jobs)
     minutes = run.minutes()
     text, summary = summarise(rows, n_folds)
     text += f"\n\nWhole run {minutes:.1f} min on {args.n_jobs} processes: `{run.command()}`."

@@ -90,7 +90,7 @@ def errors(predicted, truth):
     return 100.0 * np.array([np.mean(p != t) for p, t in zip(predicted, truth, strict=True)])
 
 
-def run(name, model, X, y, X_test, y_test, n_perturbations):
+def fit_and_score(name, model, X, y, X_test, y_test, n_perturbations):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         _, seconds = timed(model.fit, X, y)
@@ -136,7 +136,8 @@ def main():
             "graph", n_rounds=3 if args.quick else 5, tighten="map", random_state=0
         )
         done = Parallel(n_jobs=2)(
-            delayed(run)(name, model, X, y, X_test, y_test, 50) for name, model in jobs.items()
+            delayed(fit_and_score)(name, model, X, y, X_test, y_test, 50)
+            for name, model in jobs.items()
         )
         results[noise] = dict(done)
         if noise == "bimodal":

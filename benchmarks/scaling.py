@@ -404,7 +404,7 @@ def size_part(run, args):
     max_length = min(args.max_length, QUICK["max_length"]) if args.quick else args.max_length
     sides = [s for s in (32, 64, 128, 256, 512) if s <= max_side]
     lengths = [d for d in (100, 316, 1000, 3162, 10_000) if d <= max_length]
-    rows, seconds = timed(size_runs, sides, lengths, args.timeout)
+    rows, run_seconds = timed(size_runs, sides, lengths, args.timeout)
     slopes = []
     for kind, name in sorted({(r["kind"], r["name"]) for r in rows}):
         points = [r for r in rows if r["kind"] == kind and r["name"] == name]
@@ -418,7 +418,7 @@ def size_part(run, args):
             work = nodes * np.array([p["solved"] for p in points], float)
             entry["time_vs_nodes_x_queries"] = slope(work, seconds)
         slopes.append(entry)
-    minutes = seconds / 60
+    minutes = run_seconds / 60
     lines = [
         "| sample | estimator | nodes | seconds | peak RSS MB | above start MB | clamped "
         "problems |",
