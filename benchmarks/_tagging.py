@@ -1,11 +1,29 @@
-"""What the tagging benchmarks (``ud_tagging.py``, ``ner.py``) share: crfsuite's tutorial
-model, timing, peak memory, the calibration of per-token marginals and the fit-times line."""
+"""The tagging protocol the tagging benchmarks (``ud_tagging.py``, ``ner.py``,
+``entity_confidence.py``, ``sequence_confidence.py``) share: the tutorial's feature dicts,
+crfsuite's tutorial model, our chain learners' settings, the fit's memory, the calibration of
+per-token marginals and the lines and cells of their tables. Timing and memory readings are the
+harness's (``_common.py``)."""
 
 import gc
-import time
-from pathlib import Path
 
 import numpy as np
+from _common import resident_mb, timed
+
+
+def feature_dicts(sentences):
+    """The tutorial's token features (``token_features``) of every token of ``sentences``,
+    crfsuite's constant ``bias`` included."""
+    from pmap_sklearn.datasets import token_features
+
+    return [[dict(token_features(s, i), bias=1.0) for i in range(len(s))] for s in sentences]
+
+
+def first(data, n: int):
+    """``data`` (a loaded corpus) cut to its first ``n`` sentences: a ``--quick`` run's."""
+    from sklearn.utils import Bunch
+
+    keys = ("sentences", "tokens", "pos", "tags")
+    return Bunch(**{k: v[:n] if k in keys else v for k, v in data.items()})
 
 
 def crfsuite_tutorial_model():
@@ -21,35 +39,79 @@ def crfsuite_tutorial_model():
 PREDICT_REPEATS = 3
 
 
-def timed(function, *args, repeat: int = 1):
-    """``(function(*args), seconds)``: the fewest seconds of ``repeat`` calls (timeit's rule:
-    the slower calls measure what else the machine was doing)."""
-    best = np.inf
-    for _ in range(repeat):
-        start = time.perf_counter()
-        result = function(*args)
-        best = min(best, time.perf_counter() - start)
-    return result, best
-
-
-def _status_mb(field: str) -> float:
-    status = Path("/proc/self/status").read_text()
-    return int(status.split(f"{field}:")[1].split()[0]) / 1024
-
-
-def peak_mb() -> float:
-    """The peak resident memory of this process."""
-    return _status_mb("VmHWM")
-
-
 def fit_and_measure(model, X, y) -> tuple[float, float]:
     """Fit ``model``; return the fit's seconds and how much the process's resident memory
     grew (MB): what the fitted model keeps, plus freed memory the allocator did not return."""
     gc.collect()
-    before = _status_mb("VmRSS")
+    before = resident_mb()
     _, seconds = timed(model.fit, X, y)
     gc.collect()
-    return seconds, _status_mb("VmRSS") - before
+    return seconds, resident_mb() - before
+
+
+def fit_crfsuite(train_dicts, train_tags, test_dicts) -> dict:
+    """crfsuite's tutorial model fitted on the feature dicts (:func:`fit_and_measure`), then
+    its predictions and per-token marginals of ``test_dicts``, each timed as the best of
+    :data:`PREDICT_REPEATS` calls: the model, ``seconds``, ``held``, ``predicted``,
+    ``predict_seconds``, ``marginals`` (n_tokens, K), ``marginal_seconds`` and the sorted
+    ``classes``."""
+    model = crfsuite_tutorial_model()
+    seconds, held = fit_and_measure(model, train_dicts, train_tags)
+    predicted, predict_seconds = timed(model.predict, test_dicts, repeat=PREDICT_REPEATS)
+    dicts, marginal_seconds = timed(model.predict_marginals, test_dicts, repeat=PREDICT_REPEATS)
+    classes = np.array(sorted(model.classes_))
+    return dict(
+        model=model,
+        seconds=seconds,
+        held=held,
+        predicted=predicted,
+        predict_seconds=predict_seconds,
+        marginals=crfsuite_marginals(dicts, classes),
+        marginal_seconds=marginal_seconds,
+        classes=classes,
+    )
+
+
+def measure_learners(measure, names, twice) -> dict:
+    """``{name: row}``: each learner of ``names`` measured by ``measure(name)`` (in its own
+    process), then those of ``twice`` once more, after all the others: their ``seconds`` the
+    faster of their two ``runs``."""
+    rows = {}
+    for name in names:
+        rows[name] = measure(name)
+        print(name, rows[name], flush=True)
+    for name in twice:  # a second pass: the faster of the two runs is reported
+        again = measure(name)
+        rows[name]["runs"] = [rows[name]["seconds"], again["seconds"]]
+        rows[name]["seconds"] = min(rows[name]["runs"])
+        print(name, "again", again, flush=True)
+    return rows
+
+
+def token_marginals(model, X):
+    """``model``'s default per-token marginals of ``X`` as one (n_tokens, K) array and their
+    seconds (the best of :data:`PREDICT_REPEATS` calls); ``(None, None)`` for a model without
+    marginals."""
+    if not hasattr(model, "predict_proba"):
+        return None, None
+    marginals, seconds = timed(model.predict_proba, X, repeat=PREDICT_REPEATS)
+    return np.concatenate(list(marginals)), seconds
+
+
+def learner_params(params: dict, n_train: int) -> dict:
+    """Our chain learner's parameters from a benchmark's table of learners: ``crfsuite_c=(c1,
+    c2)``, crfsuite's penalty on its summed objective, becomes ``alpha`` and ``l1_ratio``
+    (``crfsuite_penalty`` over ``n_train`` sentences); ``structure_bias`` a chain structure
+    with (or without) its own bias column."""
+    import pmap_sklearn
+
+    params = dict(params)
+    if "crfsuite_c" in params:  # crfsuite's c1, c2 on its summed objective
+        c1, c2 = params.pop("crfsuite_c")
+        params["alpha"], params["l1_ratio"] = pmap_sklearn.crfsuite_penalty(c1, c2, n_train)
+    if "structure_bias" in params:  # a chain structure without its own bias column
+        params["structure"] = pmap_sklearn.ChainStructure(bias=params.pop("structure_bias"))
+    return params
 
 
 def crfsuite_marginals(dicts, classes) -> np.ndarray:

@@ -35,21 +35,22 @@ vectorised once on the whole pool — the text of the pool is known in pool-base
 learning, and a feature never seen in a labelled sentence keeps a zero weight, as it would be
 left out by a vectoriser fitted on the labelled sentences alone.
 
-Run: ``python benchmarks/active_learning.py`` (about 15 minutes on 2 cores; needs
-``../shared/data/conll2002``); writes ``docs/results/active_learning.{md,json}``.
+Run: ``python benchmarks/active_learning.py [--quick]`` (about 15 minutes on 2 cores; needs
+``../shared/data/conll2002``); writes ``docs/results/active_learning.{md,json}``
+(``--quick``: a pool of the first 2,000 training sentences, 500 of testa and testb, seed 0;
+written to a temporary folder).
 """
 
-import json
-import os
-import time
 import warnings
-from pathlib import Path
 
 import numpy as np
+from _common import Run, parser, timed
+from _tagging import first
 from sklearn.exceptions import ConvergenceWarning
 
-RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
 SEEDS = (0, 1, 2)
+#: ``--quick``: the first sentences of the pool and of each test split, and the seeds.
+QUICK = dict(pool=2000, tests=500, seeds=(0,))
 START, STEP, STOP = 0.05, 0.025, 0.25
 #: Budgets (shares of the pool's sentences) reported in the table.
 REPORTED = (0.05, 0.10, 0.15, 0.20, 0.25)
@@ -115,7 +116,7 @@ def scored(model, splits) -> dict:
     return {name: entity_f1_score(y, model.predict(X)) for name, (X, y) in splits.items()}
 
 
-def run(strategy, X, y, lengths, splits, seed) -> list:
+def learning_curve(strategy, X, y, lengths, splits, seed) -> list:
     """One seed's curve: the scores at every round (``strategy`` None: random)."""
     n = len(X)
     order = np.random.default_rng(seed).permutation(n)
@@ -128,23 +129,33 @@ def run(strategy, X, y, lengths, splits, seed) -> list:
         size = round(budget * n)
         if strategy is None:
             labelled = list(order[:size])
-        started = time.perf_counter()
-        model = fit(X, y, labelled, seed)
-        fitted = time.perf_counter()
-        point = dict(
-            budget=float(budget),
-            sentences=len(labelled),
-            token_share=float(lengths[labelled].sum() / lengths.sum()),
-            fit_seconds=fitted - started,
-            **scored(model, splits),
-        )
-        if strategy is not None and budget < STOP - STEP / 2:
+        model, fit_seconds = timed(fit, X, y, labelled, seed)
+        querying = strategy is not None and budget < STOP - STEP / 2
+
+        def score_and_query(
+            model=model, size=size, budget=budget, querying=querying, labelled=labelled
+        ):
+            scores = scored(model, splits)
+            if not querying:
+                return scores, None
             pool = np.setdiff1d(np.arange(n), labelled)
             uncertainty = STRATEGIES[strategy](model, [X[i] for i in pool])
             # the most uncertain first; ties (e.g. sure sentences) in the permutation's order
             rank = np.argsort(-uncertainty, kind="stable")
-            labelled += pool[rank[: round((budget + STEP) * n) - size]].tolist()
-            point["query_seconds"] = time.perf_counter() - fitted
+            return scores, pool[rank[: round((budget + STEP) * n) - size]].tolist()
+
+        # the query's seconds: from the end of the fit, the scoring of the test splits included
+        (scores, chosen), seconds = timed(score_and_query)
+        point = dict(
+            budget=float(budget),
+            sentences=len(labelled),
+            token_share=float(lengths[labelled].sum() / lengths.sum()),
+            fit_seconds=fit_seconds,
+            **scores,
+        )
+        if querying:
+            labelled += chosen
+            point["query_seconds"] = seconds
         curve.append(point)
         print(strategy or "random", seed, {k: round(v, 4) for k, v in point.items()}, flush=True)
     return curve
@@ -159,9 +170,14 @@ def main():
     from pmap_sklearn import SequenceVectorizer
     from pmap_sklearn.datasets import load_conll2002, token_features
 
+    quick = "a pool of the first 2,000 training sentences, 500 of testa and testb, seed 0"
+    args = parser(__doc__, quick).parse_args()
+    seeds = QUICK["seeds"] if args.quick else SEEDS
     warnings.simplefilter("ignore", ConvergenceWarning)
-    load, started = os.getloadavg(), time.perf_counter()
+    run = Run(__file__, args.quick)
     train = load_conll2002("esp", "train")
+    if args.quick:
+        train = first(train, QUICK["pool"])
     vectorizer = SequenceVectorizer(token_features).fit(train.tokens)
     X = vectorizer.transform(train.tokens)
     y = list(train.tags)
@@ -169,13 +185,15 @@ def main():
     splits = {}
     for split in ("testa", "testb"):
         data = load_conll2002("esp", split)
+        if args.quick:
+            data = first(data, QUICK["tests"])
         splits[split] = (vectorizer.transform(data.tokens), data.tags)
 
-    curves = {"random": [run(None, X, y, lengths, splits, seed) for seed in SEEDS]}
+    curves = {"random": [learning_curve(None, X, y, lengths, splits, seed) for seed in seeds]}
     for strategy in STRATEGIES:
-        curves[strategy] = [run(strategy, X, y, lengths, splits, seed) for seed in SEEDS]
+        curves[strategy] = [learning_curve(strategy, X, y, lengths, splits, seed) for seed in seeds]
     chosen = max(STRATEGIES, key=lambda s: mean_at(curves[s], STOP, "testa")[0])
-    minutes = (time.perf_counter() - started) / 60
+    minutes = run.minutes()
 
     def cells(name, budget):
         a, _ = mean_at(curves[name], budget, "testa")
@@ -193,11 +211,10 @@ def main():
     lines = [
         "# Active learning: CoNLL-2002 Spanish",
         "",
-        f"`python benchmarks/active_learning.py` ({minutes:.1f} min, load average "
-        f"{load[0]:.1f}). A default PerturbMAPCRF fitted on a share of esp.train's "
+        f"{run.heading(minutes)}. A default PerturbMAPCRF fitted on a share of esp.train's "
         f"{len(y):,} sentences: a random {START:.0%} to start, then rounds that label the "
         f"{STEP:.1%} of the pool the model is least sure of, against random sentences; entity "
-        f"F1 (conlleval) on testa and testb, mean of seeds {', '.join(map(str, SEEDS))} "
+        f"F1 (conlleval) on testa and testb, mean of seeds {', '.join(map(str, seeds))} "
         "(± their standard deviation); the strategy with the best testa F1 at "
         f"{STOP:.0%} is the chosen one. Tokens: the share of the pool's tokens labelled.",
         "",
@@ -215,12 +232,9 @@ def main():
         f"Time per round ({chosen}): fit at {STOP:.0%} {fit_seconds:.1f} s, scoring the pool "
         f"{np.mean(query):.1f} s on average.",
     ]
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "active_learning.md").write_text("\n".join(lines) + "\n")
-    (RESULTS / "active_learning.json").write_text(
-        json.dumps(dict(load=load, minutes=minutes, chosen=chosen, curves=curves), indent=1)
+    run.publish(
+        "active_learning", lines, dict(load=run.load, minutes=minutes, chosen=chosen, curves=curves)
     )
-    print("\n".join(lines))
 
 
 if __name__ == "__main__":

@@ -34,19 +34,18 @@ Rows:
 
 Run: ``python benchmarks/camvid.py`` (needs ``../shared/data/camvid`` and scikit-image; the
 superpixel graphs are cached in ``~/.cache/pmap_sklearn`` after the first run, about 2 minutes
-on 2 cores); writes ``docs/results/camvid.{md,json,png}``. ``--quick`` runs a few frames.
+on 2 cores); writes ``docs/results/camvid.{md,json,png}``. ``--quick`` runs a few frames and
+prints its JSON (writes nothing).
 Stage one's fits and its test and val probabilities are cached in memory for the run
 (:class:`Memoised`), so each two-stage row costs its stage two only.
 """
 
-import argparse
 import dataclasses
 import json
-import time
 import warnings
-from pathlib import Path
 
 import numpy as np
+from _common import Run, parser, pyplot, save_figure, timed
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.exceptions import ConvergenceWarning
@@ -67,7 +66,6 @@ from pmap_sklearn.datasets import load_camvid
 from pmap_sklearn.metrics import expected_calibration_error, segmentation_scores
 from pmap_sklearn.superpixels import SuperpixelGraphs, to_pixels
 
-RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
 VOID = 11
 K = 11
 #: The hand-set weights searched on val.
@@ -116,22 +114,15 @@ def boosted():
     return HistGradientBoostingClassifier(class_weight="balanced", random_state=SEED)
 
 
-def timed(function, *args):
-    start = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        out = function(*args)
-    return out, time.perf_counter() - start
-
-
 def feature_seconds(data, n_frames=10) -> float:
     """Seconds per frame of reading a frame and building its superpixel graph (no cache)."""
     from skimage import io
 
-    start = time.perf_counter()
-    for file in data.filenames[:n_frames]:
-        SuperpixelGraphs().transform([io.imread(file)])
-    return (time.perf_counter() - start) / n_frames
+    def frames():
+        for file in data.filenames[:n_frames]:
+            SuperpixelGraphs().transform([io.imread(file)])
+
+    return timed(frames)[1] / n_frames
 
 
 def hand_potts(template, weight):
@@ -184,9 +175,7 @@ class Memoised(BaseEstimator, ClassifierMixin):
         X, y = np.asarray(X), np.asarray(y)
         key = (_data_key(X), y.tobytes())
         if key not in Memoised._fits:
-            start = time.perf_counter()
-            fitted = clone(self.estimator).fit(X, y)
-            Memoised._fits[key] = fitted, time.perf_counter() - start
+            Memoised._fits[key] = timed(clone(self.estimator).fit, X, y)
         self.fitted_, self.seconds_ = Memoised._fits[key]
         self.classes_ = self.fitted_.classes_
         return self
@@ -248,10 +237,7 @@ WITH_MARGINALS = (
 
 
 def figure(test, rows_labels, entropy, path, frames=(0, 90, 180)):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
     from matplotlib.colors import ListedColormap
     from skimage import io
 
@@ -295,12 +281,14 @@ def figure(test, rows_labels, entropy, path, frames=(0, 90, 180)):
             ax.set_yticks([])
             if row == 0:
                 ax.set_title(name, fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=80)
+    save_figure(fig, path, 80)
 
 
-def main(quick: bool) -> None:
-    started = time.perf_counter()
+def main() -> None:
+    quick = parser(__doc__, "a few frames (a smoke test); writes nothing").parse_args().quick
+    # the fits that do not converge (logistic regression, stage two's SGD) say so every row
+    warnings.simplefilter("ignore", ConvergenceWarning)
+    run = Run(__file__, quick)
     pick = (lambda n: list(range(0, n, 20))) if quick else (lambda n: None)
     data = {
         split: load_camvid(split, indices=pick(n), n_jobs=2)
@@ -433,23 +421,22 @@ def main(quick: bool) -> None:
         )
 
     results["ceiling"] = pixel_scores(test, test.target)
-    results["minutes"] = (time.perf_counter() - started) / 60
+    results["minutes"] = run.minutes()
     if quick:
         print(json.dumps(results, indent=1, default=float))
         return
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "camvid.json").write_text(json.dumps(results, indent=1, default=float))
+    run.write_json("camvid.json", results, default=float)
     figure(
         test,
         {"boosted classifier": [p.argmax(1) for p in per_frame(proba_test, test)],
          "two-stage PerturbMAPCRF": labels_of["PerturbMAPCRF"]},
         entropy,
-        RESULTS / "camvid.png",
+        run.path("camvid.png"),
     )  # fmt: skip
-    write_markdown(results)
+    write_markdown(run, results)
 
 
-def write_markdown(results) -> None:
+def write_markdown(run, results) -> None:
     def cell(value, digits=1):
         return "—" if value is None else f"{value:.{digits}f}"
 
@@ -462,7 +449,7 @@ def write_markdown(results) -> None:
     lines = [
         "# CamVid road scenes: superpixel CRFs",
         "",
-        f"`python benchmarks/camvid.py` ({results['minutes']:.0f} min). Test split (233 frames), "
+        f"`{run.command()}` ({results['minutes']:.0f} min). Test split (233 frames), "
         "pixels, void excluded; ECE over the test superpixels. Superpixel features "
         f"{results['feature_seconds_per_frame']:.2f} s a frame (read, SLIC, features). Two-stage "
         "rows: `TwoStageCRF` around the learner (its defaults: stage two's unary form, the share "
@@ -496,10 +483,8 @@ def write_markdown(results) -> None:
         "",
         "![CamVid test frames](camvid.png)",
     ]
-    (RESULTS / "camvid.md").write_text("\n".join(lines) + "\n")
+    run.write("camvid.md", "\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="a few frames (a smoke test)")
-    main(parser.parse_args().quick)
+    main()

@@ -16,22 +16,18 @@ with M = 100 on levels Δ = 10; learning on levels Δ = 1 (100 AdaGrad steps of 
 MAPs). Lhood: the negative log-likelihood bound per training patch.
 
 Run: ``python benchmarks/continuous_tables.py [--quick]``; writes
-``docs/results/continuous_tables.{md,json}`` and ``docs/results/continuous_patches.png``.
+``docs/results/continuous_tables.{md,json}`` and ``docs/results/continuous_patches.png``
+(``--quick``: fewer points, draws and steps, written to a temporary folder).
 """
 
-import argparse
-import json
-import time
-from pathlib import Path
-
 import numpy as np
+from _common import Run, parser, pyplot, save_figure, timed
 from scipy.special import softmax
 from skimage.data import camera
 
 from pmap_sklearn import ContinuousLogSupermodularDenoiser
 from pmap_sklearn.continuous import snr
 
-RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
 THESIS_41 = {
     "continuous MAP": 0.693,
     "MAP, levels 0.5": 0.744,
@@ -131,28 +127,34 @@ def tables_42_43(quick):
     for table, models in setups.items():
         results[table] = {}
         for name, groups, center in models:
-            started = time.perf_counter()
-            model = ContinuousLogSupermodularDenoiser(
-                groups=groups,
-                basis="haar" if table == "wavelets" else "identity",
-                center=center,
-                grid_step=1.0,
-                noise_std=sigma,
-                max_iter=steps,
-                random_state=0,
-                n_jobs=2,
-            ).fit(train)
-            if name == "baseline":
-                model.group_weights_ = np.zeros_like(model.group_weights_)
-            fit_seconds = time.perf_counter() - started
+
+            def fit(name=name, groups=groups, center=center, table=table):
+                model = ContinuousLogSupermodularDenoiser(
+                    groups=groups,
+                    basis="haar" if table == "wavelets" else "identity",
+                    center=center,
+                    grid_step=1.0,
+                    noise_std=sigma,
+                    max_iter=steps,
+                    random_state=0,
+                    n_jobs=2,
+                ).fit(train)
+                if name == "baseline":
+                    model.group_weights_ = np.zeros_like(model.group_weights_)
+                return model
+
+            model, fit_seconds = timed(fit)
             row = {"lhood": float(-model.score_samples(train).mean()), "fit_s": fit_seconds}
             for label, decoding, step in DECODINGS:
                 model.set_params(grid_step=step, decoding=decoding)
-                started = time.perf_counter()
-                denoised = [model.predict(x) for x in noisy]
-                scores = [snr(test, d) for d in denoised]
+
+                def decode(model=model):
+                    denoised = [model.predict(x) for x in noisy]
+                    return denoised, [snr(test, d) for d in denoised]
+
+                (denoised, scores), seconds = timed(decode)
                 row[label] = [float(np.mean(scores)), float(np.std(scores))]
-                row[f"{label} s"] = time.perf_counter() - started
+                row[f"{label} s"] = seconds
                 examples[(table, name, label)] = denoised[0][:4]
             results[table][name] = row
             print(table, name, row, flush=True)
@@ -162,25 +164,23 @@ def tables_42_43(quick):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer points, draws and steps")
-    args = parser.parse_args()
-    started = time.perf_counter()
+    args = parser(__doc__, "fewer points, draws and steps").parse_args()
+    run = Run(__file__, args.quick)
     results = {"quick": args.quick, "table_41": table_41(args.quick)}
     print(results["table_41"], flush=True)
     tables, figure_data = tables_42_43(args.quick)
     results.update(tables)
-    results["minutes"] = (time.perf_counter() - started) / 60
-    write(results, args.quick)
-    plot(*figure_data)
+    results["minutes"] = run.minutes()
+    write(run, results)
+    plot(run, *figure_data)
 
 
-def write(results, quick):
+def write(run, results):
     t41 = results["table_41"]
     lines = [
         "# Continuous log-supermodular priors, Shpakova (2019) Tables 4.1–4.3",
         "",
-        f"Command: `python benchmarks/continuous_tables.py{' --quick' if quick else ''}` "
+        f"Command: `{run.command()}` "
         f"({results['minutes']:.1f} min on 2 cores). The thesis's values in brackets.",
         "",
         "## Table 4.1: 1-D prior e^{−|α|}, σ = 1, mean squared error",
@@ -233,13 +233,11 @@ def write(results, quick):
         lines.append("")
     text = "\n".join(lines) + "\n"
     print(text)
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "continuous_tables.md").write_text(text)
-    (RESULTS / "continuous_tables.json").write_text(json.dumps(results, indent=1))
+    run.save("continuous_tables", text, results)
 
 
-def plot(clean, noisy, examples):
-    import matplotlib.pyplot as plt
+def plot(run, clean, noisy, examples):
+    plt = pyplot()
 
     columns = [
         ("clean", clean),
@@ -255,8 +253,7 @@ def plot(clean, noisy, examples):
             axes[i, j].imshow(images[i], cmap="gray", vmin=0, vmax=255)
             axes[i, j].axis("off")
         axes[0, j].set_title(title, fontsize=8)
-    figure.tight_layout()
-    figure.savefig(RESULTS / "continuous_patches.png", dpi=90)
+    save_figure(figure, run.path("continuous_patches.png"), 90)
 
 
 if __name__ == "__main__":

@@ -13,22 +13,18 @@ mean ± std over 5 noise draws. Methods:
   learned, fixed penalties 1e-2 as in the thesis.
 
 Run: ``python benchmarks/denoising_table.py [--quick]``; writes
-``docs/results/denoising_table.{md,json}`` and ``docs/results/denoising_examples.png``.
+``docs/results/denoising_table.{md,json}`` and ``docs/results/denoising_examples.png``
+(``--quick``: one draw, 10 passes; writes nothing).
 """
 
-import argparse
-import json
-import time
-from pathlib import Path
-
 import numpy as np
+from _common import Run, parser, pyplot, save_figure, timed
 from joblib import Parallel, delayed
 from sklearn.model_selection import GridSearchCV, KFold
 
 from pmap_sklearn import GridStructure, LogSupermodularDenoiser, StructuredSVM
 from pmap_sklearn.datasets import add_flip_noise, horse_split, load_weizmann_horse_masks
 
-RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
 NOISE_LEVELS = [0.01, 0.05, 0.10, 0.20]
 THESIS = {  # Tables 2.1-2.3 of the thesis, pixel error %
     "supervised, max-marg.": [0.4, 1.1, 2.1, 4.2],
@@ -89,32 +85,32 @@ def run_draw(train, test, level_index, draw, chosen, max_iter):
     level = NOISE_LEVELS[level_index]
     noisy_train, noisy_test = noisy_pair(train, test, level_index, draw)
     errors, seconds, examples = {}, {}, {"noisy": noisy_test[0]}
-    started = time.perf_counter()
     supervised = LogSupermodularDenoiser(
         noise_level=level, max_iter=max_iter, random_state=draw, **chosen["denoiser"]
-    ).fit(noisy_train, train)
-    seconds["supervised fit"] = time.perf_counter() - started
+    )
+    _, seconds["supervised fit"] = timed(supervised.fit, noisy_train, train)
     for decoding, name in [("map", "max-marg."), ("marginal", "mean-marg.")]:
         predicted = supervised.predict(noisy_test, decoding=decoding)
         errors[f"supervised, {name}"] = pixel_error(predicted, test)
         examples[f"supervised, {name}"] = predicted[0]
-    started = time.perf_counter()
-    prior = shape_prior(train)
-    svm = StructuredSVM(GridStructure(), max_iter=max_iter, random_state=draw, **chosen["svm"])
-    svm.fit(svm_features(noisy_train, prior), list(train))
-    seconds["S-SVM fit"] = time.perf_counter() - started
+
+    def fit_svm():  # the shape prior and the features are timed with the fit
+        prior = shape_prior(train)
+        svm = StructuredSVM(GridStructure(), max_iter=max_iter, random_state=draw, **chosen["svm"])
+        return prior, svm.fit(svm_features(noisy_train, prior), list(train))
+
+    (prior, svm), seconds["S-SVM fit"] = timed(fit_svm)
     predicted = np.stack(svm.predict(svm_features(noisy_test, prior)))
     errors["S-SVM"] = pixel_error(predicted, test)
     for known, noise_level in [("known", level), ("learned", "learn")]:
-        started = time.perf_counter()
         unsupervised = LogSupermodularDenoiser(
             noise_level=noise_level,
             reg_field=UNSUPERVISED_PENALTY,
             reg_cut=UNSUPERVISED_PENALTY,
             max_iter=max_iter,
             random_state=draw,
-        ).fit(noisy_train)
-        seconds[f"unsup. π {known} fit"] = time.perf_counter() - started
+        )
+        _, seconds[f"unsup. π {known} fit"] = timed(unsupervised.fit, noisy_train)
         for decoding, name in [("map", "max-marg."), ("marginal", "mean-marg.")]:
             predicted = unsupervised.predict(noisy_test, decoding=decoding)
             errors[f"unsup. π {known}, {name}"] = pixel_error(predicted, test)
@@ -147,10 +143,7 @@ def table(results, n_draws):
 
 
 def figure(test, results, path):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     columns = ["clean", "noisy", "supervised, mean-marg.", "unsup. π known, max-marg."]
     fig, axes = plt.subplots(len(NOISE_LEVELS), len(columns), figsize=(8, 8))
@@ -164,17 +157,15 @@ def figure(test, results, path):
             if i == 0:
                 axes[i, j].set_title(column, fontsize=8)
         axes[i, 0].set_ylabel(f"π = {100 * level:g} %")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    save_figure(fig, path, 100)
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="one draw, 10 passes (smoke run)")
-    parser.add_argument("--n-jobs", type=int, default=2)
-    args = parser.parse_args()
+    args = parser(
+        __doc__, "one draw, 10 passes (smoke run); writes nothing", n_jobs="processes"
+    ).parse_args()
     n_draws, max_iter = (1, 10) if args.quick else (5, 30)
-    started = time.perf_counter()
+    run = Run(__file__, args.quick)
     split = horse_split()
     masks = load_weizmann_horse_masks().images
     train, test = masks[split.perm[100:200]], masks[split.perm[:100]]
@@ -183,13 +174,13 @@ def main():
         denoiser, svm = select(train, test, i, max_iter, args.n_jobs)
         chosen.append({"denoiser": denoiser, "svm": svm})
         print(f"π = {NOISE_LEVELS[i]:.2f}: chosen {chosen[-1]}", flush=True)
-    selection_seconds = time.perf_counter() - started
+    selection_seconds = run.minutes() * 60
     results = Parallel(n_jobs=args.n_jobs)(
         delayed(run_draw)(train, test, i, draw, chosen[i], max_iter)
         for i in range(len(NOISE_LEVELS))
         for draw in range(n_draws)
     )
-    total = time.perf_counter() - started
+    total = run.minutes() * 60
     text = table(results, n_draws)
     timing = {name: float(np.mean([r[3][name] for r in results])) for name in results[0][3]}
     summary = (
@@ -198,18 +189,14 @@ def main():
         + "\n\nMean fit seconds per draw: "
         + ", ".join(f"{k} {v:.1f}" for k, v in timing.items())
         + f"\n\nWhole run: {total / 60:.1f} min on {args.n_jobs} processes "
-        f"(selection {selection_seconds:.0f} s); `python benchmarks/denoising_table.py"
-        f"{' --quick' if args.quick else ''}`."
+        f"(selection {selection_seconds:.0f} s); `{run.command()}`."
     )
     print(summary)
     if not args.quick:
-        RESULTS.mkdir(parents=True, exist_ok=True)
-        (RESULTS / "denoising_table.md").write_text(summary + "\n")
         records = [{"noise": NOISE_LEVELS[r[0]], "draw": r[1], **r[2]} for r in results]
-        (RESULTS / "denoising_table.json").write_text(
-            json.dumps({"results": records, "chosen": chosen, "minutes": total / 60}, indent=1)
-        )
-        figure(test, results, RESULTS / "denoising_examples.png")
+        payload = {"results": records, "chosen": chosen, "minutes": total / 60}
+        run.save("denoising_table", summary + "\n", payload)
+        figure(test, results, run.path("denoising_examples.png"))
 
 
 if __name__ == "__main__":

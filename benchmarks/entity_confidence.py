@@ -23,29 +23,24 @@ of all of them. Every model with its defaults (``random_state=0``; the defaults 
 testa, never on testb. The reliability diagram (10 bins) of ``PerturbMAPCRF``'s entity
 probabilities, perturbed MAPs against exact, shows where they are over-confident.
 
-Run: ``python benchmarks/entity_confidence.py`` (about 10 minutes; sklearn-crfsuite rows need
-the benchmark extras); writes ``docs/results/entity_confidence.{md,json}``.
+Run: ``python benchmarks/entity_confidence.py [--quick]`` (about 10 minutes; sklearn-crfsuite
+rows need the benchmark extras); writes ``docs/results/entity_confidence.{md,json}``
+(``--quick``: the first 2,000 training sentences, 500 of testa and testb, written to a temporary
+folder).
 """
 
-import json
-import os
-import time
 import warnings
-from pathlib import Path
 
 import numpy as np
+from _common import Run, parser, timed
+from _tagging import feature_dicts, first
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.pipeline import make_pipeline
 
-RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
 COVERAGE = 0.8
 BINS = 15
-
-
-def dicts_of(sentences):
-    from pmap_sklearn.datasets import token_features
-
-    return [[dict(token_features(s, i), bias=1.0) for i in range(len(s))] for s in sentences]
+#: ``--quick``: the first sentences of each split.
+QUICK = dict(train=2000, testa=500, testb=500)
 
 
 def heuristics(predicted, marginals, classes):
@@ -90,10 +85,15 @@ def main():
     from pmap_sklearn.inspection import entity_probabilities
     from pmap_sklearn.metrics import reliability_curve
 
+    args = parser(
+        __doc__, "the first 2,000 training sentences, 500 of testa and testb"
+    ).parse_args()
     warnings.simplefilter("ignore", ConvergenceWarning)
-    load, started = os.getloadavg(), time.perf_counter()
+    run = Run(__file__, args.quick)
     train, test = load_conll2002("esp", "train"), load_conll2002("esp", "testb")
-    train_dicts, test_dicts = dicts_of(train.tokens), dicts_of(test.tokens)
+    if args.quick:
+        train, test = first(train, QUICK["train"]), first(test, QUICK["testb"])
+    train_dicts, test_dicts = feature_dicts(train.tokens), feature_dicts(test.tokens)
     rows, curves = [], {}
 
     def add(model, confidence_name, confidence, right):
@@ -101,12 +101,14 @@ def main():
         print(rows[-1], flush=True)
 
     def probabilities(model, method=None):
-        start = time.perf_counter()
-        found = entity_probabilities(model, test_dicts, method=method, random_state=0)
-        seconds = time.perf_counter() - start
+        found, seconds = timed(
+            entity_probabilities, model, test_dicts, method=method, random_state=0
+        )
         return np.array([p for sentence in found for *_, p in sentence]), seconds
 
     dev = load_conll2002("esp", "testa")
+    if args.quick:
+        dev = first(dev, QUICK["testa"])
     for name, learner in (
         ("PerturbMAPCRF", PerturbMAPCRF(random_state=0)),
         ("PerturbMAPCRF, temperature fitted on testa", PerturbMAPCRF(random_state=0)),
@@ -116,7 +118,7 @@ def main():
     ):
         model = make_pipeline(SequenceVectorizer(), learner).fit(train_dicts, train.tags)
         if "temperature" in name:  # temperature scaling of the marginals on the tuning split
-            model[-1].calibrate_marginals(model[0].transform(dicts_of(dev.tokens)), dev.tags)
+            model[-1].calibrate_marginals(model[0].transform(feature_dicts(dev.tokens)), dev.tags)
         predicted = list(model.predict(test_dicts))
         right = correctness(predicted, test.tags)
         probability, seconds = probabilities(model)
@@ -137,7 +139,7 @@ def main():
         add(name, "product of the token marginals", product, right)
 
     try:
-        from _tagging import crfsuite_tutorial_model
+        from _tagging import crfsuite_tutorial_model  # sklearn-crfsuite, when installed
 
         crf = crfsuite_tutorial_model().fit(train_dicts, train.tags)
     except ImportError:
@@ -154,12 +156,11 @@ def main():
         add("sklearn-crfsuite", "mean of the token marginals", mean, right)
         add("sklearn-crfsuite", "product of the token marginals", product, right)
 
-    minutes = (time.perf_counter() - started) / 60
+    minutes = run.minutes()
     lines = [
         "# Entity confidence: CoNLL-2002 Spanish (testb)",
         "",
-        f"`python benchmarks/entity_confidence.py` ({minutes:.1f} min, load average "
-        f"{load[0]:.1f}). Each predicted entity's confidence against whether the gold tags "
+        f"{run.heading(minutes)}. Each predicted entity's confidence against whether the gold tags "
         f"hold it; ECE over {BINS} bins; precision of the {COVERAGE:.0%} most confident "
         "entities and of all. Models with their defaults (seed 0 unless named); the one "
         "temperature is fitted on testa.",
@@ -196,12 +197,11 @@ def main():
             for key, fmt in (("count", "{:,}"), ("confidence", "{:.3f}"), ("accuracy", "{:.3f}"))
         ]
         lines.append(f"| {b / 10:.1f}–{(b + 1) / 10:.1f} | " + " | ".join(cells) + " |")
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "entity_confidence.md").write_text("\n".join(lines) + "\n")
-    (RESULTS / "entity_confidence.json").write_text(
-        json.dumps(dict(load=load, minutes=minutes, rows=rows, reliability=reliability), indent=1)
+    run.publish(
+        "entity_confidence",
+        lines,
+        dict(load=run.load, minutes=minutes, rows=rows, reliability=reliability),
     )
-    print("\n".join(lines))
 
 
 if __name__ == "__main__":

@@ -17,15 +17,12 @@
       20 masks never seen in training.
 
 Run: ``python benchmarks/epsilon_experiments.py [--quick]``; writes
-``docs/results/epsilon_experiments.{md,json}`` and ``docs/results/epsilon_examples.png``.
+``docs/results/epsilon_experiments.{md,json}`` and ``docs/results/epsilon_examples.png``
+(``--quick``: fewer iterations and images, written to a temporary folder).
 """
 
-import argparse
-import json
-import time
-from pathlib import Path
-
 import numpy as np
+from _common import Run, parser, pyplot, save_figure, timed
 from joblib import Parallel, delayed
 
 from pmap_sklearn import EpsilonCRF, GridStructure, PerturbMAPCRF, StructuredSVM
@@ -36,7 +33,6 @@ from pmap_sklearn.datasets import (
     load_weizmann_horse_masks,
 )
 
-RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
 PAPER_FIG1 = {  # Hazan & Urtasun (2010), Fig. 1: test error % on I1..I4
     "gaussian": {
         "ours (untied, ε = 1)": [0.0488, 0.0073, 0.1294, 0.1318],
@@ -86,9 +82,7 @@ def experiment_small(size, epsilons, quick):
     max_iter = 300 if quick else 2000
 
     def run(name, model, decode_epsilon=None):
-        start = time.perf_counter()
-        model.fit(X, y)
-        seconds = time.perf_counter() - start
+        _, seconds = timed(model.fit, X, y)
         if decode_epsilon is not None:
             model.set_params(epsilon=decode_epsilon)
         gap = getattr(model, "gap_history_", [np.nan])[-1]
@@ -142,9 +136,7 @@ def one_base(index, base, noise, quick):
     }
     out, shown = {}, {}
     for name, model in models.items():
-        start = time.perf_counter()
-        model.fit(X_train, y_train)
-        seconds = time.perf_counter() - start
+        _, seconds = timed(model.fit, X_train, y_train)
         predicted = model.predict(X_test)
         error = 100.0 * np.mean([np.mean(p != t) for p, t in zip(predicted, y_test, strict=True)])
         out[name] = dict(error=float(error), seconds=seconds)
@@ -163,10 +155,8 @@ def unseen(bases, others, noise, quick):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer iterations and images")
-    args = parser.parse_args()
-    started = time.perf_counter()
+    args = parser(__doc__, "fewer iterations and images").parse_args()
+    run = Run(__file__, args.quick)
     results = {}
 
     small = experiment_small(10, [1.0, 0.5, 0.01, 0.0], args.quick)
@@ -190,13 +180,12 @@ def main():
     )
     results["kumar_hebert"] = table
     results["unseen_masks"] = dict(zip(("gaussian", "bimodal"), honest, strict=True))
-    results["minutes"] = (time.perf_counter() - started) / 60
+    results["minutes"] = run.minutes()
     results["quick"] = args.quick
 
     lines = ["# Hazan & Urtasun (2010), §6, with EpsilonCRF", ""]
     lines += [
-        f"Command: `python benchmarks/epsilon_experiments.py{' --quick' if args.quick else ''}`"
-        f" ({results['minutes']:.1f} min on 2 cores).",
+        f"Command: `{run.command()}` ({results['minutes']:.1f} min on 2 cores).",
         "",
     ]
     for title, rows in (
@@ -240,14 +229,12 @@ def main():
         lines.append(f"| {noise} | {value:.2f} |")
     text = "\n".join(lines) + "\n"
     print(text)
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "epsilon_experiments.md").write_text(text)
-    (RESULTS / "epsilon_experiments.json").write_text(json.dumps(results, indent=1))
-    plot(examples, bases[0])
+    run.save("epsilon_experiments", text, results)
+    plot(run, examples, bases[0])
 
 
-def plot(examples, clean):
-    import matplotlib.pyplot as plt
+def plot(run, examples, clean):
+    plt = pyplot()
 
     names = list(next(iter(examples.values()))[1])
     figure, axes = plt.subplots(2, 2 + len(names), figsize=(2.2 * (2 + len(names)), 4.6))
@@ -257,8 +244,7 @@ def plot(examples, clean):
             axis.imshow(image, cmap="gray")
             axis.set_title(title.replace(", ", "\n"), fontsize=8)
             axis.axis("off")
-    figure.tight_layout()
-    figure.savefig(RESULTS / "epsilon_examples.png", dpi=90)
+    save_figure(figure, run.path("epsilon_examples.png"), 90)
 
 
 if __name__ == "__main__":

@@ -24,19 +24,18 @@ labelling reaches its bound) and bound gap, seconds per call on the 200 graphs a
 single graph. Against brute force: 3×3 snake grids (K = 5, 5⁹ labellings), random tables
 of both signs on 3×4 grids (K = 3) and on complete graphs of 6 nodes (K = 2, multi-label).
 
-Run: ``python benchmarks/general_tables.py [--skip-message-passing]``; writes
+Run: ``python benchmarks/general_tables.py [--quick] [--skip-message-passing]``; writes
 ``docs/results/general_tables.{md,json}``. Timings depend on the machine's load (recorded).
+``--quick``: 20 training and 50 test graphs, no message-passing learners, written to a
+temporary folder.
 """
 
-import argparse
 import itertools
-import json
-import os
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
+from _common import Run, loads, parser, timed
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import minimum_spanning_tree
 from sklearn.exceptions import ConvergenceWarning
@@ -60,7 +59,8 @@ from pmap_sklearn.solvers import (
     TRWSSolver,
 )
 
-RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
+#: ``--quick``: the training and test graphs.
+QUICK = dict(train=20, test=50)
 TIED = dict(symmetric_edge_features=[0, 1], antisymmetric_edge_features=[2])
 LEARNERS = {
     "PerturbMAPCRF": PerturbMAPCRF,
@@ -106,9 +106,9 @@ def accuracies(predicted, target):
 def fit_row(name, learner, model, X, y, X_test, y_test):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        wall, cpu = time.perf_counter(), time.process_time()
-        model.fit(X, y)
-        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        cpu = time.process_time()
+        _, wall = timed(model.fit, X, y)
+        cpu = time.process_time() - cpu
     snake, node = accuracies(model.predict(X_test), y_test)
     row = dict(
         model=name,
@@ -192,10 +192,11 @@ def learning(train, test, skip_message_passing):
 
 
 def single_call_seconds(solver, potentials, n=20):
-    start = time.perf_counter()
-    for i in range(n):
-        solver.map(potentials.take([i]))
-    return (time.perf_counter() - start) / n
+    def calls():
+        for i in range(n):
+            solver.map(potentials.take([i]))
+
+    return timed(calls)[1] / n
 
 
 def map_quality(train, test):
@@ -218,9 +219,8 @@ def map_quality(train, test):
     for case, potentials in (("learned model", plain), ("learned model + Gumbel", perturbed)):
         scores, seconds, extra = {}, {}, {}
         for name, solver in solvers.items():
-            start = time.perf_counter()
             if isinstance(solver, TRWSSolver):
-                result = solver.solve(potentials)
+                result, seconds[name] = timed(solver.solve, potentials)
                 labels = result.labels
                 certified = result.bound - result.score <= 1e-9 * (1 + np.abs(result.bound))
                 extra[name] = dict(
@@ -229,8 +229,7 @@ def map_quality(train, test):
                     passes=result.n_iter,
                 )
             else:
-                labels = solver.map(potentials)
-            seconds[name] = time.perf_counter() - start
+                labels, seconds[name] = timed(solver.map, potentials)
             scores[name] = potentials.score(labels)
         best = np.max(np.stack(list(scores.values())), axis=0)
         for name in solvers:
@@ -292,9 +291,7 @@ def small_exact():
             "TRW-S (colouring order)": TRWSSolver(order="colour"),
             "message passing": MessagePassingSolver(),
         }.items():
-            start = time.perf_counter()
-            labels = solver.map(potentials)
-            seconds = time.perf_counter() - start
+            labels, seconds = timed(solver.map, potentials)
             score = potentials.score(labels)
             rows.append(
                 dict(
@@ -314,22 +311,21 @@ def small_exact():
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument(
+    cli = parser(__doc__, "20 training and 50 test graphs, no message-passing learners")
+    cli.add_argument(
         "--skip-message-passing",
         action="store_true",
         help="leave out the message-passing learners (minutes each)",
     )
-    args = parser.parse_args()
-    started = time.perf_counter()
-    load = os.getloadavg()
-    train = make_snake_data(60, random_state=0)
-    test = make_snake_data(200, random_state=1)
-    rows = learning(train, test, args.skip_message_passing)
+    args = cli.parse_args()
+    run = Run(__file__, args.quick)
+    train = make_snake_data(QUICK["train"] if args.quick else 60, random_state=0)
+    test = make_snake_data(QUICK["test"] if args.quick else 200, random_state=1)
+    rows = learning(train, test, args.skip_message_passing or args.quick)
     quality = map_quality(train, test)
     exact = small_exact()
-    minutes = (time.perf_counter() - started) / 60
-    load_after = os.getloadavg()
+    minutes = run.minutes()
+    load_after = loads()
     forest = {
         r["learner"]: r["fit_seconds"]
         for r in rows
@@ -347,27 +343,20 @@ def main():
                     ratio_to_forest=r["fit_seconds"] / forest[r["learner"]],
                 )
             )
-    json.dump(
-        dict(
-            load_before=load,
-            load_after=load_after,
-            minutes=minutes,
-            learning=rows,
-            map_quality=quality,
-            brute_force=exact,
-            targets=targets,
-        ),
-        open(RESULTS / "general_tables.json", "w"),
-        indent=1,
+    payload = dict(
+        **run.loads_record(minutes, load_after),
+        learning=rows,
+        map_quality=quality,
+        brute_force=exact,
+        targets=targets,
     )
     lines = [
         "# General pairwise tables on loopy graphs: TRW-S, message passing, a forest",
         "",
-        f"`python benchmarks/general_tables.py` ({minutes:.1f} min; load average "
-        f"{load[0]:.1f} before, {load_after[0]:.1f} after, on "
-        f"{os.cpu_count()} cores). `make_snake_data`: 60 training and 200 test graphs of 6×8 "
-        "nodes, K = 11, 5 % noisy colours. Defaults of every learner; accuracy on the snakes' "
-        "nodes (label > 0) and on all nodes; fit seconds (wall, and CPU of the process).",
+        f"{run.heading(minutes, after=load_after)}. `make_snake_data`: 60 training and 200 "
+        "test graphs of 6×8 nodes, K = 11, 5 % noisy colours. Defaults of every learner; "
+        "accuracy on the snakes' nodes (label > 0) and on all nodes; fit seconds (wall, and "
+        "CPU of the process).",
         "",
         "**Learning**",
         "",
@@ -427,8 +416,7 @@ def main():
             f"| {r['case']} | {r['solver']} | {r['exact_share']:.2f} | {r['mean_gap']:.4f} | "
             f"{r['seconds']:.3f} |"
         )
-    (RESULTS / "general_tables.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    run.publish("general_tables", lines, payload)
 
 
 if __name__ == "__main__":

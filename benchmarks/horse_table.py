@@ -10,15 +10,12 @@ fully labelled images, weak images always stay in training; the score is the siz
 Hamming loss. The table reports the weighted Hamming loss ×100 on the 100 test images.
 
 Run: ``python benchmarks/horse_table.py [--quick]``; writes ``docs/results/horse_table.{md,json}``
-and ``docs/results/horse_examples.png``.
+and ``docs/results/horse_examples.png`` (``--quick``: settings (a) and (d), written to a
+temporary folder).
 """
 
-import argparse
-import json
-import time
-from pathlib import Path
-
 import numpy as np
+from _common import Run, parser, pyplot, save_figure, timed
 from sklearn.model_selection import GridSearchCV, KFold
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler
@@ -33,7 +30,6 @@ from pmap_sklearn import (
 )
 from pmap_sklearn.datasets import horse_split, load_weizmann_horses, paint
 
-RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
 PAPER = {  # HorseSeg, Tables 3-4 of the paper: (a) (b) (c) (d) (e) (f) where reported
     "S-SVM+BCFW": "12.3, -, -, 17.3, 14.0 (medium+bbox), 16.1 (medium w/o bbox)",
     "perturb&MAP": "20.9, -, -, 23.2, 23.4, 23.0",
@@ -98,10 +94,7 @@ def labelled_folds(labels, n_folds):
 
 
 def figure(horses, split, fitted, path):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
     from skimage import io
     from skimage.transform import resize
 
@@ -122,19 +115,19 @@ def figure(horses, split, fitted, path):
             ax.imshow(image, cmap="gray" if image.ndim == 2 else None, vmin=0, vmax=1)
             ax.set_title(title)
             ax.axis("off")
-    fig.tight_layout()
-    fig.savefig(path, dpi=80)
+    save_figure(fig, path, 80)
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="settings (a) and (d) only")
-    parser.add_argument("--data", default=None, help="folder with rgb/ and figure_ground/")
-    parser.add_argument("--n-jobs", type=int, default=2)
-    args = parser.parse_args()
-    started = time.perf_counter()
+    args = parser(
+        __doc__,
+        "settings (a) and (d) only",
+        n_jobs="processes",
+        data="folder with rgb/ and figure_ground/",
+    ).parse_args()
+    run = Run(__file__, args.quick)
     horses = load_weizmann_horses(args.data, n_jobs=args.n_jobs)
-    print(f"features loaded in {time.perf_counter() - started:.1f} s", flush=True)
+    print(f"features loaded in {run.minutes() * 60:.1f} s", flush=True)
     split = horse_split()
     X_test = [horses.data[i] for i in split.test]
     y_test = [horses.target[i] for i in split.test]
@@ -148,21 +141,25 @@ def main():
         X = [horses.data[i] for i in train]
         weak = any(np.any(t < 0) for t in labels)
         for method, (estimator, grid) in methods(weak).items():
-            t0 = time.perf_counter()
-            pipe = Pipeline([("scale", NodeTransformer(StandardScaler())), ("model", estimator)])
-            # 5 labelled images: leave-one-out when supervised, 3 folds when weak images
-            # make every fit long (time budget).
-            n_folds = 5 if len(train) < 15 else 3
-            search = GridSearchCV(
-                pipe,
-                grid,
-                cv=labelled_folds(labels, n_folds),
-                scoring=weighted_hamming_scorer,
-                n_jobs=args.n_jobs,
-            )
-            search.fit(X, labels)
-            loss = 100 * weighted_hamming_loss(y_test, search.predict(X_test), sizes)
-            seconds = time.perf_counter() - t0
+
+            def search_and_score(estimator=estimator, grid=grid, X=X, labels=labels, train=train):
+                pipe = Pipeline(
+                    [("scale", NodeTransformer(StandardScaler())), ("model", estimator)]
+                )
+                # 5 labelled images: leave-one-out when supervised, 3 folds when weak images
+                # make every fit long (time budget).
+                n_folds = 5 if len(train) < 15 else 3
+                search = GridSearchCV(
+                    pipe,
+                    grid,
+                    cv=labelled_folds(labels, n_folds),
+                    scoring=weighted_hamming_scorer,
+                    n_jobs=args.n_jobs,
+                )
+                search.fit(X, labels)
+                return search, 100 * weighted_hamming_loss(y_test, search.predict(X_test), sizes)
+
+            (search, loss), seconds = timed(search_and_score)
             results[(setting, method)] = loss
             rows.append(
                 dict(
@@ -188,19 +185,19 @@ def main():
         cells = " | ".join(f"{results[(s, method)]:.1f}" for s in names)
         lines.append(f"| {method} | {cells} | {PAPER[method]} |")
     table = "\n".join(lines)
-    total = time.perf_counter() - started
-    print(f"\nWeighted Hamming loss x100 on the 100 test images ({total / 60:.1f} min)\n{table}")
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    command = "python benchmarks/horse_table.py" + (" --quick" if args.quick else "")
-    (RESULTS / "horse_table.json").write_text(
-        json.dumps(dict(command=command, minutes=total / 60, rows=rows), indent=2, default=str)
-    )
-    (RESULTS / "horse_table.md").write_text(
+    minutes = run.minutes()
+    print(f"\nWeighted Hamming loss x100 on the 100 test images ({minutes:.1f} min)\n{table}")
+    command = run.command()
+    run.save(
+        "horse_table",
         f"# Horse segmentation (weighted Hamming ×100, 100 test images)\n\n`{command}` "
-        f"({total / 60:.1f} min)\n\n{table}\n\n![examples](horse_examples.png)\n"
+        f"({minutes:.1f} min)\n\n{table}\n\n![examples](horse_examples.png)\n",
+        dict(command=command, minutes=minutes, rows=rows),
+        indent=2,
+        default=str,
     )
     if best_wm is not None:
-        figure(horses, split, best_wm, RESULTS / "horse_examples.png")
+        figure(horses, split, best_wm, run.path("horse_examples.png"))
 
 
 if __name__ == "__main__":

@@ -24,20 +24,17 @@ Reported: PSNR (dB, data range 255), SSIM and seconds per photo; then a 512² ph
 memory.
 
 Run: ``python benchmarks/image_denoising.py [--quick]`` (needs ``pip install ".[benchmarks]"``);
-writes ``docs/results/image_denoising.{md,json}`` and ``image_denoising.png``.
+writes ``docs/results/image_denoising.{md,json}`` and ``image_denoising.png`` (``--quick``:
+camera at σ = 25 and one decoding of the 512² photo; writes nothing).
 """
 
-import argparse
 import copy
-import json
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
+from _common import Run, parser, pyplot, run_child, save_figure, timed
 
-RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
 TRAIN = ["astronaut", "coffee", "chelsea", "rocket"]
 TEST = ["camera", "moon", "coins"]
 SIGMAS = [10, 15, 25, 50]
@@ -139,9 +136,8 @@ def fit_priors(train):
     for params, _ in MODELS.values():
         key = tuple(sorted(params.items()))
         if key not in fitted:
-            start = time.perf_counter()
-            fitted[key] = ContinuousLogSupermodularDenoiser(**PRIOR, **params).fit(train)
-            seconds[key] = time.perf_counter() - start
+            model = ContinuousLogSupermodularDenoiser(**PRIOR, **params)
+            fitted[key], seconds[key] = timed(model.fit, train)
     return fitted, seconds
 
 
@@ -160,13 +156,11 @@ def table(quick):
             for name, (params, decoding) in MODELS.items():
                 model = copy.deepcopy(priors[tuple(sorted(params.items()))])
                 model.set_params(noise_std=sigma, **decoding)
-                start = time.perf_counter()
-                estimate = model.predict(noisy)
-                row[name] = (*scores(clean, estimate), time.perf_counter() - start)
+                estimate, seconds = timed(model.predict, noisy)
+                row[name] = (*scores(clean, estimate), seconds)
             for name in ["TV (Chambolle)", "wavelet BayesShrink", "NL-means"]:
-                start = time.perf_counter()
-                estimate = classic(name, noisy, sigma, weight)
-                row[name] = (*scores(clean, estimate), time.perf_counter() - start)
+                estimate, seconds = timed(classic, name, noisy, sigma, weight)
+                row[name] = (*scores(clean, estimate), seconds)
             row["tv_weight"] = weight
             rows.append(row)
             print(
@@ -177,11 +171,10 @@ def table(quick):
 
 
 TIMING = """
-import json, time
-from pathlib import Path
 import numpy as np
 sys_path = {path!r}
 import sys; sys.path.insert(0, sys_path)
+from _common import peak_mb, print_result, timed
 from image_denoising import photo, noised, TRAIN
 from pmap_sklearn import ContinuousLogSupermodularDenoiser
 train = [photo(name) for name in TRAIN]
@@ -193,12 +186,9 @@ model.set_params(noise_std=25)
 out = {{}}
 for label, params in {decodings!r}.items():
     model.set_params(**params)
-    start = time.perf_counter()
-    model.predict(noisy)
-    out[label] = time.perf_counter() - start
-status = Path("/proc/self/status").read_text()
-out["peak MB"] = int(status.split("VmHWM:")[1].split()[0]) / 1024
-print(json.dumps(out))
+    out[label] = timed(model.predict, noisy)[1]
+out["peak MB"] = peak_mb()
+print_result(out)
 """
 
 DECODINGS = {
@@ -223,14 +213,11 @@ DECODINGS = {
 def timing(quick):
     decodings = dict(list(DECODINGS.items())[:1]) if quick else DECODINGS
     script = TIMING.format(path=str(Path(__file__).parent), decodings=decodings)
-    output = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, check=True
-    ).stdout
-    return json.loads(output.strip().splitlines()[-1])
+    return run_child("512² photo", [sys.executable, "-c", script])
 
 
 def figure(path):
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     from pmap_sklearn import ContinuousLogSupermodularDenoiser
 
@@ -257,8 +244,7 @@ def figure(path):
         axis.imshow(picture[crop], cmap="gray", vmin=0, vmax=255)
         axis.set_title(title, fontsize=10)
         axis.axis("off")
-    fig.tight_layout()
-    fig.savefig(path, dpi=90)
+    save_figure(fig, path, 90)
 
 
 def markdown(rows, fit_seconds, times):
@@ -303,20 +289,17 @@ def markdown(rows, fit_seconds, times):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="camera, σ = 25 only")
-    args = parser.parse_args()
+    args = parser(__doc__, "camera, σ = 25 only; writes nothing").parse_args()
+    run = Run(__file__, args.quick)
     rows, fit_seconds = table(args.quick)
     times = timing(args.quick)
     print(times)
     text = markdown(rows, fit_seconds, times)
     print(text)
     if not args.quick:
-        RESULTS.mkdir(parents=True, exist_ok=True)
-        (RESULTS / "image_denoising.md").write_text(text)
         payload = {"rows": rows, "fit_seconds": fit_seconds, "timing": times}
-        (RESULTS / "image_denoising.json").write_text(json.dumps(payload, indent=1))
-        figure(RESULTS / "image_denoising.png")
+        run.save("image_denoising", text, payload)
+        figure(run.path("image_denoising.png"))
 
 
 if __name__ == "__main__":

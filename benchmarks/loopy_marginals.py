@@ -28,17 +28,17 @@ log Z against the perturb-and-MAP bound ``A_G = E_z max_y f(y) + z(y)`` (mean of
 perturbed maxima; 10,000 on binary grids), the Bethe and convex free energies and the
 mean-field lower bound. Seconds per instance.
 
-Run: ``python benchmarks/loopy_marginals.py`` (about 3 minutes on 2 cores); writes
-``docs/results/loopy_marginals.{md,json}``.
+Run: ``python benchmarks/loopy_marginals.py [--quick]`` (about 3 minutes on 2 cores); writes
+``docs/results/loopy_marginals.{md,json}`` (``--quick``: one instance of each model, written to
+a temporary folder).
 """
 
-import json
-import os
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
+from _common import Run, parser, timed
 
 from pmap_sklearn import grid_edges
 from pmap_sklearn._backend import conditional_probabilities
@@ -57,7 +57,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from tests.helpers import grid_exact_marginals  # noqa: E402 (the tests' transfer matrix)
 
-RESULTS = ROOT / "docs" / "results"
 GRIDS = {"binary 10×10": (10, 2), "3 labels 7×7": (7, 3)}
 COUPLINGS = {"weak": 0.25, "medium": 1.0, "strong": 2.5}
 N_INSTANCES = 5
@@ -74,12 +73,6 @@ def potts_grid(rng, size, k, coupling):
     )
 
 
-def timed(function):
-    start = time.perf_counter()
-    result = function()
-    return result, time.perf_counter() - start
-
-
 def chains(potentials, starts, rng, n_sweeps=None, seconds=None):
     """Gibbs chains from ``starts`` (n_chains, n_nodes) for ``n_sweeps`` sweeps or until
     ``seconds`` have passed: the conditional label probabilities averaged over the chains and
@@ -88,7 +81,7 @@ def chains(potentials, starts, rng, n_sweeps=None, seconds=None):
     copies = potentials.take(np.zeros(n_chains, dtype=np.intp))
     session = GibbsSampler(n_sweeps=1).session(copies)
     labels, history = starts.ravel(), []
-    start = time.perf_counter()
+    start = time.perf_counter()  # the budget's clock
     while len(history) < 2 or (
         len(history) < n_sweeps if seconds is None else time.perf_counter() - start < seconds
     ):
@@ -168,7 +161,7 @@ def instance(size, k, coupling, seed):
     )
 
 
-def run():
+def every_model(n_instances=N_INSTANCES):
     warm = potts_grid(np.random.default_rng(0), 4, 2, 1.0)  # imports and first calls
     perturb_and_map(GraphCutSolver(), warm, 2, 0, n_sweeps=2)
     results = {}
@@ -177,7 +170,7 @@ def run():
             key = f"{grid}, {strength}"
             results[key] = [
                 instance(size, k, coupling, seed=1000 * size + 100 * k + i)
-                for i in range(N_INSTANCES)
+                for i in range(n_instances)
             ]
             runs = results[key]
             mean = {m: np.mean([r["error"][m][0] for r in runs]) for m in runs[0]["error"]}
@@ -185,18 +178,31 @@ def run():
     return results
 
 
-def tables(results, load, minutes):
+def error_cells(results, columns, method, index) -> list:
+    """Per (grid, strength) column, the mean over the instances of entry ``index`` of
+    ``method``'s error (0: the marginals' error, 2: the label proportions'); "–" where the
+    method did not run."""
+    cells = []
+    for grid, strength in columns:
+        runs = results[f"{grid}, {strength}"]
+        if method in runs[0]["error"]:
+            cells.append(f"{np.mean([r['error'][method][index] for r in runs]):.3f}")
+        else:
+            cells.append("–")
+    return cells
+
+
+def tables(results, heading, n_instances=N_INSTANCES):
     methods = list(next(iter(results.values()))[0]["error"])
     columns = [(grid, strength) for strength in COUPLINGS for grid in GRIDS]
     short = {"binary 10×10": "2", "3 labels 7×7": "3"}
     lines = [
         "# Loopy marginals: every method against the exact marginals",
         "",
-        f"`python benchmarks/loopy_marginals.py` ({minutes:.1f} min, load average "
-        f"{load[0]:.1f}). 4-connected grids, unary scores N(0, 1), one Potts weight −λ on "
+        f"{heading}. 4-connected grids, unary scores N(0, 1), one Potts weight −λ on "
         "every edge (λ = "
         + " / ".join(f"{v:g}" for v in COUPLINGS.values())
-        + f": weak / medium / strong), {N_INSTANCES} instances each; exact marginals by a "
+        + f": weak / medium / strong), {n_instances} instances each; exact marginals by a "
         "transfer matrix over the rows. Mean absolute error of the node marginals (over nodes "
         "and labels); columns 2 = binary 10×10, 3 = three labels 7×7; seconds per instance.",
         "",
@@ -204,13 +210,7 @@ def tables(results, load, minutes):
         "|---|" + "---|" * (len(columns) + 2),
     ]
     for method in methods:
-        cells = []
-        for grid, strength in columns:
-            runs = results[f"{grid}, {strength}"]
-            if method in runs[0]["error"]:
-                cells.append(f"{np.mean([r['error'][method][0] for r in runs]):.3f}")
-            else:
-                cells.append("–")
+        cells = error_cells(results, columns, method, 0)
         for grid in GRIDS:
             seconds = [
                 r["error"][method][1]
@@ -247,13 +247,7 @@ def tables(results, load, minutes):
         "|---|" + "---|" * len(columns),
     ]
     for method in methods:
-        cells = []
-        for grid, strength in columns:
-            runs = results[f"{grid}, {strength}"]
-            if method in runs[0]["error"]:
-                cells.append(f"{np.mean([r['error'][method][2] for r in runs]):.3f}")
-            else:
-                cells.append("–")
+        cells = error_cells(results, columns, method, 2)
         lines.append(f"| {method} | " + " | ".join(cells) + " |")
     lines += [
         "",
@@ -293,21 +287,20 @@ def tables(results, load, minutes):
 
 
 def main():
-    load, started = os.getloadavg(), time.perf_counter()
-    results = run()
-    minutes = (time.perf_counter() - started) / 60
-    lines = tables(results, load, minutes)
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "loopy_marginals.md").write_text("\n".join(lines) + "\n")
+    args = parser(__doc__, "one instance of each model").parse_args()
+    n_instances = 1 if args.quick else N_INSTANCES
+    run = Run(__file__, args.quick)
+    results = every_model(n_instances)
+    minutes = run.minutes()
+    lines = tables(results, run.heading(minutes), n_instances)
     payload = dict(
-        load=load,
+        load=run.load,
         minutes=minutes,
         couplings=COUPLINGS,
         grids={g: dict(size=s, labels=k) for g, (s, k) in GRIDS.items()},
         results=results,
     )
-    (RESULTS / "loopy_marginals.json").write_text(json.dumps(payload, indent=1))
-    print("\n".join(lines))
+    run.publish("loopy_marginals", lines, payload)
 
 
 if __name__ == "__main__":

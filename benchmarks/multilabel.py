@@ -16,14 +16,14 @@ take their defaults, except the marginal learner's 15 epochs (its test error sto
 after about 10; the default 100 epochs are run too, for the record).
 
 Run: ``python benchmarks/multilabel.py [--full]``; writes ``docs/results/multilabel.{md,json}``.
+``--quick``: MAP on 64² grids with K = 3, learning on 10 training and 10 test images, written to
+a temporary folder.
 """
 
-import argparse
 import json
-import time
-from pathlib import Path
 
 import numpy as np
+from _common import RESULTS, Run, parser, timed
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GridSearchCV
 
@@ -38,8 +38,6 @@ from pmap_sklearn import (
 )
 from pmap_sklearn.solvers import AlphaExpansionSolver, GridLayout, MessagePassingSolver, Potentials
 
-RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
-
 
 def potts_grid(rng, size, k, coupling):
     """A random Potts model on a ``size × size`` grid, with the grid layout of the structures."""
@@ -47,12 +45,6 @@ def potts_grid(rng, size, k, coupling):
     layout = GridLayout(((size, size),), ((0, 1), (1, 0)), directions)
     unary = rng.normal(size=(size * size, k))
     return Potentials(unary, edges, np.full(len(edges), -coupling), layout=layout)
-
-
-def timed(function):
-    start = time.perf_counter()
-    result = function()
-    return result, time.perf_counter() - start
 
 
 def energy(p, labels):
@@ -155,7 +147,7 @@ def learning_rows(n_train, n_test, size, k, noise):
     for name, model in learners.items():
         # the faster of two fits (the same result: the fits are seeded), as a run can be
         # slowed by the machine's other work
-        seconds = min(timed(lambda model=model: model.fit(X, y))[1] for _ in range(2))
+        _, seconds = timed(model.fit, X, y, repeat=2)
         rows.append(dict(method=name, error=error(y_test, model.predict(X_test)), seconds=seconds))
         print(f"{name:<22} {rows[-1]['error']:5.2f} %  {seconds:7.1f} s", flush=True)
     # The step rule as a user would pick it: 3-fold cross-validation on the training images
@@ -193,45 +185,48 @@ def learning_rows(n_train, n_test, size, k, noise):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--full", action="store_true", help="512² grids, message passing at 256²")
-    parser.add_argument(
+    cli = parser(__doc__, "MAP on 64² grids with K = 3, learning on 10 + 10 images")
+    cli.add_argument("--full", action="store_true", help="512² grids, message passing at 256²")
+    cli.add_argument(
         "--learning-only", action="store_true", help="keep the MAP rows of the last run"
     )
-    args = parser.parse_args()
-    started = time.perf_counter()
+    args = cli.parse_args()
+    run = Run(__file__, args.quick)
     sizes = (64, 128, 256, 512) if args.full else (64, 128, 256)
+    states = (3, 5, 8)
+    if args.quick:
+        sizes, states = (64,), (3,)
     if args.learning_only:
         maps = json.loads((RESULTS / "multilabel.json").read_text())["map"]
     else:
         print(MAP_HEADER)
-        maps = map_rows(sizes, (3, 5, 8), (0.5, 1.5), 256 if args.full else 128)
-    setting = dict(n_train=20, n_test=20, size=24, k=4, noise=1.0)
+        maps = map_rows(sizes, states, (0.5, 1.5), 256 if args.full else 128)
+    n = 10 if args.quick else 20
+    setting = dict(n_train=n, n_test=n, size=24, k=4, noise=1.0)
     print(f"\nLearning: {setting}")
     learning = learning_rows(**setting)
-    total = time.perf_counter() - started
-    command = "python benchmarks/multilabel.py" + (" --full" if args.full else "")
+    minutes = run.minutes()
+    command = run.command(*["--full"] * args.full)
     if args.learning_only:
         command += " --learning-only (MAP rows from the previous run)"
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "multilabel.json").write_text(
-        json.dumps(
-            dict(command=command, minutes=total / 60, map=maps, learning=learning, setting=setting),
-            indent=2,
-        )
+    run.write_json(
+        "multilabel.json",
+        dict(command=command, minutes=minutes, map=maps, learning=learning, setting=setting),
+        indent=2,
     )
     learning_table = "\n".join(
         ["| learner | test error (%) | fit (s) |", "|---|---|---|"]
         + [f"| {r['method']} | {r['error']:.2f} | {r['seconds']:.1f} |" for r in learning]
     )
-    (RESULTS / "multilabel.md").write_text(
-        f"# Multi-label MAP and learning on grids\n\n`{command}` ({total / 60:.1f} min)\n\n"
+    run.write(
+        "multilabel.md",
+        f"# Multi-label MAP and learning on grids\n\n`{command}` ({minutes:.1f} min)\n\n"
         f"## MAP on random Potts grids\n\n{MAP_HEADER}\n"
         + "\n".join(format_map_row(r) for r in maps)
         + f"\n\n## Learning on blocky {setting['k']}-class grids\n\n"
         f"{setting['n_train']} training and {setting['n_test']} test images of "
         f"{setting['size']}², one-hot features plus N(0, {setting['noise']}²) noise.\n\n"
-        f"{learning_table}\n"
+        f"{learning_table}\n",
     )
 
 

@@ -36,15 +36,12 @@ Run: ``python benchmarks/multilabel_classification.py`` (about 12 minutes on 2 c
 baselines only and writes nothing. Timings depend on the machine's load (recorded).
 """
 
-import argparse
-import json
-import os
 import subprocess
-import time
 import warnings
 from pathlib import Path
 
 import numpy as np
+from _common import Run, loads, parser, timed
 from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
@@ -66,7 +63,6 @@ from pmap_sklearn.datasets import load_multilabel
 from pmap_sklearn.metrics import multilabel_scores
 
 ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "docs" / "results"
 DATASETS = ("yeast", "scene")
 GRAPHS = ("independent", "chain", "tree", "full")
 LEARNERS = {
@@ -135,11 +131,9 @@ def code_version():
 
 def timed_fit(model, X, Y):
     """Fit; the seconds and whether it warned that it did not converge."""
-    start = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ConvergenceWarning)
-        model.fit(X, Y)
-    seconds = time.perf_counter() - start
+        _, seconds = timed(model.fit, X, Y)
     return seconds, any(issubclass(w.category, ConvergenceWarning) for w in caught)
 
 
@@ -256,11 +250,9 @@ def run_tuned(name, train, test):
         cv=KFold(3, shuffle=True, random_state=0),  # Mulan's files are sorted by label
         error_score="raise",
     )
-    start = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        search.fit(train.data, train.target)
-    search_s = time.perf_counter() - start
+        _, search_s = timed(search.fit, train.data, train.target)
     results = search.cv_results_
     rows = []
     for metric, label in (("hamming", "Hamming loss"), ("subset", "subset accuracy")):
@@ -390,22 +382,19 @@ def table(rows):
     return lines
 
 
-def write(rows, seed_rows, load, load_after, minutes, version):
+def write(run, rows, seed_rows, load_after, minutes, version):
     commit, changed = version
     lines = [
         "# Multi-label classification: yeast and scene",
         "",
-        f"`python benchmarks/multilabel_classification.py` ({minutes:.1f} min; load average "
-        f"{load[0]:.1f} before, {load_after[0]:.1f} after, on {os.cpu_count()} cores). Mulan's "
-        "train / test split (yeast: 103 features, 14 labels, 1,500 / 917 samples; scene: 294 "
-        "features, 6 labels, 1,211 / 1,196). Every learner with its defaults "
-        "(`random_state=0`) on `MultiLabelStructure(label_graph)` on standardised features "
-        "(`StandardScaler` fitted on train), PerturbMAPCRF also on the features as given; "
-        "scikit-learn's independent logistic regressions "
-        "(`MultiOutputClassifier(LogisticRegression())`) and an ensemble "
-        f"of {N_CHAINS} random-order `ClassifierChain(LogisticRegression())` (mean "
-        "probability ≥ 0.5), with their defaults, on both. Scores of `predict` (MAP), and "
-        "the Hamming loss of "
+        f"{run.heading(minutes, after=load_after)}. Mulan's train / test split (yeast: 103 "
+        "features, 14 labels, 1,500 / 917 samples; scene: 294 features, 6 labels, 1,211 / "
+        "1,196). Every learner with its defaults (`random_state=0`) on "
+        "`MultiLabelStructure(label_graph)` on standardised features (`StandardScaler` fitted on "
+        "train), PerturbMAPCRF also on the features as given; scikit-learn's independent "
+        "logistic regressions (`MultiOutputClassifier(LogisticRegression())`) and an ensemble of "
+        f"{N_CHAINS} random-order `ClassifierChain(LogisticRegression())` (mean probability ≥ "
+        "0.5), with their defaults, on both. Scores of `predict` (MAP), and the Hamming loss of "
         '`predict(X, decoding="marginal")`. † warned that it did not converge. Fit seconds '
         f"of one fit. Library at commit {commit}"
         + (f" with local changes to {', '.join(changed)}." if changed else "."),
@@ -440,33 +429,24 @@ def write(rows, seed_rows, load, load_after, minutes, version):
         if any(r["data"] == name for r in rows):
             lines += targets(name, rows, seed_rows)
     text = "\n".join(lines)
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "multilabel_classification.md").write_text(text)
-    (RESULTS / "multilabel_classification.json").write_text(
-        json.dumps(
-            dict(
-                load_before=load,
-                load_after=load_after,
-                minutes=minutes,
-                commit=commit,
-                uncommitted=changed,
-                seeds=list(SEEDS),
-                rows=rows,
-                seed_rows=seed_rows,
-            ),
-            indent=1,
-        )
+    run.save(
+        "multilabel_classification",
+        text,
+        dict(
+            **run.loads_record(minutes, load_after),
+            commit=commit,
+            uncommitted=changed,
+            seeds=list(SEEDS),
+            rows=rows,
+            seed_rows=seed_rows,
+        ),
     )
     return text
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--quick", action="store_true", help="PerturbMAPCRF and the baselines; writes nothing"
-    )
-    args = parser.parse_args()
-    started, load = time.perf_counter(), os.getloadavg()
+    args = parser(__doc__, "PerturbMAPCRF and the baselines; writes nothing").parse_args()
+    run = Run(__file__, args.quick)
     version = code_version()  # before the run: the code it imports
     rows, seed_rows = [], []
     for name in DATASETS:
@@ -480,13 +460,13 @@ def main():
         if not args.quick:
             seed_rows += run_seeds(name, *versions[STANDARDISED])
             rows += run_tuned(name, *versions[STANDARDISED])
-    minutes = (time.perf_counter() - started) / 60
+    minutes = run.minutes()
     if args.quick:
         print("\n".join(table(rows)))
         for name in DATASETS:
             print("\n".join(targets(name, rows, seed_rows)))
         return
-    print(write(rows, seed_rows, load, os.getloadavg(), minutes, version))
+    print(write(run, rows, seed_rows, loads(), minutes, version))
 
 
 if __name__ == "__main__":

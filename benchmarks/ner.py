@@ -25,39 +25,37 @@ expected calibration error (15 bins of the top probability) and log-loss. Predic
 times are the best of three calls, for every learner.
 
 Each learner runs in its own process; crfsuite, PerturbMAPCRF (seed 0, dense and L1) and
-the L1 ChainCRF run twice and the faster fit counts. Run: ``python benchmarks/ner.py`` (needs
-``pip install ".[benchmarks]"`` and ``../shared/data/conll2002``); writes
-``docs/results/ner.{md,json}``.
+the L1 ChainCRF run twice and the faster fit counts. Run: ``python benchmarks/ner.py
+[--quick]`` (needs ``pip install ".[benchmarks]"`` and ``../shared/data/conll2002``); writes
+``docs/results/ner.{md,json}``. ``--quick``: the first 1,000 training sentences, 500 of testa
+and testb, three seeds for the spread; written to a temporary folder.
 """
 
-import argparse
-import json
 import pickle
-import subprocess
-import sys
 import tempfile
-import time
 import warnings
 from pathlib import Path
 
 import numpy as np
+from _common import Run, child, parser, peak_mb, print_result, run_child, timed
 from _tagging import (
     PREDICT_REPEATS,
     calibration,
-    crfsuite_marginals,
     crfsuite_size,
-    crfsuite_tutorial_model,
+    feature_dicts,
+    first,
     fit_and_measure,
+    fit_crfsuite,
     fit_times_line,
+    learner_params,
+    measure_learners,
     model_size,
-    peak_mb,
     size_cells,
     sparse_line,
-    timed,
+    token_marginals,
 )
 from sklearn.exceptions import ConvergenceWarning
 
-RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
 CRFSUITE = "sklearn-crfsuite (tutorial: L-BFGS, c1 = c2 = 0.1, 100 it.)"
 CHAINCRF_L1 = (
     "ChainCRF, crfsuite's model: c1 = c2 = 0.1, observed states, the features' bias only, "
@@ -108,6 +106,8 @@ TIMED_TWICE = (CRFSUITE, "PerturbMAPCRF (defaults)", CHAINCRF_L1, PMAP_L1)
 #: Seeds of the spread line: PerturbMAPCRF's defaults scored (no timing) with each, so the
 #: three seeds of the table can be read against the distribution they are drawn from.
 SPREAD_SEEDS = range(12)
+#: ``--quick``: the first training, testa and testb sentences, and the spread's seeds.
+QUICK = dict(train=1000, testa=500, testb=500, seeds=range(3))
 
 
 def scores(predicted, truth) -> dict:
@@ -132,30 +132,19 @@ def run_one(name: str, data_file: str) -> dict:
     kind, params = LEARNERS[name]
     truth = data["test_tags"]
     if kind == "crfsuite":
-        model = crfsuite_tutorial_model()
-        seconds, held = fit_and_measure(model, data["train_dicts"], data["train_tags"])
-        predicted, predict_seconds = timed(
-            model.predict, data["test_dicts"], repeat=PREDICT_REPEATS
-        )
-        dicts, marginal_seconds = timed(
-            model.predict_marginals, data["test_dicts"], repeat=PREDICT_REPEATS
-        )
-        classes = np.array(sorted(model.classes_))
-        marginals = crfsuite_marginals(dicts, classes)
+        fitted = fit_crfsuite(data["train_dicts"], data["train_tags"], data["test_dicts"])
+        model, seconds, held = fitted["model"], fitted["seconds"], fitted["held"]
+        predicted, predict_seconds = fitted["predicted"], fitted["predict_seconds"]
+        marginals, marginal_seconds = fitted["marginals"], fitted["marginal_seconds"]
+        classes = fitted["classes"]
         size = crfsuite_size(model)
     else:
         from sklearn.pipeline import make_pipeline
 
         import pmap_sklearn
 
-        params = dict(params)
+        params = learner_params(params, len(data["train_tags"]))
         calibrate = params.pop("calibrate_on_testa", False)
-        if "crfsuite_c" in params:  # crfsuite's c1, c2 on its summed objective
-            c1, c2 = params.pop("crfsuite_c")
-            penalty = pmap_sklearn.crfsuite_penalty(c1, c2, len(data["train_tags"]))
-            params["alpha"], params["l1_ratio"] = penalty
-        if "structure_bias" in params:  # a chain structure without its own bias column
-            params["structure"] = pmap_sklearn.ChainStructure(bias=params.pop("structure_bias"))
         model = make_pipeline(
             pmap_sklearn.SequenceVectorizer(), getattr(pmap_sklearn, kind)(**params)
         )
@@ -166,12 +155,7 @@ def run_one(name: str, data_file: str) -> dict:
             model.predict, data["test_dicts"], repeat=PREDICT_REPEATS
         )
         classes = model[-1].classes_
-        marginals = marginal_seconds = None
-        if hasattr(model, "predict_proba"):
-            marginals, marginal_seconds = timed(
-                model.predict_proba, data["test_dicts"], repeat=PREDICT_REPEATS
-            )
-            marginals = np.concatenate(list(marginals))
+        marginals, marginal_seconds = token_marginals(model, data["test_dicts"])
         size = model_size(model)
     on_testa = scores(list(model.predict(data["dev_dicts"])), data["dev_tags"])
     row = dict(
@@ -190,8 +174,8 @@ def run_one(name: str, data_file: str) -> dict:
     return row
 
 
-def seed_spread(data_file: str) -> dict:
-    """Testb and testa scores of ``PerturbMAPCRF``'s defaults with each of ``SPREAD_SEEDS``."""
+def seed_spread(data_file: str, seeds=SPREAD_SEEDS) -> dict:
+    """Testb and testa scores of ``PerturbMAPCRF``'s defaults with each of ``seeds``."""
     from pmap_sklearn import PerturbMAPCRF, SequenceVectorizer
 
     with open(data_file, "rb") as handle:
@@ -201,7 +185,7 @@ def seed_spread(data_file: str) -> dict:
         vectorizer.transform(data[key]) for key in ("train_dicts", "test_dicts", "dev_dicts")
     )
     spread = {}
-    for seed in SPREAD_SEEDS:
+    for seed in seeds:
         model = PerturbMAPCRF(random_state=seed).fit(X, data["train_tags"])
         testb = scores(list(model.predict(X_testb)), data["test_tags"])
         testa = scores(list(model.predict(X_testa)), data["dev_tags"])
@@ -234,31 +218,30 @@ def spread_line(spread: dict, crfsuite: dict) -> str:
 
 
 def measure(name: str, data_file: str) -> dict:
-    command = [sys.executable, __file__, "--one", name, data_file]
-    out = subprocess.run(command, capture_output=True, text=True, check=False)
-    if out.returncode:
-        raise RuntimeError(f"{name}: {out.stderr[-2000:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return run_child(name, child(__file__, name, data_file))
 
 
-def prepare(data_file: str) -> dict:
-    from pmap_sklearn.datasets import load_conll2002, token_features
+def prepare(data_file: str, quick: bool = False) -> dict:
+    from pmap_sklearn.datasets import load_conll2002
 
     train, dev, test = (load_conll2002("esp", split) for split in ("train", "testa", "testb"))
+    if quick:
+        train, dev, test = (
+            first(bunch, QUICK[split])
+            for bunch, split in ((train, "train"), (dev, "testa"), (test, "testb"))
+        )
 
-    def dicts(sentences):  # the tutorial's features, its constant bias included
-        return [[dict(token_features(s, i), bias=1.0) for i in range(len(s))] for s in sentences]
+    def build():  # the tutorial's features, its constant bias included
+        return dict(
+            dev_dicts=feature_dicts(dev.tokens),
+            dev_tags=dev.tags,
+            train_dicts=feature_dicts(train.tokens),
+            test_dicts=feature_dicts(test.tokens),
+            train_tags=train.tags,
+            test_tags=test.tags,
+        )
 
-    start = time.perf_counter()
-    data = dict(
-        dev_dicts=dicts(dev.tokens),
-        dev_tags=dev.tags,
-        train_dicts=dicts(train.tokens),
-        test_dicts=dicts(test.tokens),
-        train_tags=train.tags,
-        test_tags=test.tags,
-    )
-    feature_seconds = time.perf_counter() - start
+    data, feature_seconds = timed(build)
     with open(data_file, "wb") as handle:
         pickle.dump(data, handle)
     return dict(
@@ -274,31 +257,26 @@ def _cell(value, digits=4) -> str:
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--one", nargs=2, metavar=("LEARNER", "DATA"), help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    quick = (
+        f"the first {QUICK['train']:,} training and {QUICK['testa']} testa / testb sentences, "
+        f"seeds 0-{len(QUICK['seeds']) - 1} for the spread"
+    )
+    args = parser(__doc__, quick, child=2).parse_args()
     if args.one:
-        print(json.dumps(run_one(*args.one)))
+        print_result(run_one(*args.one))
         return
-    started = time.perf_counter()
+    run = Run(__file__, args.quick)
     with tempfile.TemporaryDirectory() as folder:
         data_file = str(Path(folder) / "data.pkl")
-        info = prepare(data_file)
-        rows = {}
-        for name in LEARNERS:
-            rows[name] = measure(name, data_file)
-            print(name, rows[name], flush=True)
-        for name in TIMED_TWICE:
-            again = measure(name, data_file)
-            rows[name]["runs"] = [rows[name]["seconds"], again["seconds"]]
-            rows[name]["seconds"] = min(rows[name]["runs"])
-        spread = seed_spread(data_file)
-    minutes = (time.perf_counter() - started) / 60
+        info = prepare(data_file, args.quick)
+        rows = measure_learners(lambda name: measure(name, data_file), LEARNERS, TIMED_TWICE)
+        spread = seed_spread(data_file, QUICK["seeds"] if args.quick else SPREAD_SEEDS)
+    minutes = run.minutes()
     target = rows[CRFSUITE]
     lines = [
         "# Named entities: CoNLL-2002 Spanish (esp.testb)",
         "",
-        f"`python benchmarks/ner.py` ({minutes:.1f} min; {info['sentences']:,} training "
+        f"`{run.command()}` ({minutes:.1f} min; {info['sentences']:,} training "
         f"sentences, {info['tokens']:,} tokens; {info['test_tokens']:,} test tokens). Token F1: "
         "the tutorial's, weighted over the tags other than O; entity P / R / F1: the shared "
         "task's (conlleval). Predict: testb from its feature dicts (ours through the "
@@ -341,11 +319,7 @@ def main():
     ]
     text = "\n".join(lines)
     print(text)
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "ner.md").write_text(text + "\n")
-    (RESULTS / "ner.json").write_text(
-        json.dumps(dict(info=info, rows=rows, seed_spread=spread), indent=1)
-    )
+    run.save("ner", text + "\n", dict(info=info, rows=rows, seed_spread=spread))
 
 
 if __name__ == "__main__":

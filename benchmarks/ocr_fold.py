@@ -4,42 +4,39 @@ small = train on fold 0, test on folds 1-9; large = train on folds 1-9, test on 
 Default hyper-parameters, several seeds; prints a table and writes
 ``docs/results/ocr_fold0.json`` and ``docs/results/ocr_fold0.md``.
 
-Run: ``python benchmarks/ocr_fold.py [--seeds 3] [--data PATH]``
+Run: ``python benchmarks/ocr_fold.py [--seeds 3] [--data PATH]`` (``--quick``: the small
+protocol, one seed; written to a temporary folder)
 """
 
-import argparse
-import json
 import platform
-import time
-from pathlib import Path
 
 import numpy as np
+from _common import Run, parser, timed
 from ocr_table import split
 
 from pmap_sklearn import MarginalPerturbMAPCRF, PerturbMAPCRF, mean_hamming_loss
 from pmap_sklearn.datasets import load_ocr
 
-RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
 METHODS = {"perturb&MAP": PerturbMAPCRF, "marg. perturb&MAP": MarginalPerturbMAPCRF}
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--data", default=None, help="letter.data(.gz) or its folder")
-    args = parser.parse_args()
+    cli = parser(__doc__, "the small protocol, one seed", data="letter.data(.gz) or its folder")
+    cli.add_argument("--seeds", type=int, default=3)
+    args = cli.parse_args()
+    run = Run(__file__, args.quick)
+    n_seeds = 1 if args.quick else args.seeds
+    protocols = ("small",) if args.quick else ("small", "large")
     ocr = load_ocr(args.data)
     rows = []
-    for protocol in ("small", "large"):
+    for protocol in protocols:
         train, test = split(ocr.folds, protocol, 0)
         X_train, y_train = [ocr.data[i] for i in train], [ocr.target[i] for i in train]
         X_test, y_test = [ocr.data[i] for i in test], [ocr.target[i] for i in test]
         for method, estimator in METHODS.items():
-            for seed in range(args.seeds):
+            for seed in range(n_seeds):
                 model = estimator(random_state=seed)
-                start = time.perf_counter()
-                model.fit(X_train, y_train)
-                seconds = time.perf_counter() - start
+                _, seconds = timed(model.fit, X_train, y_train)
                 error = 100 * mean_hamming_loss(y_test, model.predict(X_test))
                 rows.append(
                     dict(
@@ -64,7 +61,7 @@ def main():
         "|---|---|---|---|---|---|",
     ]
     for method in METHODS:
-        for protocol in ("small", "large"):
+        for protocol in protocols:
             sel = [r for r in rows if r["protocol"] == protocol and r["method"] == method]
             err = np.array([r["error"] for r in sel])
             sec = np.array([r["fit_seconds"] for r in sel])
@@ -81,17 +78,16 @@ def main():
             )
     table = "\n".join(lines)
     print("\nDefault hyper-parameters, OCR fold 0, mean ± std over seeds\n" + table)
-    RESULTS.mkdir(parents=True, exist_ok=True)
     meta = dict(
         machine=f"{platform.processor() or platform.machine()}, {platform.python_version()}",
-        command=f"python benchmarks/ocr_fold.py --seeds {args.seeds}",
+        command=run.command(f"--seeds {n_seeds}"),
     )
-    (RESULTS / "ocr_fold0.json").write_text(
-        json.dumps(dict(meta, rows=rows, summary=summary), indent=2)
-    )
-    (RESULTS / "ocr_fold0.md").write_text(
+    run.save(
+        "ocr_fold0",
         f"# OCR fold 0 — perturb-and-MAP CRFs (defaults)\n\n"
-        f"`{meta['command']}` ({meta['machine']})\n\n{table}\n"
+        f"`{meta['command']}` ({meta['machine']})\n\n{table}\n",
+        dict(meta, rows=rows, summary=summary),
+        indent=2,
     )
 
 

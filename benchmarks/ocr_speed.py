@@ -15,25 +15,24 @@ solver's ``map`` / ``clamped_maps``).
 
 Run: ``python benchmarks/ocr_speed.py [--folds 0] [--protocols small large]``
 (needs ``pip install ".[benchmarks]"`` for sklearn-crfsuite); writes
-``docs/results/ocr_speed.{md,json}``.
+``docs/results/ocr_speed.{md,json}``. ``--quick``: the small protocol only, whose training words
+the profiles fit too; written to a temporary folder.
 """
 
-import argparse
 import cProfile
 import json
 import pstats
-import time
 from collections import Counter
 from pathlib import Path
 
 import numpy as np
+from _common import RESULTS, Run, parser, timed
 from ocr_table import methods, split
 from sklearn.base import clone
 
 from pmap_sklearn import mean_hamming_loss
 from pmap_sklearn.datasets import load_ocr
 
-RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
 LETTERS = "abcdefghijklmnopqrstuvwxyz"
 
 
@@ -48,18 +47,14 @@ def fit_crfsuite(X, y, X_test, y_test):
     features = [crfsuite_features(word) for word in X]
     labels = [[LETTERS[k] for k in word] for word in y]
     model = sklearn_crfsuite.CRF(algorithm="lbfgs")
-    start = time.perf_counter()
-    model.fit(features, labels)
-    seconds = time.perf_counter() - start
+    _, seconds = timed(model.fit, features, labels)
     predicted = model.predict([crfsuite_features(word) for word in X_test])
     predicted = [np.array([LETTERS.index(c) for c in word]) for word in predicted]
     return 100 * mean_hamming_loss(y_test, predicted), seconds
 
 
 def fit_ours(estimator, X, y, X_test, y_test):
-    start = time.perf_counter()
-    estimator.fit(X, y)
-    seconds = time.perf_counter() - start
+    _, seconds = timed(estimator.fit, X, y)
     return 100 * mean_hamming_loss(y_test, estimator.predict(X_test)), seconds
 
 
@@ -95,9 +90,7 @@ def error_curve(estimator, X, y, X_test, y_test, max_epochs, epochs_per_round):
     estimator.set_params(warm_start=True, max_iter=epochs_per_round, tol=None)
     curve, seconds = [], 0.0
     for epochs in range(epochs_per_round, max_epochs + 1, epochs_per_round):
-        start = time.perf_counter()
-        estimator.fit(X, y)
-        seconds += time.perf_counter() - start
+        seconds += timed(estimator.fit, X, y)[1]
         error = 100 * mean_hamming_loss(y_test, estimator.predict(X_test))
         curve.append(dict(epochs=epochs, seconds=seconds, error=error))
     return curve
@@ -143,9 +136,7 @@ def _share(stats, inside, total):
 def oracle_share(estimator, X, y):
     """Shares of a profiled fit spent in the MAP solver and in the perturb-and-MAP oracle."""
     profiler = cProfile.Profile()
-    start = time.perf_counter()
-    profiler.runcall(estimator.fit, X, y)
-    total = time.perf_counter() - start
+    _, total = timed(profiler.runcall, estimator.fit, X, y)
     stats = pstats.Stats(profiler).stats
     top = sorted(stats.items(), key=lambda kv: kv[1][2], reverse=True)[:8]
     hot = [(f"{Path(k[0]).name}:{k[2]}", round(v[2], 2)) for k, v in top]
@@ -176,11 +167,18 @@ def match_crfsuite(X, y, X_test, y_test, fold, reference, target):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--folds", type=int, nargs="+", default=[0])
-    parser.add_argument("--protocols", nargs="+", default=["small", "large"])
-    parser.add_argument("--data", default=None)
-    args = parser.parse_args()
+    cli = parser(
+        __doc__,
+        "the small protocol only (the profiles on its training words)",
+        data="letter.data(.gz) or its folder",
+    )
+    cli.add_argument("--folds", type=int, nargs="+", default=[0])
+    cli.add_argument("--protocols", nargs="+", default=["small", "large"])
+    args = cli.parse_args()
+    run = Run(__file__, args.quick)
+    if args.quick:
+        args.protocols = ["small"]
+    profiled = "small" if args.quick else "large"
     ocr = load_ocr(args.data)
     rows, matches = [], []
     for fold in args.folds:
@@ -223,9 +221,9 @@ def main():
                 )
             if protocol == "large":
                 matches += match_crfsuite(X, y, X_test, y_test, fold, reference, crfsuite_error)
-    train, _ = split(ocr.folds, "large", args.folds[0])
+    train, _ = split(ocr.folds, profiled, args.folds[0])
     X, y = [ocr.data[i] for i in train], [ocr.target[i] for i in train]
-    profiles, learners = {}, ours("large")
+    profiles, learners = {}, ours(profiled)
     for name in ("perturb&MAP", "marg. perturb&MAP"):
         solver, oracle, total, hot = oracle_share(learners[name], X, y)
         profiles[name] = dict(
@@ -270,7 +268,11 @@ def main():
             else f"{reference[match['fold']] / match['stays']['seconds']:.2f}"
         )
         lines.append(f"| {match['fold']} | {match['method']} | {cells[0]} | {cells[1]} | {ratio} |")
-    lines += ["", f"Oracle share of the fit (cProfile, large protocol, fold {args.folds[0]}):", ""]
+    lines += [
+        "",
+        f"Oracle share of the fit (cProfile, {profiled} protocol, fold {args.folds[0]}):",
+        "",
+    ]
     lines += [
         f"- {k}: MAP solver {100 * v['solver_share']:.0f} %, perturb-and-MAP oracle (draw z, "
         f"perturbed potentials, solver) {100 * v['oracle_share']:.0f} % of "
@@ -279,11 +281,7 @@ def main():
     ]
     text = "\n".join(lines)
     print(text)
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "ocr_speed.md").write_text(text + "\n")
-    (RESULTS / "ocr_speed.json").write_text(
-        json.dumps(dict(rows=rows, matches=matches, profiles=profiles), indent=1)
-    )
+    run.save("ocr_speed", text + "\n", dict(rows=rows, matches=matches, profiles=profiles))
 
 
 if __name__ == "__main__":

@@ -10,15 +10,11 @@ Reports mean ± std over the outer folds of the Hamming error (mean per-word rat
 refit time.
 
 Run: ``python benchmarks/ocr_table.py [--quick] [--n-jobs 2]`` (``--quick``: outer folds 0 and
-1); writes ``docs/results/ocr_table.{md,json}`` and ``docs/results/ocr_table.png``.
+1, writes nothing); writes ``docs/results/ocr_table.{md,json}`` and ``docs/results/ocr_table.png``.
 """
 
-import argparse
-import json
-import time
-from pathlib import Path
-
 import numpy as np
+from _common import Run, parser, pyplot, save_figure, timed
 from joblib import Parallel, delayed
 from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV, KFold, PredefinedSplit
@@ -33,7 +29,6 @@ from pmap_sklearn import (
 )
 from pmap_sklearn.datasets import load_ocr
 
-RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
 PAPER = {  # Table 2 of the paper: small, large (mean ± std over the 10 folds)
     "CRF": ("19.5 ± 0.4", "13.1 ± 0.8"),
     "S-SVM+BCFW": ("19.5 ± 0.4", "12.0 ± 1.1"),
@@ -85,24 +80,21 @@ def inner_cv(folds, train, protocol, fold):
     return PredefinedSplit(np.where(folds[train] == held_out, 0, -1))
 
 
-def run(ocr, method, protocol, fold):
+def select_and_fit(ocr, method, protocol, fold):
     """Select α on the training words, refit, score on the test words."""
     estimator, grid = methods(protocol)[method]
     train, test = split(ocr.folds, protocol, fold)
     X, y = [ocr.data[i] for i in train], [ocr.target[i] for i in train]
-    started = time.perf_counter()
     search = GridSearchCV(
         estimator,
         grid,
         cv=inner_cv(ocr.folds, train, protocol, fold),
         scoring=hamming_scorer,
         refit=False,
-    ).fit(X, y)
-    selection = time.perf_counter() - started
+    )
+    _, selection = timed(search.fit, X, y)
     model = clone(estimator).set_params(**search.best_params_)
-    started = time.perf_counter()
-    model.fit(X, y)
-    seconds = time.perf_counter() - started
+    _, seconds = timed(model.fit, X, y)
     error = 100 * mean_hamming_loss(
         [ocr.target[i] for i in test], model.predict([ocr.data[i] for i in test])
     )
@@ -149,10 +141,7 @@ def summarise(rows, n_folds):
 
 
 def plot(summary, path):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.5))
     for ax, protocol in zip(axes, ("small", "large"), strict=True):
@@ -171,36 +160,29 @@ def plot(summary, path):
         ax.set_ylabel("Hamming error (%)")
         ax.set_title(f"OCR, {protocol} protocol")
     axes[0].legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    save_figure(fig, path, 100)
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="outer folds 0 and 1 only")
-    parser.add_argument("--n-jobs", type=int, default=2)
-    parser.add_argument("--data", default=None)
-    args = parser.parse_args()
+    args = parser(
+        __doc__,
+        "outer folds 0 and 1 only; writes nothing",
+        n_jobs="processes",
+        data="letter.data(.gz) or its folder",
+    ).parse_args()
     ocr = load_ocr(args.data)
     n_folds = 2 if args.quick else 10
-    started = time.perf_counter()
+    run = Run(__file__, args.quick)
     # Longest jobs first so the two workers finish together.
     jobs = [(m, p, f) for p in ("large", "small") for m in methods() for f in range(n_folds)]
-    rows = Parallel(n_jobs=args.n_jobs)(delayed(run)(ocr, *job) for job in jobs)
-    minutes = (time.perf_counter() - started) / 60
+    rows = Parallel(n_jobs=args.n_jobs)(delayed(select_and_fit)(ocr, *job) for job in jobs)
+    minutes = run.minutes()
     text, summary = summarise(rows, n_folds)
-    text += (
-        f"\n\nWhole run {minutes:.1f} min on {args.n_jobs} processes: "
-        f"`python benchmarks/ocr_table.py{' --quick' if args.quick else ''}`."
-    )
+    text += f"\n\nWhole run {minutes:.1f} min on {args.n_jobs} processes: `{run.command()}`."
     print(text)
     if not args.quick:
-        RESULTS.mkdir(parents=True, exist_ok=True)
-        (RESULTS / "ocr_table.md").write_text(text + "\n")
-        (RESULTS / "ocr_table.json").write_text(
-            json.dumps(dict(rows=rows, summary=summary, minutes=minutes), indent=1)
-        )
-        plot(summary, RESULTS / "ocr_table.png")
+        run.save("ocr_table", text + "\n", dict(rows=rows, summary=summary, minutes=minutes))
+        plot(summary, run.path("ocr_table.png"))
 
 
 if __name__ == "__main__":

@@ -16,16 +16,14 @@ states of every Y_F, found by MAX-TIGHTEN or by MAP tightening (Fig. 2), and the
 against 1–5 decompositions, arithmetic and geometric means, 5 states (Fig. 3, bimodal noise).
 
 Run: ``python benchmarks/part_clamp_table.py [--quick]``; writes
-``docs/results/part_clamp_table.{md,json}`` and ``docs/results/part_clamp_figures.png``.
+``docs/results/part_clamp_table.{md,json}`` and ``docs/results/part_clamp_figures.png``
+(``--quick``: 30 test images, fewer rounds, written to a temporary folder).
 """
 
-import argparse
-import json
-import time
 import warnings
-from pathlib import Path
 
 import numpy as np
+from _common import Run, parser, pyplot, save_figure, timed
 from joblib import Parallel, delayed
 from sklearn.exceptions import ConvergenceWarning
 
@@ -41,7 +39,6 @@ from pmap_sklearn import (
 )
 from pmap_sklearn.datasets import add_kumar_hebert_noise, horse_split, load_weizmann_horse_masks
 
-RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
 PAPER = {  # Table 1, MAP / MPM test error %
     "bimodal": {
         "PL": (15.58, 11.86),
@@ -93,12 +90,10 @@ def errors(predicted, truth):
     return 100.0 * np.array([np.mean(p != t) for p, t in zip(predicted, truth, strict=True)])
 
 
-def run(name, model, X, y, X_test, y_test, n_perturbations):
+def fit_and_score(name, model, X, y, X_test, y_test, n_perturbations):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        start = time.perf_counter()
-        model.fit(X, y)
-        seconds = time.perf_counter() - start
+        _, seconds = timed(model.fit, X, y)
     map_error = errors(model.predict(X_test), y_test)
     mpm_error = np.array([np.nan])
     if "n_perturbations" in model.get_params():  # the S-SVM has no marginals
@@ -124,10 +119,8 @@ def decompositions(X, y, combine, m, rounds):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="30 test images, fewer rounds")
-    args = parser.parse_args()
-    started = time.perf_counter()
+    args = parser(__doc__, "30 test images, fewer rounds").parse_args()
+    run = Run(__file__, args.quick)
     split = horse_split()
     n_test = 30 if args.quick else 150
     indices = list(split.perm[100:110]) + list(split.perm[:n_test])
@@ -143,7 +136,8 @@ def main():
             "graph", n_rounds=3 if args.quick else 5, tighten="map", random_state=0
         )
         done = Parallel(n_jobs=2)(
-            delayed(run)(name, model, X, y, X_test, y_test, 50) for name, model in jobs.items()
+            delayed(fit_and_score)(name, model, X, y, X_test, y_test, 50)
+            for name, model in jobs.items()
         )
         results[noise] = dict(done)
         if noise == "bimodal":
@@ -153,14 +147,14 @@ def main():
                 delayed(decompositions)(X, y, c, m, rounds) for c, m in grid
             )
             results["decompositions"] = [dict(combine=c, m=m, train_error=e) for c, m, e in figure3]
-    results["minutes"] = (time.perf_counter() - started) / 60
-    write(results, args.quick)
+    results["minutes"] = run.minutes()
+    write(run, results)
 
 
-def write(results, quick):
+def write(run, results):
     lines = ["# Part & Clamp, Pletscher & Ong Table 1 protocol", ""]
     lines += [
-        f"Command: `python benchmarks/part_clamp_table.py{' --quick' if quick else ''}` "
+        f"Command: `{run.command()}` "
         f"({results['minutes']:.1f} min on 2 cores). Test error % (mean ± std over the test "
         "images); the paper's values in brackets.",
         "",
@@ -191,14 +185,12 @@ def write(results, quick):
         lines.append(f"| {combine} | " + " | ".join(cells) + " |")
     text = "\n".join(lines) + "\n"
     print(text)
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "part_clamp_table.md").write_text(text)
-    (RESULTS / "part_clamp_table.json").write_text(json.dumps(results, indent=1))
-    plot(results)
+    run.save("part_clamp_table", text, results)
+    plot(run, results)
 
 
-def plot(results):
-    import matplotlib.pyplot as plt
+def plot(run, results):
+    plt = pyplot()
 
     figure, axes = plt.subplots(1, 3, figsize=(13, 3.6))
     for axis, noise in zip(axes[:2], ("bimodal", "gaussian"), strict=True):
@@ -216,8 +208,7 @@ def plot(results):
     axes[2].set_ylabel("training error %")
     axes[2].set_title("bimodal, 5 states, MAX-TIGHTEN", fontsize=10)
     axes[2].legend(fontsize=8)
-    figure.tight_layout()
-    figure.savefig(RESULTS / "part_clamp_figures.png", dpi=90)
+    save_figure(figure, run.path("part_clamp_figures.png"), 90)
 
 
 if __name__ == "__main__":

@@ -25,36 +25,35 @@ outputs" subtracts what the process holds after the call and a second ``malloc_t
 start, less the outputs it still holds, counts the Python and numpy allocations alone
 (PyMaxflow's graphs are invisible to it).
 
-Run: ``python benchmarks/predict_memory.py [--label LABEL] [--only NAME ...]``; writes
-``docs/results/predict_memory.{md,json}``, keeping the runs stored under other labels (the
-"before" table of a change; ``--only`` replaces those rows of its label). The "before" rows
-ran the library of commit 8c3a621: ``git archive 8c3a621 pmap_sklearn | tar -x -C DIR`` and
-``PYTHONPATH=DIR python benchmarks/predict_memory.py --label "before ..."`` (each row records
-the package it imported).
+Run: ``python benchmarks/predict_memory.py [--quick] [--label LABEL] [--only NAME ...]``
+(``--quick``: the cases of few samples and the short Viterbi calls, written to a temporary
+folder); writes ``docs/results/predict_memory.{md,json}``, keeping the runs stored under
+other labels (the "before" table of a change; ``--only`` replaces those rows of its label).
+The "before" rows ran the library of commit 8c3a621: ``git archive 8c3a621 pmap_sklearn |
+tar -x -C DIR`` and ``PYTHONPATH=DIR python benchmarks/predict_memory.py --label "before
+..."`` (each row records the package it imported).
 """
 
-import argparse
 import gc
-import json
-import os
-import sys
-import time
 import tracemalloc
 import warnings
 from pathlib import Path
 
 import numpy as np
-from _runs import (
-    command_line,
+from _common import (
+    Run,
+    child,
+    loads,
+    parser,
+    peak_mb,
     print_result,
     reset_peak,
+    resident_mb,
     run_child,
-    run_record,
     run_sections,
-    status_mb,
+    selected,
+    timed,
 )
-
-RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
 
 #: Sentences the sentence cases fit on; the predicted ones come after them.
 FIT_SENTENCES = 2000
@@ -117,13 +116,11 @@ def _predict_case(kind, n, method):
     call(X[:2])  # warm-up
     _trim()
     _reset_peak()
-    before = status_mb("VmRSS")
-    start = time.perf_counter()
-    out = call(X)
-    seconds = time.perf_counter() - start
-    peak = status_mb("VmHWM")
+    before = resident_mb()
+    out, seconds = timed(call, X)
+    peak = peak_mb()
     _trim()
-    held = status_mb("VmRSS")
+    held = resident_mb()
     output_mb = sum(np.asarray(a).nbytes for a in out) / 2**20
     del out
     _trim()
@@ -161,11 +158,9 @@ def _fit_case(pipeline):
         model = PerturbMAPCRF(random_state=0)
     _trim()
     _reset_peak()
-    before = status_mb("VmRSS")
-    start = time.perf_counter()
-    model.fit(X, data.tags)
-    seconds = time.perf_counter() - start
-    peak = status_mb("VmHWM")
+    before = resident_mb()
+    _, seconds = timed(model.fit, X, data.tags)
+    peak = peak_mb()
     coef = (model[-1] if pipeline else model).coef_
     return dict(
         seconds=seconds,
@@ -197,11 +192,7 @@ def _viterbi_case(n):
     )
     solver = ChainSolver()
     solver.map(potentials)
-    best = np.inf
-    for _ in range(max(5, 4000 // n)):
-        start = time.perf_counter()
-        solver.map(potentials)
-        best = min(best, time.perf_counter() - start)
+    _, best = timed(solver.map, potentials, repeat=max(5, 4000 // n))
     return dict(seconds=best, nodes=int(lengths.sum()))
 
 
@@ -219,6 +210,15 @@ CASES = {
     "Viterbi, 500 sentences": ("kernel", (500,)),
     "Viterbi, 4,000 sentences": ("kernel", (4000,)),
 }
+
+#: ``--quick``: the few-sample side of each pair and the shorter Viterbi calls (no treebank fit).
+QUICK = [
+    "8 grids of 128², predict",
+    "500 sentences, predict",
+    "500 sentences, predict_marginals",
+    "Viterbi, 32 sentences",
+    "Viterbi, 500 sentences",
+]
 
 #: the pairs whose ratio the table reports: (few samples, many samples)
 PAIRS = [
@@ -239,8 +239,8 @@ def run_one(name):
 
 
 def measure(name):
-    load = os.getloadavg()[0]
-    result = run_child(name, [sys.executable, __file__, "--one", name])
+    load = loads()[0]
+    result = run_child(name, child(__file__, name))
     return dict(case=name, load_1min=load, **result)
 
 
@@ -310,16 +310,13 @@ def markdown(runs):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", nargs="*", default=None, help="cases (by name prefix)")
-    parser.add_argument("--label", default="now", help="name of this run in the results")
-    parser.add_argument("--no-write", action="store_true", help="print only")
-    parser.add_argument("--one", default=None, help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args = parser(
+        __doc__, "the few-sample cases only", only="cases", label=True, child=1
+    ).parse_args()
     if args.one is not None:
-        return run_one(args.one)
-    names = [n for n in CASES if not args.only or any(n.startswith(o) for o in args.only)]
-    started, load_start = time.perf_counter(), os.getloadavg()[0]
+        return run_one(args.one[0])
+    names = selected(QUICK if args.quick else CASES, args.only)
+    run = Run(__file__, args.quick)
     rows = []
     for name in names:
         row = measure(name)
@@ -332,22 +329,17 @@ def main():
             f"load {row['load_1min']:.1f}",
             flush=True,
         )
-    command = command_line("predict_memory.py", args.only)
-    run = run_record(command, started, load_start, rows)
+    record = run.record(rows, only=args.only)
     print("\n" + table(rows))
-    if args.no_write:
-        return None
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    stored = RESULTS / "predict_memory.json"
-    runs = json.loads(stored.read_text())["runs"] if stored.exists() else {}
-    if args.only and args.label in runs:  # a partial rerun replaces its own rows only
-        kept = {r["case"]: r for r in runs[args.label]["rows"]}
-        kept.update({r["case"]: r for r in rows})
-        run = dict(runs[args.label], rows=[kept[name] for name in CASES if name in kept])
-    runs[args.label] = run
-    stored.write_text(json.dumps(dict(runs=runs), indent=2))
-    (RESULTS / "predict_memory.md").write_text(markdown(runs))
-    return None
+    if not args.no_write:
+        run.store("predict_memory", args.label, record, markdown, _own_rows if args.only else None)
+
+
+def _own_rows(stored, record):
+    """A partial rerun (``--only``) replaces its own rows of the stored run only."""
+    kept = {r["case"]: r for r in stored["rows"]}
+    kept.update({r["case"]: r for r in record["rows"]})
+    return dict(stored, rows=[kept[name] for name in CASES if name in kept])
 
 
 if __name__ == "__main__":

@@ -33,28 +33,30 @@ keeping the runs stored under other labels (the "before" table of a change).
 """
 
 import argparse
-import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
-import time
 import warnings
 from pathlib import Path
 
 import numpy as np
-from _runs import (
-    command_line,
+from _common import (
+    Run,
+    child,
+    loads,
+    parser,
+    peak_mb,
     print_result,
     reset_peak,
+    resident_mb,
     run_child,
-    run_record,
     run_sections,
-    status_mb,
+    selected,
+    timed,
 )
 
-RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
 HERE = Path(__file__).resolve().parent
 
 #: The categories of time: each a list of ``(module, function, line)`` rules — ``module`` the
@@ -250,29 +252,25 @@ def run_one(name, quick, profile_path=None):
     searched = []
 
     def timed_search(*args, **kwargs):  # the step-size search's own seconds
-        start = time.perf_counter()
-        try:
-            return search(*args, **kwargs)
-        finally:
-            searched.append(time.perf_counter() - start)
+        result, seconds = timed(search, *args, **kwargs)
+        searched.append(seconds)
+        return result
 
     _sgd.calibrate_eta0 = timed_search
     gc.collect()
     reset = reset_peak()
-    before = status_mb("VmRSS")
+    before = resident_mb()
     profiler = None
     if profile_path:
         import cProfile
 
         profiler = cProfile.Profile()
         profiler.enable()
-    start = time.perf_counter()
-    _measured(call)
-    seconds = time.perf_counter() - start
+    _, seconds = timed(_measured, call)
     if profiler is not None:
         profiler.disable()
         profiler.dump_stats(profile_path)
-    out = dict(seconds=seconds, rss_before_mb=before, peak_mb=status_mb("VmHWM"))
+    out = dict(seconds=seconds, rss_before_mb=before, peak_mb=peak_mb())
     out["peak_reset"] = reset
     if kind == "fit":
         fitted = model[-1] if hasattr(model, "steps") else model
@@ -393,7 +391,7 @@ def shares_from_cprofile(stats_file):
 
 def measure(name, quick, method, rate):
     """Run one workload in a child process under the profiler; its row."""
-    command = [sys.executable, __file__, "--one", name] + (["--quick"] if quick else [])
+    command = child(__file__, name) + (["--quick"] if quick else [])
     with tempfile.TemporaryDirectory() as folder:
         out_file = Path(folder) / "profile"
         if method == "py-spy":
@@ -411,7 +409,7 @@ def measure(name, quick, method, rate):
             command = [shutil.which("py-spy"), *spy, "--", *command]
         else:
             command += ["--stats", str(out_file)]
-        load = os.getloadavg()[0]
+        load = loads()[0]
         result = run_child(name, command)
         if method == "py-spy":
             shares, calibration, samples = shares_from_pyspy(out_file)
@@ -493,28 +491,23 @@ def markdown(runs):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="smaller data, for a check")
-    parser.add_argument("--only", nargs="*", default=None, help="workloads (by name prefix)")
-    parser.add_argument("--label", default="now", help="name of this run in the results")
-    parser.add_argument("--rate", type=int, default=250, help="py-spy samples per second")
-    parser.add_argument(
+    cli = parser(__doc__, "smaller data, for a check", only="workloads", label=True, child=1)
+    cli.add_argument("--rate", type=int, default=250, help="py-spy samples per second")
+    cli.add_argument(
         "--profiler",
         choices=["auto", "py-spy", "cprofile"],
         default="auto",
         help="auto: py-spy where it can sample a child process here, else cProfile",
     )
-    parser.add_argument("--one", default=None, help=argparse.SUPPRESS)
-    parser.add_argument("--stats", default=None, help=argparse.SUPPRESS)
-    parser.add_argument("--no-write", action="store_true", help="print only")
-    args = parser.parse_args()
+    cli.add_argument("--stats", default=None, help=argparse.SUPPRESS)
+    args = cli.parse_args()
     if args.one is not None:
-        return run_one(args.one, args.quick, args.stats)
-    names = [n for n in WORKLOADS if not args.only or any(n.startswith(o) for o in args.only)]
+        return run_one(args.one[0], args.quick, args.stats)
+    names = selected(WORKLOADS, args.only)
     method = args.profiler
     if method == "auto":
         method = "py-spy" if pyspy_works() else "cprofile"
-    started, load_start = time.perf_counter(), os.getloadavg()[0]
+    run = Run(__file__, args.quick)
     rows = []
     for name in names:
         row = measure(name, args.quick, method, args.rate)
@@ -526,18 +519,10 @@ def main():
             + "  ".join(f"{k} {v:.0f}" for k, v in row["shares"].items()),
             flush=True,
         )
-    command = command_line("profile_fits.py", args.only, *(["--quick"] if args.quick else []))
-    run = run_record(command, started, load_start, rows, method=METHODS[method])
+    record = run.record(rows, only=args.only, method=METHODS[method])
     print("\n" + table(rows))
-    if args.no_write:
-        return None
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    stored = RESULTS / "profile_fits.json"
-    runs = json.loads(stored.read_text())["runs"] if stored.exists() else {}
-    runs[args.label] = run
-    stored.write_text(json.dumps(dict(categories=CATEGORIES, runs=runs), indent=2))
-    (RESULTS / "profile_fits.md").write_text(markdown(runs))
-    return None
+    if not args.no_write:
+        run.store("profile_fits", args.label, record, markdown, categories=CATEGORIES)
 
 
 if __name__ == "__main__":

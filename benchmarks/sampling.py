@@ -13,17 +13,15 @@
 3. Cost: seconds per 100 draws of every sample on the generated chains (16 samples) and grids
    (4 binary 20×20 images), beside ``predict_marginals`` with 100 perturbations.
 
-Run: ``python benchmarks/sampling.py`` (about a minute); writes
-``docs/results/sampling.{md,json}``.
+Run: ``python benchmarks/sampling.py [--quick]`` (about a minute); writes
+``docs/results/sampling.{md,json}`` (``--quick``: a tenth of the draws, written to a temporary
+folder).
 """
 
 import itertools
-import json
-import os
-import time
-from pathlib import Path
 
 import numpy as np
+from _common import Run, parser, timed
 from scipy.stats import chisquare
 from sklearn.datasets import make_multilabel_classification
 
@@ -38,7 +36,6 @@ from pmap_sklearn._backend import Potentials, sample_labellings
 from pmap_sklearn.datasets import make_chain_data, make_grid_data
 from pmap_sklearn.solvers import check_solver
 
-RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
 N_EXACT, N_FREQUENCY = 20_000, 10_000
 
 
@@ -53,7 +50,7 @@ def joint(unary, edges, tables):
     return labellings, probability / probability.sum()
 
 
-def exact_rows():
+def exact_rows(n_exact=N_EXACT):
     rng = np.random.default_rng(0)
     chain_edges = np.array([[d, d + 1] for d in range(4)])
     transition = rng.normal(size=(3, 3))
@@ -86,9 +83,7 @@ def exact_rows():
             tables = rng.normal(scale=1.5, size=(len(edges), 2, 2))
             pairwise = tables
         potentials = Potentials(unary, edges, pairwise)
-        start = time.perf_counter()
-        draws = sample_labellings(check_solver(solver), potentials, N_EXACT, 1)
-        seconds = time.perf_counter() - start
+        draws, seconds = timed(sample_labellings, check_solver(solver), potentials, n_exact, 1)
         labellings, probability = joint(unary, edges, tables)
         index = {tuple(y): i for i, y in enumerate(labellings)}
         counts = np.bincount([index[tuple(y)] for y in draws], minlength=len(labellings))
@@ -96,8 +91,8 @@ def exact_rows():
             dict(
                 model=name,
                 labellings=len(labellings),
-                p_value=float(chisquare(counts, probability * N_EXACT).pvalue),
-                total_variation=float(0.5 * np.abs(counts / N_EXACT - probability).sum()),
+                p_value=float(chisquare(counts, probability * n_exact).pvalue),
+                total_variation=float(0.5 * np.abs(counts / n_exact - probability).sum()),
                 seconds=seconds,
             )
         )
@@ -105,28 +100,28 @@ def exact_rows():
     return rows
 
 
-def frequency_deviation(model, X, method=None):
+def frequency_deviation(model, X, method=None, n_draws=N_FREQUENCY):
     """Largest |frequency − marginal| over the entries, in Monte-Carlo standard deviations."""
-    draws = model.sample(X, n_draws=N_FREQUENCY, method=method, random_state=0)
+    draws = model.sample(X, n_draws=n_draws, method=method, random_state=0)
     if isinstance(draws, np.ndarray) and draws.dtype != object:  # multi-label
         proba = model.predict_proba(X)
         frequency = draws.mean(axis=1)
-        variance = np.maximum(proba * (1 - proba), 1 / N_FREQUENCY) / N_FREQUENCY
+        variance = np.maximum(proba * (1 - proba), 1 / n_draws) / n_draws
         worst = np.abs(frequency - proba) / np.sqrt(variance)
         return float(worst.max()), int(proba.size)
-    marginals = model.predict_marginals(X, method=method, n_perturbations=N_FREQUENCY)
+    marginals = model.predict_marginals(X, method=method, n_perturbations=n_draws)
     worst, entries = 0.0, 0
     for sample, marginal in zip(draws, marginals, strict=True):
         frequency = np.stack([(sample == c).mean(axis=0) for c in model.classes_], axis=-1)
         # the binomial sd, floored at one draw's worth (a label of probability 1e-6 drawn once
         # is 1/N away from it, not a hundred sd)
-        sd = np.sqrt(np.maximum(marginal * (1 - marginal), 1 / N_FREQUENCY) / N_FREQUENCY)
+        sd = np.sqrt(np.maximum(marginal * (1 - marginal), 1 / n_draws) / n_draws)
         ratio = np.abs(frequency - marginal) / sd
         worst, entries = max(worst, float(ratio.max())), entries + marginal.size
     return worst, entries
 
 
-def frequency_rows():
+def frequency_rows(n_draws=N_FREQUENCY):
     chains = make_chain_data(n_samples=40, random_state=0)
     grids = make_grid_data(n_samples=8, shape=(12, 12), random_state=0)
     X, Y = make_multilabel_classification(n_samples=200, n_features=8, n_classes=4, random_state=0)
@@ -163,16 +158,8 @@ def frequency_rows():
     for name, (model, data, method) in fits.items():
         model = previous if model is None else model
         previous = model
-        start = time.perf_counter()
-        worst, entries = frequency_deviation(model, data, method)
-        rows.append(
-            dict(
-                model=name,
-                entries=entries,
-                worst_sd=worst,
-                seconds=time.perf_counter() - start,
-            )
-        )
+        (worst, entries), seconds = timed(frequency_deviation, model, data, method, n_draws)
+        rows.append(dict(model=name, entries=entries, worst_sd=worst, seconds=seconds))
         print(rows[-1], flush=True)
     return rows
 
@@ -200,25 +187,27 @@ def cost_rows():
     rows = []
     for name, call in cases.items():
         call()  # warm-up
-        start = time.perf_counter()
-        call()
-        rows.append(dict(case=name, seconds=time.perf_counter() - start))
+        rows.append(dict(case=name, seconds=timed(call)[1]))
         print(rows[-1], flush=True)
     return rows
 
 
 def main():
-    load = os.getloadavg()
-    started = time.perf_counter()
-    results = dict(exact=exact_rows(), frequency=frequency_rows(), cost=cost_rows())
-    results.update(load=load, minutes=(time.perf_counter() - started) / 60)
+    args = parser(__doc__, "a tenth of the draws").parse_args()
+    n_exact, n_frequency = (
+        (N_EXACT // 10, N_FREQUENCY // 10) if args.quick else (N_EXACT, N_FREQUENCY)
+    )
+    run = Run(__file__, args.quick)
+    results = dict(
+        exact=exact_rows(n_exact), frequency=frequency_rows(n_frequency), cost=cost_rows()
+    )
+    results.update(load=run.load, minutes=run.minutes())
     lines = [
         "# Joint samples",
         "",
-        f"`python benchmarks/sampling.py` ({results['minutes']:.1f} min, load average "
-        f"{load[0]:.1f}).",
+        f"{run.heading(results['minutes'])}.",
         "",
-        f"**Exact draws against enumeration** ({N_EXACT:,} draws; chi-square p-value of the "
+        f"**Exact draws against enumeration** ({n_exact:,} draws; chi-square p-value of the "
         "labelling counts, total variation distance to the exact distribution):",
         "",
         "| model | labellings | p-value | total variation | s |",
@@ -231,7 +220,7 @@ def main():
         )
     lines += [
         "",
-        f"**Draws against the marginals** (label frequencies of {N_FREQUENCY:,} draws against "
+        f"**Draws against the marginals** (label frequencies of {n_frequency:,} draws against "
         "`predict_marginals` by the same method; the largest deviation over the entries in "
         "Monte-Carlo standard deviations):",
         "",
@@ -245,10 +234,7 @@ def main():
     lines += ["", "**Cost** (100 draws of every sample):", "", "| call | s |", "|---|---|"]
     for r in results["cost"]:
         lines.append(f"| {r['case']} | {r['seconds']:.3f} |")
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "sampling.md").write_text("\n".join(lines) + "\n")
-    (RESULTS / "sampling.json").write_text(json.dumps(results, indent=1))
-    print("\n".join(lines))
+    run.publish("sampling", lines, results)
 
 
 if __name__ == "__main__":

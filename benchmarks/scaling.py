@@ -28,34 +28,34 @@ import the library before timing (joblib keeps them for the next calls).
 
 Run: ``python benchmarks/scaling.py [--part sizes|n_jobs|all] [--max-side 512]
 [--max-length 10000]``; writes ``docs/results/scaling.{md,json,png}`` (part 1) and
-``docs/results/n_jobs.{md,json}`` (part 2).
+``docs/results/n_jobs.{md,json}`` (part 2). ``--quick``: sides up to 64 and chains up to 316
+nodes, the three horse fits of part 2; written to a temporary folder.
 """
 
-import argparse
 import importlib
-import json
-import subprocess
-import sys
-import time
 import warnings
-from pathlib import Path
 
 import numpy as np
+from _common import (
+    Run,
+    child,
+    parser,
+    peak_mb,
+    print_result,
+    pyplot,
+    resident_mb,
+    run_child,
+    save_figure,
+    timed,
+)
 from sklearn.exceptions import ConvergenceWarning
 
-RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
 GRID_ESTIMATORS = ["PerturbMAPCRF", "MarginalPerturbMAPCRF", "StructuredSVM", "denoiser"]
 CHAIN_ESTIMATORS = ["PerturbMAPCRF", "MarginalPerturbMAPCRF", "StructuredSVM", "ChainCRF"]
 
 
-def _peak_mb() -> float:
-    status = Path("/proc/self/status").read_text()
-    return int(status.split("VmHWM:")[1].split()[0]) / 1024
-
-
-def _current_mb() -> float:
-    status = Path("/proc/self/status").read_text()
-    return int(status.split("VmRSS:")[1].split()[0]) / 1024
+#: ``--quick``: the largest side and chain, and the cases of part 2 (the horse fits).
+QUICK = dict(max_side=64, max_length=316, n_jobs_cases=3)
 
 
 def run_one(kind: str, name: str, size: int) -> dict:
@@ -96,36 +96,24 @@ def run_one(kind: str, name: str, size: int) -> dict:
         "ChainCRF": lambda: ChainCRF(structure, max_iter=1),
         "predict_marginals": lambda: PerturbMAPCRF(structure, **sgd),
     }
-    before = _current_mb()
+    before = resident_mb()
     if name == "denoiser":
         clean = y[0]
         noisy = np.where(np.random.default_rng(0).random(clean.shape) < 0.1, 1 - clean, clean)
-        start = time.perf_counter()
-        LogSupermodularDenoiser(max_iter=1, noise_level=0.1, random_state=0).fit(
-            noisy[None], clean[None]
-        )
+        denoiser = LogSupermodularDenoiser(max_iter=1, noise_level=0.1, random_state=0)
+        _, seconds = timed(denoiser.fit, noisy[None], clean[None])
     elif name == "predict_marginals":
         model = models[name]().fit(X, y)
-        before = _current_mb()
-        start = time.perf_counter()
-        model.predict_marginals(X, n_perturbations=100)
+        before = resident_mb()
+        _, seconds = timed(model.predict_marginals, X, n_perturbations=100)
     else:
         model = models[name]()
-        start = time.perf_counter()
-        model.fit(X, y)
-    seconds = time.perf_counter() - start
-    return dict(seconds=seconds, peak_mb=_peak_mb(), before_mb=before, solved=solved[0])
+        _, seconds = timed(model.fit, X, y)
+    return dict(seconds=seconds, peak_mb=peak_mb(), before_mb=before, solved=solved[0])
 
 
 def measure(kind, name, size, timeout):
-    command = [sys.executable, __file__, "--one", kind, name, str(size)]
-    try:
-        out = subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=True)
-    except subprocess.TimeoutExpired:
-        return None
-    except subprocess.CalledProcessError as error:
-        raise RuntimeError(error.stderr) from None
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return run_child(f"{kind} {name} {size}", child(__file__, kind, name, size), timeout)
 
 
 def slope(x, y) -> float:
@@ -152,35 +140,17 @@ def size_runs(sides, lengths, timeout):
     return rows
 
 
-def _timed(function):
-    start = time.perf_counter()
-    out = function()
-    return time.perf_counter() - start, out
-
-
 def _same(a, b) -> bool:
     if isinstance(a, np.ndarray) and a.dtype != object:
         return np.array_equal(a, b)
     return all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))
 
 
-def _blocky(rng, n, size, k):
-    """K-class rectangles with one-hot + N(0, 1) features (as in ``multilabel.py``)."""
-    images, labels = [], []
-    for _ in range(n):
-        truth = np.full((size, size), rng.integers(k))
-        for _ in range(6):
-            r, c = rng.integers(0, size - 4, 2)
-            h, w = rng.integers(4, size // 2, 2)
-            truth[r : r + h, c : c + w] = rng.integers(k)
-        images.append(np.eye(k)[truth] + rng.normal(size=(size, size, k)))
-        labels.append(truth)
-    return images, labels
-
-
-def n_jobs_cases(data_path):
-    """(name, run(n_jobs) -> result) of every kind of call that uses workers, small to large."""
+def n_jobs_cases(data_path, quick=False):
+    """(name, run(n_jobs) -> result) of every kind of call that uses workers, small to large
+    (``quick``: the first fits only)."""
     from joblib import Parallel, delayed
+    from multilabel import blocky_images  # not at the top: the size children's memory
     from sklearn.preprocessing import StandardScaler
 
     from pmap_sklearn import (
@@ -210,7 +180,7 @@ def n_jobs_cases(data_path):
     grids = make_grid_data(n_samples=8, shape=(128, 128), noise=1.0, random_state=0)
     large = make_grid_data(n_samples=8, shape=(256, 256), noise=1.0, random_state=0)
     large_grids = large.data, large.target
-    colours, classes = _blocky(np.random.default_rng(0), 20, 24, 4)
+    colours, classes = blocky_images(np.random.default_rng(0), 20, 24, 4, 1.0)
     one_epoch = dict(max_iter=1, learning_rate="constant", eta0=0.01, random_state=0)
     # Then start the workers and import the library in them, so that no case pays for it.
     # (max_nbytes=None as the library's calls: other arguments would restart the workers)
@@ -269,6 +239,8 @@ def n_jobs_cases(data_path):
             fit(lambda j: PerturbMAPCRF("grid", random_state=0, n_jobs=j), *large_grids),
         ),
     ]
+    if quick:
+        return cases[: QUICK["n_jobs_cases"]]
     binary = PerturbMAPCRF("grid", max_iter=5, random_state=0).fit(grids.data, grids.target)
     cases.append(
         (
@@ -314,15 +286,15 @@ def n_jobs_cases(data_path):
     return cases
 
 
-def n_jobs_ratios(data_path):
+def n_jobs_ratios(data_path, quick=False):
     """Median seconds of n_jobs = 1 and 2, runs interleaved (more repeats for short calls)."""
     rows = []
-    for name, run in n_jobs_cases(data_path):
+    for name, run in n_jobs_cases(data_path, quick):
         times = {1: [], 2: []}
         results = {}
         while True:
             for n_jobs in (1, 2):
-                seconds, results[n_jobs] = _timed(lambda n_jobs=n_jobs, run=run: run(n_jobs))
+                results[n_jobs], seconds = timed(run, n_jobs)
                 times[n_jobs].append(seconds)
             spent = sum(times[1]) + sum(times[2])
             if len(times[1]) >= 7 or (len(times[1]) >= 3 and spent > 10) or spent > 60:
@@ -370,10 +342,7 @@ def n_jobs_table(ratios) -> list[str]:
 
 
 def plot(rows, path):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     figure, axes = plt.subplots(1, 2, figsize=(11, 4.2))
     for axis, kind in zip(axes, ("grid", "chain"), strict=True):
@@ -387,32 +356,33 @@ def plot(rows, path):
         axis.set_title("binary grid images" if kind == "grid" else "chains (K = 5)")
         axis.grid(True, which="both", alpha=0.3)
         axis.legend(fontsize=8)
-    figure.tight_layout()
-    figure.savefig(path, dpi=110)
+    save_figure(figure, path, 110)
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--one", nargs=3, help=argparse.SUPPRESS)
-    parser.add_argument("--part", choices=["sizes", "n_jobs", "all"], default="all")
-    parser.add_argument("--max-side", type=int, default=512)
-    parser.add_argument("--max-length", type=int, default=10_000)
-    parser.add_argument("--timeout", type=float, default=1200.0, help="seconds per run")
-    parser.add_argument("--data", default=None, help="folder with the Weizmann horses")
-    args = parser.parse_args()
+    cli = parser(
+        __doc__,
+        "sides up to 64, chains up to 316 nodes, the horse fits of part 2",
+        data="folder with the Weizmann horses",
+        child=3,
+    )
+    cli.add_argument("--part", choices=["sizes", "n_jobs", "all"], default="all")
+    cli.add_argument("--max-side", type=int, default=512)
+    cli.add_argument("--max-length", type=int, default=10_000)
+    cli.add_argument("--timeout", type=float, default=1200.0, help="seconds per run")
+    args = cli.parse_args()
     if args.one:
         kind, name, size = args.one
         warnings.simplefilter("ignore", ConvergenceWarning)  # one epoch, by design
-        print(json.dumps(run_one(kind, name, int(size))))
+        print_result(run_one(kind, name, int(size)))
         return
-    RESULTS.mkdir(parents=True, exist_ok=True)
+    run = Run(__file__, args.quick)
     if args.part in ("sizes", "all"):
-        size_part(args)
+        size_part(run, args)
     if args.part in ("n_jobs", "all"):
         warnings.simplefilter("ignore", ConvergenceWarning)  # few epochs, by design
-        started = time.perf_counter()
-        ratios = n_jobs_ratios(args.data)
-        minutes = (time.perf_counter() - started) / 60
+        ratios, seconds = timed(n_jobs_ratios, args.data, args.quick)
+        minutes = seconds / 60
         text = "\n".join(
             [
                 "Median seconds of each call with n_jobs = 1 and 2 on 2 cores, runs interleaved "
@@ -422,20 +392,19 @@ def main():
                 *n_jobs_table(ratios),
             ]
         )
-        command = "python benchmarks/scaling.py --part n_jobs"
+        command = run.command("--part", "n_jobs")
         text += f"\n\nWhole run: {minutes:.1f} min on 2 cores; `{command}`.\n"
         print("\n" + text)
-        (RESULTS / "n_jobs.md").write_text("# n_jobs = 1 against 2\n\n" + text)
-        (RESULTS / "n_jobs.json").write_text(
-            json.dumps(dict(command=command, n_jobs=ratios), indent=1)
-        )
+        run.write("n_jobs.md", "# n_jobs = 1 against 2\n\n" + text)
+        run.write_json("n_jobs.json", dict(command=command, n_jobs=ratios))
 
 
-def size_part(args):
-    started = time.perf_counter()
-    sides = [s for s in (32, 64, 128, 256, 512) if s <= args.max_side]
-    lengths = [d for d in (100, 316, 1000, 3162, 10_000) if d <= args.max_length]
-    rows = size_runs(sides, lengths, args.timeout)
+def size_part(run, args):
+    max_side = min(args.max_side, QUICK["max_side"]) if args.quick else args.max_side
+    max_length = min(args.max_length, QUICK["max_length"]) if args.quick else args.max_length
+    sides = [s for s in (32, 64, 128, 256, 512) if s <= max_side]
+    lengths = [d for d in (100, 316, 1000, 3162, 10_000) if d <= max_length]
+    rows, run_seconds = timed(size_runs, sides, lengths, args.timeout)
     slopes = []
     for kind, name in sorted({(r["kind"], r["name"]) for r in rows}):
         points = [r for r in rows if r["kind"] == kind and r["name"] == name]
@@ -449,7 +418,7 @@ def size_part(args):
             work = nodes * np.array([p["solved"] for p in points], float)
             entry["time_vs_nodes_x_queries"] = slope(work, seconds)
         slopes.append(entry)
-    minutes = (time.perf_counter() - started) / 60
+    minutes = run_seconds / 60
     lines = [
         "| sample | estimator | nodes | seconds | peak RSS MB | above start MB | clamped "
         "problems |",
@@ -472,18 +441,17 @@ def size_part(args):
         f"{s.get('time_vs_nodes_x_queries', float('nan')):.2f} |"
         for s in slopes
     ]
-    command = (
-        "python benchmarks/scaling.py --part sizes"
-        + (f" --max-side {args.max_side}" if args.max_side != 512 else "")
-        + (f" --max-length {args.max_length}" if args.max_length != 10_000 else "")
+    command = run.command(
+        "--part",
+        "sizes",
+        *([f"--max-side {args.max_side}"] if args.max_side != 512 else []),
+        *([f"--max-length {args.max_length}"] if args.max_length != 10_000 else []),
     )
     text = "\n".join(lines) + f"\n\nWhole run: {minutes:.1f} min on 2 cores; `{command}`.\n"
     print("\n" + text)
-    (RESULTS / "scaling.md").write_text("# Scaling\n\n" + text)
-    (RESULTS / "scaling.json").write_text(
-        json.dumps(dict(command=command, rows=rows, slopes=slopes), indent=1)
-    )
-    plot(rows, RESULTS / "scaling.png")
+    run.write("scaling.md", "# Scaling\n\n" + text)
+    run.write_json("scaling.json", dict(command=command, rows=rows, slopes=slopes))
+    plot(rows, run.path("scaling.png"))
 
 
 if __name__ == "__main__":

@@ -26,24 +26,20 @@ PerturbMAPCRF.
 
 Run: ``python benchmarks/segment_confidence.py`` (about a minute once the superpixel features
 are cached; the first load computes them, about 40 s on 2 cores); writes
-``docs/results/segment_confidence.{md,json}``. Skips with a message when the horse images are
-absent.
+``docs/results/segment_confidence.{md,json}`` (``--quick``: 20 test images, 100 draws,
+written to a temporary folder). Skips with a message when the horse images are absent.
 """
 
-import argparse
-import json
-import os
-import time
-from pathlib import Path
-
 import numpy as np
+from _common import Run, parser, timed
 from sklearn.metrics import roc_auc_score
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
 BINS = 10
 N_DRAWS = 1000
+#: ``--quick``: the first test images and the draws.
+QUICK = dict(test=20, draws=100)
 
 
 def region_heuristics(predicted, marginals, regions, classes):
@@ -94,11 +90,14 @@ def main():
     from pmap_sklearn.datasets import horse_split, load_weizmann_horses
     from pmap_sklearn.inspection import region_probabilities
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", default=None, help="folder with rgb/ and figure_ground/")
-    parser.add_argument("--n-jobs", type=int, default=2, help="processes for the first load")
-    args = parser.parse_args()
-    load, started = os.getloadavg(), time.perf_counter()
+    args = parser(
+        __doc__,
+        "20 test images, 100 draws",
+        n_jobs="processes for the first load",
+        data="folder with rgb/ and figure_ground/",
+    ).parse_args()
+    n_draws = QUICK["draws"] if args.quick else N_DRAWS
+    run = Run(__file__, args.quick)
     try:
         horses = load_weizmann_horses(args.data, n_jobs=args.n_jobs)
     except FileNotFoundError as error:
@@ -107,8 +106,9 @@ def main():
     split = horse_split()
     X_train = [horses.data[i] for i in split.labeled]
     y_train = [horses.target[i] for i in split.labeled]
-    X_test = [horses.data[i] for i in split.test]
-    y_test = [horses.target[i] for i in split.test]
+    test = split.test[: QUICK["test"]] if args.quick else split.test
+    X_test = [horses.data[i] for i in test]
+    y_test = [horses.target[i] for i in test]
     dev = split.weak[:50]  # for the temperature only
     X_dev, y_dev = [horses.data[i] for i in dev], [horses.target[i] for i in dev]
     rows, reliability = [], {}
@@ -120,25 +120,26 @@ def main():
         ),
         ("MarginalPerturbMAPCRF", MarginalPerturbMAPCRF("graph", random_state=0)),
     ):
-        t0 = time.perf_counter()
-        model = make_pipeline(NodeTransformer(StandardScaler()), learner).fit(X_train, y_train)
-        if "temperature" in name:
-            model[-1].calibrate_marginals(model[0].transform(X_dev), y_dev)
-        fit_seconds = time.perf_counter() - t0
+
+        def fit(learner=learner, name=name):
+            model = make_pipeline(NodeTransformer(StandardScaler()), learner).fit(X_train, y_train)
+            if "temperature" in name:
+                model[-1].calibrate_marginals(model[0].transform(X_dev), y_dev)
+            return model
+
+        model, fit_seconds = timed(fit)
         classes = model[-1].classes_
         predicted = list(model.predict(X_test))
         marginals = list(model.predict_proba(X_test))
-        t0 = time.perf_counter()
-        regions, probabilities = region_probabilities(
-            model, X_test, n_draws=N_DRAWS, random_state=0
+        (regions, probabilities), region_seconds = timed(
+            region_probabilities, model, X_test, n_draws=n_draws, random_state=0
         )
-        region_seconds = time.perf_counter() - t0
         regions = [r.ravel() for r in regions]
         right = region_correct(predicted, y_test, regions)
         mean, product = region_heuristics(predicted, marginals, regions, classes)
         confidences = {
             "node marginals (top label)": None,
-            f"region_probabilities ({N_DRAWS:,} draws, {region_seconds:.1f} s)": np.concatenate(
+            f"region_probabilities ({n_draws:,} draws, {region_seconds:.1f} s)": np.concatenate(
                 list(probabilities)
             ),
             "mean of the region's node marginals": mean,
@@ -158,15 +159,15 @@ def main():
                 f"  ({row['items']} items)",
                 flush=True,
             )
-    minutes = (time.perf_counter() - started) / 60
+    minutes = run.minutes()
     lines = [
         "# Region confidence: Weizmann horses (100 test superpixel graphs)",
         "",
-        f"`python benchmarks/segment_confidence.py` ({minutes:.1f} min, load average "
-        f"{load[0]:.1f}). Trained on the 50 labelled images of `horse_split`, defaults, node "
-        "features standardised. Nodes: the top label of the marginals. Regions: the connected "
-        "regions of the MAP segmentation, right when all their superpixels are; ECE over "
-        f"{BINS} bins, AUC of the confidence as a detector of right regions.",
+        f"{run.heading(minutes)}. Trained on the 50 labelled images of `horse_split`, "
+        "defaults, node features standardised. Nodes: the top label of the marginals. "
+        "Regions: the connected regions of the MAP segmentation, right when all their "
+        f"superpixels are; ECE over {BINS} bins, AUC of the confidence as a detector of right "
+        "regions.",
         "",
         "| model | confidence | ECE | AUC | mean confidence | accuracy | items |",
         "|---|---|---|---|---|---|---|",
@@ -195,12 +196,9 @@ def main():
                 f"{n}: {curve['confidence'][b]:.2f} → {curve['accuracy'][b]:.2f}" if n else "0"
             )
         lines.append(f"| {edges[b]:.1f}–{edges[b + 1]:.1f} | " + " | ".join(cells) + " |")
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "segment_confidence.md").write_text("\n".join(lines) + "\n")
-    (RESULTS / "segment_confidence.json").write_text(
-        json.dumps(dict(load=load, minutes=minutes, bins=BINS, rows=rows), indent=1)
+    run.publish(
+        "segment_confidence", lines, dict(load=run.load, minutes=minutes, bins=BINS, rows=rows)
     )
-    print("\n".join(lines))
 
 
 if __name__ == "__main__":

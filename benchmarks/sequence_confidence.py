@@ -15,30 +15,24 @@ area under the ROC curve of the confidence as a detector of right sentences, the
 and the fraction of sentences right. Every model with its defaults (``random_state=0``),
 trained on train.
 
-Run: ``python benchmarks/sequence_confidence.py`` (about 3 minutes); writes
-``docs/results/sequence_confidence.{md,json}``.
+Run: ``python benchmarks/sequence_confidence.py [--quick]`` (about 3 minutes); writes
+``docs/results/sequence_confidence.{md,json}`` (``--quick``: the first 2,000 training and 500
+testb sentences, 100 draws, written to a temporary folder).
 """
 
-import json
-import os
-import time
 import warnings
-from pathlib import Path
 
 import numpy as np
+from _common import Run, parser, timed
+from _tagging import feature_dicts, first
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import roc_auc_score
 from sklearn.pipeline import make_pipeline
 
-RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
 BINS = 15
 N_DRAWS = 1000
-
-
-def dicts_of(sentences):
-    from pmap_sklearn.datasets import token_features
-
-    return [[dict(token_features(s, i), bias=1.0) for i in range(len(s))] for s in sentences]
+#: ``--quick``: the first sentences of each split, and the draws.
+QUICK = dict(train=2000, testb=500, draws=100)
 
 
 def scores(confidence, right) -> dict:
@@ -65,10 +59,15 @@ def main():
     from pmap_sklearn.datasets import load_conll2002
     from pmap_sklearn.inspection import sequence_probabilities
 
+    quick = "the first 2,000 training and 500 testb sentences, 100 draws"
+    args = parser(__doc__, quick).parse_args()
     warnings.simplefilter("ignore", ConvergenceWarning)
-    load, started = os.getloadavg(), time.perf_counter()
+    run = Run(__file__, args.quick)
+    n_draws = QUICK["draws"] if args.quick else N_DRAWS
     train, test = load_conll2002("esp", "train"), load_conll2002("esp", "testb")
-    train_dicts, test_dicts = dicts_of(train.tokens), dicts_of(test.tokens)
+    if args.quick:
+        train, test = first(train, QUICK["train"]), first(test, QUICK["testb"])
+    train_dicts, test_dicts = feature_dicts(train.tokens), feature_dicts(test.tokens)
     rows = []
     for name, learner in (
         ("PerturbMAPCRF", PerturbMAPCRF(random_state=0)),
@@ -86,12 +85,15 @@ def main():
             else {"default": None, "method='exact'": "exact"}
         )
         for label, method in methods.items():
-            start = time.perf_counter()
-            probability = sequence_probabilities(
-                model, test_dicts, method=method, n_draws=N_DRAWS, random_state=0
+            probability, seconds = timed(
+                sequence_probabilities,
+                model,
+                test_dicts,
+                method=method,
+                n_draws=n_draws,
+                random_state=0,
             )
-            seconds = time.perf_counter() - start
-            how = "exact" if method == "exact" else f"{N_DRAWS:,} perturbed MAPs"
+            how = "exact" if method == "exact" else f"{n_draws:,} perturbed MAPs"
             confidences[f"sequence_probabilities, {label} ({how}, {seconds:.1f} s)"] = probability
         top = [m.max(axis=1) for m in model.predict_proba(test_dicts)]
         confidences["product of the top token marginals"] = np.array([t.prod() for t in top])
@@ -105,12 +107,11 @@ def main():
                 f"zeros {r['zero']}",
                 flush=True,
             )
-    minutes = (time.perf_counter() - started) / 60
+    minutes = run.minutes()
     lines = [
         "# Sequence confidence: CoNLL-2002 Spanish (testb)",
         "",
-        f"`python benchmarks/sequence_confidence.py` ({minutes:.1f} min, load average "
-        f"{load[0]:.1f}). Each sentence's confidence in its predicted tag sequence against "
+        f"{run.heading(minutes)}. Each sentence's confidence in its predicted tag sequence against "
         f"whether the whole sequence is right; ECE over {BINS} bins, AUC of the confidence as a "
         "detector of right sentences; sentences given confidence 0. Models with their defaults.",
         "",
@@ -123,12 +124,9 @@ def main():
             f"{r['mean_confidence']:.3f} | {r['right']:.3f} | {r['zero']} | "
             f"{r['sentences']:,} |"
         )
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "sequence_confidence.md").write_text("\n".join(lines) + "\n")
-    (RESULTS / "sequence_confidence.json").write_text(
-        json.dumps(dict(load=load, minutes=minutes, bins=BINS, rows=rows), indent=1)
+    run.publish(
+        "sequence_confidence", lines, dict(load=run.load, minutes=minutes, bins=BINS, rows=rows)
     )
-    print("\n".join(lines))
 
 
 if __name__ == "__main__":

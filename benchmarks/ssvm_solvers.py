@@ -8,23 +8,22 @@ primal with the α that ``ocr_table.py``'s inner cross-validation chose for BCFW
 BCFW row. Test Hamming error % (mean ± std over the folds), fit seconds, and the primal
 objective estimate of the last pass.
 
-Run: ``python benchmarks/ssvm_solvers.py`` (needs ``../shared/data/ocr``); writes
-``docs/results/ssvm_solvers.{md,json}``.
+Run: ``python benchmarks/ssvm_solvers.py [--quick]`` (needs ``../shared/data/ocr``); writes
+``docs/results/ssvm_solvers.{md,json}`` (``--quick``: outer fold 0 only, written to a temporary
+folder).
 """
 
 import json
-import time
 import warnings
-from pathlib import Path
 
 import numpy as np
+from _common import RESULTS, Run, parser, timed
 from ocr_table import split
 from sklearn.exceptions import ConvergenceWarning
 
 from pmap_sklearn import StructuredSVM, mean_hamming_loss
 from pmap_sklearn.datasets import load_ocr
 
-RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
 SOLVERS = {
     "BCFW (the OCR table's row)": dict(solver="bcfw"),
     "subgradient (Pegasos steps, weighted average)": dict(solver="subgradient"),
@@ -32,7 +31,8 @@ SOLVERS = {
 
 
 def main():
-    started = time.perf_counter()
+    args = parser(__doc__, "outer fold 0 only").parse_args()
+    run = Run(__file__, args.quick)
     ocr = load_ocr()
     table = json.loads((RESULTS / "ocr_table.json").read_text())["rows"]
     alphas = {
@@ -41,7 +41,7 @@ def main():
         if r["method"] == "S-SVM+BCFW" and r["protocol"] == "small"
     }
     rows = {name: [] for name in SOLVERS}
-    for fold in range(10):
+    for fold in range(1 if args.quick else 10):
         train, test = split(ocr.folds, "small", fold)
         X, y = [ocr.data[i] for i in train], [ocr.target[i] for i in train]
         X_test, y_test = [ocr.data[i] for i in test], [ocr.target[i] for i in test]
@@ -51,9 +51,7 @@ def main():
             )
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", ConvergenceWarning)
-                start = time.perf_counter()
-                model.fit(X, y)
-                seconds = time.perf_counter() - start
+                _, seconds = timed(model.fit, X, y)
             error = 100 * mean_hamming_loss(y_test, model.predict(X_test))
             rows[name].append(
                 dict(
@@ -65,11 +63,11 @@ def main():
                 )
             )
             print(f"fold {fold} {name:<48} {error:6.2f} %  {seconds:5.1f} s", flush=True)
-    minutes = (time.perf_counter() - started) / 60
+    minutes = run.minutes()
     lines = [
         "# The structured SVM's solvers on OCR (small protocol)",
         "",
-        f"`python benchmarks/ssvm_solvers.py` ({minutes:.1f} min). 10 outer folds; each fold's α "
+        f"`{run.command()}` ({minutes:.1f} min). 10 outer folds; each fold's α "
         "as chosen for BCFW by `ocr_table.py`; 60 passes, mini-batches of 16.",
         "",
         "| solver | test error % | fit s | primal objective (last pass) |",
@@ -84,11 +82,7 @@ def main():
         )
     text = "\n".join(lines)
     print(text)
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "ssvm_solvers.md").write_text(text + "\n")
-    (RESULTS / "ssvm_solvers.json").write_text(
-        json.dumps(dict(minutes=minutes, rows=rows), indent=1)
-    )
+    run.save("ssvm_solvers", text + "\n", dict(minutes=minutes, rows=rows))
 
 
 if __name__ == "__main__":

@@ -11,22 +11,18 @@ variants' gradients are checked to agree. One run of H_max iterations gives
 the cumulative times at H = 10^2, 10^3, ...
 
 Run: ``python benchmarks/table5_clamped_maps.py [--iterations 10000]``; writes
-``docs/results/table5.json`` and ``docs/results/table5.md``.
+``docs/results/table5.json`` and ``docs/results/table5.md`` (``--quick``: 100 iterations,
+written to a temporary folder).
 """
 
-import argparse
-import json
-import time
-from pathlib import Path
-
 import numpy as np
+from _common import Run, parser, timed
 from sklearn.preprocessing import StandardScaler
 
 from pmap_sklearn import MarginalPerturbMAPCRF, NodeTransformer
 from pmap_sklearn.datasets import horse_split, load_weizmann_horses
 from pmap_sklearn.perturbation import gumbel
 
-RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
 VARIANTS = {  # name: (dynamic, gumbel_reduction)
     "basic": (False, False),
     "DC": (True, False),
@@ -41,11 +37,20 @@ PAPER = {
 }
 
 
+def clamped_maps(structure, image, w, perturbation, queries, **variant):
+    """The call a variant is timed on: the perturbed potentials of ``image`` and the solver's
+    ``clamped_maps`` of every node of ``queries`` (nodes, truth, weights)."""
+    potentials = structure.potentials(image, w, perturbation)
+    return structure.solver_.clamped_maps(potentials, *queries, **variant)
+
+
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--iterations", type=int, default=10_000)
-    parser.add_argument("--data", default=None, help="folder with rgb/ and figure_ground/")
-    args = parser.parse_args()
+    cli = parser(__doc__, "100 iterations", data="folder with rgb/ and figure_ground/")
+    cli.add_argument("--iterations", type=int, default=10_000)
+    args = cli.parse_args()
+    run = Run(__file__, args.quick)
+    if args.quick:
+        args.iterations = 100
     horses = load_weizmann_horses(args.data, n_jobs=2)
     labeled = horse_split().labeled
     scaler = NodeTransformer(StandardScaler()).fit([horses.data[i] for i in labeled])
@@ -53,7 +58,6 @@ def main():
     y = [horses.target[i] for i in labeled]
     model = MarginalPerturbMAPCRF("graph", class_weight="balanced", random_state=0).fit(X, y)
     structure, w = model.structure_, model.coef_
-    solver = structure.solver_
     batch = structure.prepare(X)
     labels = structure.prepare_labels(batch, y)
     images = [batch.subset([i]) for i in range(batch.n_samples)]
@@ -70,12 +74,17 @@ def main():
         perturbation = gumbel(rng, (image.n_nodes, 2))
         gradients = {}
         for name, (dynamic, reduction) in VARIANTS.items():
-            start = time.perf_counter()
-            potentials = structure.potentials(image, w, perturbation)
-            solution = solver.clamped_maps(
-                potentials, nodes, truth, weights[i], skip_agreeing=reduction, dynamic=dynamic
+            solution, seconds = timed(
+                clamped_maps,
+                structure,
+                image,
+                w,
+                perturbation,
+                (nodes, truth, weights[i]),
+                skip_agreeing=reduction,
+                dynamic=dynamic,
             )
-            elapsed[name] += time.perf_counter() - start
+            elapsed[name] += seconds
             solved[name] += int(solution.solved.sum())
             if h % 100 == 1:  # the four variants must give the same gradient
                 gradients[name] = structure.joint_feature_of(image, solution.statistics)
@@ -114,24 +123,23 @@ def main():
         f"\nSeconds to compute y*_A and all y*_B, folded into the gradient statistics "
         f"({mean_nodes:.0f} superpixels per image)\n{text}"
     )
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    command = f"python benchmarks/table5_clamped_maps.py --iterations {args.iterations}"
-    (RESULTS / "table5.json").write_text(
-        json.dumps(
-            dict(
-                command=command,
-                checkpoints=checkpoints,
-                seconds=table,
-                solved_per_iteration={n: solved[n] / args.iterations for n in VARIANTS},
-                mean_superpixels=mean_nodes,
-            ),
-            indent=2,
-        )
+    command = run.command(f"--iterations {args.iterations}")
+    run.write_json(
+        "table5.json",
+        dict(
+            command=command,
+            checkpoints=checkpoints,
+            seconds=table,
+            solved_per_iteration={n: solved[n] / args.iterations for n in VARIANTS},
+            mean_superpixels=mean_nodes,
+        ),
+        indent=2,
     )
-    (RESULTS / "table5.md").write_text(
+    run.write(
+        "table5.md",
         f"# Table 5 — clamped maximisers on superpixel graphs\n\n`{command}`\n\n"
         f"{mean_nodes:.0f} superpixels per image on average; seconds, cumulative, to compute "
-        f"y*_A and every y*_B and fold them into the gradient statistics.\n\n{text}\n"
+        f"y*_A and every y*_B and fold them into the gradient statistics.\n\n{text}\n",
     )
 
 

@@ -43,37 +43,34 @@ Fit times exclude building the feature dicts (done once for all); the vectoriser
 reported on its own row.
 
 Run: ``python benchmarks/ud_tagging.py [--quick]`` (needs ``pip install ".[benchmarks]"`` and
-``../shared/data/ud_english_ewt``); writes ``docs/results/ud_tagging.{md,json}``.
+``../shared/data/ud_english_ewt``); writes ``docs/results/ud_tagging.{md,json}``
+(``--quick``: 2,000 training sentences, written to a temporary folder).
 """
 
 import argparse
-import json
 import pickle
-import subprocess
-import sys
 import tempfile
-import time
 import warnings
 from pathlib import Path
 
 import numpy as np
+from _common import Run, child, parser, peak_mb, print_result, run_child, timed
 from _tagging import (
     PREDICT_REPEATS,
     calibration,
-    crfsuite_marginals,
     crfsuite_size,
-    crfsuite_tutorial_model,
+    feature_dicts,
     fit_and_measure,
+    fit_crfsuite,
     fit_times_line,
+    learner_params,
+    measure_learners,
     model_size,
-    peak_mb,
     size_cells,
     sparse_line,
-    timed,
+    token_marginals,
 )
 from sklearn.exceptions import ConvergenceWarning
-
-RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
 
 #: The learners whose fit times are compared by the target: timed twice.
 #: PerturbMAPCRF with L1, crfsuite's c1 = 0.2, c2 = 0.05: the setting chosen on CoNLL-2002's
@@ -152,29 +149,20 @@ def run_one(name: str, data_file: str, curve: bool) -> dict:
         data = pickle.load(handle)
     kind, params = LEARNERS[name]
     if kind == "crfsuite":
-        model = crfsuite_tutorial_model()
-        seconds, held = fit_and_measure(model, data["train_dicts"], data["train_tags"])
-        predicted, predict_seconds = timed(
-            model.predict, data["test_dicts"], repeat=PREDICT_REPEATS
-        )
-        accuracy = _accuracy(predicted, data["test_tags"])
-        dicts, marginal_seconds = timed(
-            model.predict_marginals, data["test_dicts"], repeat=PREDICT_REPEATS
-        )
-        classes = np.array(sorted(model.classes_))
+        fitted = fit_crfsuite(data["train_dicts"], data["train_tags"], data["test_dicts"])
         ece, log_loss = calibration(
-            crfsuite_marginals(dicts, classes), np.concatenate(data["test_tags"]), classes
+            fitted["marginals"], np.concatenate(data["test_tags"]), fitted["classes"]
         )
         return dict(
-            seconds=seconds,
-            accuracy=accuracy,
+            seconds=fitted["seconds"],
+            accuracy=_accuracy(fitted["predicted"], data["test_tags"]),
             peak_mb=peak_mb(),
-            held_mb=held,
-            predict_seconds=predict_seconds,
-            marginal_seconds=marginal_seconds,
+            held_mb=fitted["held"],
+            predict_seconds=fitted["predict_seconds"],
+            marginal_seconds=fitted["marginal_seconds"],
             ece=ece,
             log_loss=log_loss,
-            **crfsuite_size(model),
+            **crfsuite_size(fitted["model"]),
         )
 
     import pmap_sklearn
@@ -186,17 +174,11 @@ def run_one(name: str, data_file: str, curve: bool) -> dict:
         model = getattr(pmap_sklearn, kind)(**dict(params, max_iter=1, warm_start=True))
         curve, total = [], 0.0
         for _ in range(params["max_iter"]):
-            start = time.perf_counter()
-            model.fit(X, y)
-            total += time.perf_counter() - start
+            total += timed(model.fit, X, y)[1]
             curve.append((total, _accuracy(model.predict(data["test"]), data["test_tags"])))
         return dict(curve=curve)
+    params = learner_params(params, len(X))
     calibrate = params.pop("calibrate_on_dev", False)
-    if "crfsuite_c" in params:  # crfsuite's c1, c2 on its summed objective
-        c1, c2 = params.pop("crfsuite_c")
-        params["alpha"], params["l1_ratio"] = pmap_sklearn.crfsuite_penalty(c1, c2, len(X))
-    if "structure_bias" in params:  # a chain structure without its own bias column
-        params["structure"] = pmap_sklearn.ChainStructure(bias=params.pop("structure_bias"))
     model = getattr(pmap_sklearn, kind)(**params)
     seconds, held = fit_and_measure(model, X, y)
     if calibrate:  # temperature scaling of the marginals on the dev split
@@ -218,11 +200,9 @@ def run_one(name: str, data_file: str, curve: bool) -> dict:
         predict_seconds=predict_seconds,
         **model_size(model, data["vectorizer"]),
     )
-    if hasattr(model, "predict_proba"):  # the model's default marginals, timed and calibrated
-        marginals, row["marginal_seconds"] = timed(
-            model.predict_proba, data["test"], repeat=PREDICT_REPEATS
-        )
-        marginals = np.concatenate(list(marginals))
+    marginals, seconds = token_marginals(model, data["test"])
+    if marginals is not None:  # the model's default marginals, timed and calibrated
+        row["marginal_seconds"] = seconds
         row["ece"], row["log_loss"] = calibration(
             marginals, np.concatenate(data["test_tags"]), model.classes_
         )
@@ -230,34 +210,27 @@ def run_one(name: str, data_file: str, curve: bool) -> dict:
 
 
 def measure(name: str, data_file: str, curve: bool = False) -> dict:
-    command = [sys.executable, __file__, "--one", name, data_file] + ["--curve"] * curve
-    out = subprocess.run(command, capture_output=True, text=True, check=False)
-    if out.returncode:
-        raise RuntimeError(f"{name}: {out.stderr[-2000:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return run_child(name, child(__file__, name, data_file) + ["--curve"] * curve)
 
 
 def prepare(data_file: str, quick: bool) -> dict:
     from pmap_sklearn import SequenceVectorizer
-    from pmap_sklearn.datasets import load_ud_treebank, token_features
+    from pmap_sklearn.datasets import load_ud_treebank
 
     train, dev, test = (load_ud_treebank(split) for split in ("train", "dev", "test"))
     if quick:
         train.sentences, train.tags = train.sentences[:2000], train.tags[:2000]
 
-    def dicts(sentences):
-        return [[dict(token_features(s, i), bias=1.0) for i in range(len(s))] for s in sentences]
-
-    start = time.perf_counter()
-    train_dicts, test_dicts = dicts(train.sentences), dicts(test.sentences)
-    feature_seconds = time.perf_counter() - start
-    start = time.perf_counter()
+    (train_dicts, test_dicts), feature_seconds = timed(
+        lambda: (feature_dicts(train.sentences), feature_dicts(test.sentences))
+    )
     vectorizer = SequenceVectorizer()
-    train_chains = vectorizer.fit_transform([[{**d} for d in s] for s in train_dicts])
-    vectorise_seconds = time.perf_counter() - start
+    train_chains, vectorise_seconds = timed(
+        lambda: vectorizer.fit_transform([[{**d} for d in s] for s in train_dicts])
+    )
     test_chains = vectorizer.transform(test_dicts)
     data = dict(
-        dev=vectorizer.transform(dicts(dev.sentences)),
+        dev=vectorizer.transform(feature_dicts(dev.sentences)),
         dev_tags=dev.tags,
         train_dicts=train_dicts,
         test_dicts=test_dicts,
@@ -289,15 +262,13 @@ def _settings() -> str:
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="2,000 training sentences")
-    parser.add_argument("--one", nargs=2, metavar=("LEARNER", "DATA"), help=argparse.SUPPRESS)
-    parser.add_argument("--curve", action="store_true", help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    cli = parser(__doc__, "2,000 training sentences", child=2)
+    cli.add_argument("--curve", action="store_true", help=argparse.SUPPRESS)
+    args = cli.parse_args()
     if args.one:
-        print(json.dumps(run_one(args.one[0], args.one[1], args.curve)))
+        print_result(run_one(args.one[0], args.one[1], args.curve))
         return
-    started = time.perf_counter()
+    run = Run(__file__, args.quick)
     with tempfile.TemporaryDirectory() as folder:
         data_file = str(Path(folder) / "data.pkl")
         info = prepare(data_file, args.quick)
@@ -307,15 +278,7 @@ def main():
             f"vectoriser {info['vectorise_seconds']:.1f} s",
             flush=True,
         )
-        rows = {}
-        for name in LEARNERS:
-            rows[name] = measure(name, data_file)
-            print(name, rows[name], flush=True)
-        for name in TIMED_TWICE:  # a second pass: the faster of the two runs is reported
-            again = measure(name, data_file)
-            rows[name]["runs"] = [rows[name]["seconds"], again["seconds"]]
-            rows[name]["seconds"] = min(rows[name]["runs"])
-            print(name, "again", again, flush=True)
+        rows = measure_learners(lambda name: measure(name, data_file), LEARNERS, TIMED_TWICE)
         target = rows["sklearn-crfsuite (L-BFGS, 100 it.)"]
         for name in ("PerturbMAPCRF", "MarginalPerturbMAPCRF"):
             curve = measure(name, data_file, curve=True)["curve"]
@@ -323,8 +286,8 @@ def main():
             reached = [t for t, acc in curve if acc >= target["accuracy"]]
             rows[name]["to_target"] = reached[0] if reached else None
             print(name, "curve", curve, flush=True)
-    minutes = (time.perf_counter() - started) / 60
-    command = "python benchmarks/ud_tagging.py" + (" --quick" if args.quick else "")
+    minutes = run.minutes()
+    command = run.command()
     lines = [
         "# UPOS tagging on UD English EWT (test token accuracy)",
         "",
@@ -380,12 +343,7 @@ def main():
     ]
     text = "\n".join(lines)
     print(text)
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    suffix = "_quick" if args.quick else ""
-    (RESULTS / f"ud_tagging{suffix}.md").write_text(text + "\n")
-    (RESULTS / f"ud_tagging{suffix}.json").write_text(
-        json.dumps(dict(info=info, rows=rows, sgd=SGD), indent=1)
-    )
+    run.save("ud_tagging", text + "\n", dict(info=info, rows=rows, sgd=SGD))
 
 
 if __name__ == "__main__":
