@@ -26,7 +26,7 @@ from scipy.special import softmax
 from skimage.data import camera
 
 from pmap_sklearn import ContinuousLogSupermodularDenoiser
-from pmap_sklearn.continuous import snr
+from pmap_sklearn.denoisers.continuous import snr
 
 THESIS_41 = {
     "continuous MAP": 0.693,

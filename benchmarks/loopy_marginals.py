@@ -5,7 +5,7 @@ drawn from N(0, 1) per node and label, one Potts weight ``w`` on every edge (the
 ``w [y_i != y_j]``, ``w = −λ``) with λ = 0.25 / 1.0 / 2.5 (weak / medium / strong coupling),
 5 instances each. The exact marginals and log-partition function come from a transfer matrix
 over the rows (K^W joint states of a row: 1,024 and 2,187), checked against enumeration in
-``tests/test_loopy_marginals.py``.
+``tests/learners/test_queries.py`` and ``tests/backend/test_gibbs.py``.
 
 Methods, each through the library's solvers (graph cuts for binary MAPs, α-expansion for three
 labels):
@@ -41,8 +41,8 @@ import numpy as np
 from _common import Run, parser, timed
 
 from pmap_sklearn import grid_edges
-from pmap_sklearn._backend import conditional_probabilities
-from pmap_sklearn.perturbation import GIBBS_SWEEPS, perturb_and_map
+from pmap_sklearn._backend import GIBBS_SWEEPS, conditional_probabilities
+from pmap_sklearn.perturbation import perturb_and_map
 from pmap_sklearn.solvers import (
     AlphaExpansionSolver,
     GibbsSampler,

@@ -110,7 +110,7 @@ def time_to_match(curve, target):
 
 def _in_solver(key):
     """Viterbi / max-marginal code: the MAP solver itself."""
-    return key[0].endswith("_backend/chain.py")
+    return key[0].endswith("_backend/viterbi.py")
 
 
 def _in_oracle(key):
@@ -119,8 +119,8 @@ def _in_oracle(key):
     file, _, name = key
     return (
         (file.endswith("perturbation.py") and name in ("gumbel", "draw"))
-        or (file.endswith("structures.py") and name == "potentials")
-        or (file.endswith("_backend/chain.py") and name in ("map", "clamped_maps"))
+        or (file.endswith("structures/_base.py") and name == "potentials")
+        or (file.endswith("_backend/viterbi.py") and name in ("map", "clamped_maps"))
     )
 
 

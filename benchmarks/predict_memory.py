@@ -1,7 +1,7 @@
 """Peak memory of predictions against the number of samples, and of a treebank fit.
 
 Predictions take ``X`` in chunks of a bounded number of nodes (``PREDICT_NODES`` in
-``pmap_sklearn/_base.py``), so their memory beyond the outputs should not grow with the
+``pmap_sklearn/_parallel.py``), so their memory beyond the outputs should not grow with the
 number of samples. Each case runs in its own process:
 
 - grids: :class:`~pmap_sklearn.PerturbMAPCRF` with ``GridStructure()`` (graph cuts), fitted

@@ -73,7 +73,7 @@ CATEGORIES = {
     "MAP oracle proper": [
         ("mincut.py", "*", "maxflow("),
         ("cut.py", "*", "maxflow("),
-        ("chain.py", "*"),
+        ("viterbi.py", "*"),
         ("forest.py", "*"),
         ("group_prox.py", "*"),
         ("level_tree.py", "*"),
@@ -89,15 +89,25 @@ CATEGORIES = {
     ],
     # the structure's potentials and joint feature map: products of features and weights
     "feature products": [
-        ("structures.py", "*"),
+        ("_base.py", "*"),
+        ("_joint_feature.py", "*"),
+        ("_hidden_states.py", "*"),
+        ("_edge_features.py", "*"),
+        ("chain.py", "*"),
+        ("grid.py", "*"),
+        ("graph.py", "*"),
+        ("multilabel.py", "*"),
         ("potentials.py", "*"),
         ("_utils.py", "onehot"),
         ("_utils.py", "dot"),
     ],
     # the SGD engine, the learners' oracles, the perturbations, gathering mini-batches
     "SGD loop": [
-        ("_sgd.py", "*"),
-        ("_base.py", "*"),
+        ("sgd.py", "*"),
+        ("step_search.py", "*"),
+        ("_estimator.py", "*"),
+        ("_queries.py", "*"),
+        ("_sgd_learner.py", "*"),
         ("perturb_map.py", "*"),
         ("marginal.py", "*"),
         ("perturbation.py", "*"),
@@ -113,12 +123,11 @@ CATEGORIES = {
         ("*", "_check"),
         ("*", "check_queries"),
         ("*", "check_move_costs"),
-        ("_utils.py", "as_finite_array"),
-        ("_utils.py", "as_finite_features"),
+        ("_validation.py", "*"),
     ],
     # the logistic start of grids and graphs (scikit-learn's L-BFGS); patch extraction of the
     # continuous denoiser; anything not named above
-    "other": [("_base.py", "_start_from_logistic")],
+    "other": [("_estimator.py", "_start_from_logistic")],
 }
 ORDER = list(CATEGORIES)
 #: How each profiler's shares are read, for the results' header.
@@ -246,9 +255,9 @@ def run_one(name, quick, profile_path=None):
 
     import gc
 
-    from pmap_sklearn import _sgd
+    from pmap_sklearn.learners import _sgd_learner
 
-    search = _sgd.calibrate_eta0
+    search = _sgd_learner.calibrate_eta0
     searched = []
 
     def timed_search(*args, **kwargs):  # the step-size search's own seconds
@@ -256,7 +265,7 @@ def run_one(name, quick, profile_path=None):
         searched.append(seconds)
         return result
 
-    _sgd.calibrate_eta0 = timed_search
+    _sgd_learner.calibrate_eta0 = timed_search
     gc.collect()
     reset = reset_peak()
     before = resident_mb()
