@@ -70,7 +70,7 @@ def cached_map(function, jobs: list, location, n_jobs, what: str) -> list:
     if location:
         pending = sum(not load.check_call_in_cache(*job) for job in jobs)
     if pending:
-        where = f", cached in {location}" if location else ""
+        where = f", cached in {_home_as_tilde(location)}" if location else ""
         print(f"{what} of {pending} images{where}", file=sys.stderr, flush=True)
     counting = pending and sys.stderr.isatty()
     results = []
@@ -80,3 +80,9 @@ def cached_map(function, jobs: list, location, n_jobs, what: str) -> list:
         if counting and (done % max(1, len(jobs) // 10) == 0 or done == len(jobs)):
             print(f"{what}: {done}/{len(jobs)} images", file=sys.stderr, flush=True)
     return results
+
+
+def _home_as_tilde(location) -> str:
+    """``location`` with the user's home folder written ``~`` (a message names no user's folder)."""
+    path, home = str(location), str(Path.home())
+    return "~" + path[len(home) :] if path.startswith(home) else path
