@@ -67,7 +67,7 @@ def select(train, test, level_index, max_iter, n_jobs):
     folds = KFold(3, shuffle=True, random_state=0)
     denoiser = GridSearchCV(
         LogSupermodularDenoiser(noise_level=level, max_iter=max_iter, random_state=0),
-        {"reg_field": [1e-4, 1e-3, 1e-2], "reg_cut": [1e-4, 1e-3, 1e-2]},
+        {"alpha_field": [1e-4, 1e-3, 1e-2], "alpha_cut": [1e-4, 1e-3, 1e-2]},
         cv=folds,
         n_jobs=n_jobs,
     ).fit(noisy, train)
@@ -105,8 +105,8 @@ def run_draw(train, test, level_index, draw, chosen, max_iter):
     for known, noise_level in [("known", level), ("learned", "learn")]:
         unsupervised = LogSupermodularDenoiser(
             noise_level=noise_level,
-            reg_field=UNSUPERVISED_PENALTY,
-            reg_cut=UNSUPERVISED_PENALTY,
+            alpha_field=UNSUPERVISED_PENALTY,
+            alpha_cut=UNSUPERVISED_PENALTY,
             max_iter=max_iter,
             random_state=draw,
         )

@@ -22,7 +22,7 @@ Protocols:
 Rows: per-node logistic regression alone (its argmax); :class:`~pmap_sklearn.TwoStageCRF` with
 its defaults (logistic regression, 5 folds of samples, then ``PerturbMAPCRF`` with its defaults
 on the log-probabilities); the same with stage two given the one-stage row's settings;
-:class:`~pmap_sklearn.PiecewiseCRF` (defaults); ``StructuredSVM(solver="subgradient")`` (its
+:class:`~pmap_sklearn.PiecewiseCRF` (defaults); ``StructuredSVM(algorithm="subgradient")`` (its
 defaults otherwise: α 1e-3, 50 passes, as the BCFW rows of the other tables);
 :class:`~pmap_sklearn.MeanFieldCRF` (defaults); the one-stage ``PerturbMAPCRF`` as its table
 runs it. Fit times are the faster of two fits (the
@@ -142,7 +142,7 @@ def part_clamp_protocol(n_test=150) -> dict:
             ),
             "PiecewiseCRF (defaults)": PiecewiseCRF("graph"),
             "StructuredSVM, subgradient": StructuredSVM(
-                "graph", solver="subgradient", random_state=0
+                "graph", algorithm="subgradient", random_state=0
             ),
             "MeanFieldCRF (defaults)": MeanFieldCRF("graph", random_state=0),
             "PerturbMAPCRF (the Part & Clamp table's row)": PerturbMAPCRF("graph", **one_stage),
@@ -163,7 +163,7 @@ def multiclass_protocol() -> list:
         ),
         "PiecewiseCRF (defaults)": PiecewiseCRF(GridStructure()),
         "StructuredSVM, subgradient": StructuredSVM(
-            GridStructure(), solver="subgradient", random_state=0
+            GridStructure(), algorithm="subgradient", random_state=0
         ),
         "MeanFieldCRF (defaults)": MeanFieldCRF(GridStructure(), random_state=0),
         "PerturbMAPCRF (defaults, the multilabel table's row)": PerturbMAPCRF(
@@ -181,7 +181,9 @@ def ocr_protocol(n_folds=10) -> list:
             crf=PerturbMAPCRF(random_state=0), random_state=0
         ),
         "PiecewiseCRF (defaults)": lambda: PiecewiseCRF(ChainStructure()),
-        "StructuredSVM, subgradient": lambda: StructuredSVM(solver="subgradient", random_state=0),
+        "StructuredSVM, subgradient": lambda: StructuredSVM(
+            algorithm="subgradient", random_state=0
+        ),
         "MeanFieldCRF (defaults)": lambda: MeanFieldCRF("chain", random_state=0),
         "PerturbMAPCRF (defaults)": lambda: PerturbMAPCRF(random_state=0),
     }
@@ -224,7 +226,7 @@ def horse_protocol(n_test=None) -> list:
         ),
         "PiecewiseCRF (defaults)": scaled(PiecewiseCRF("graph")),
         "StructuredSVM, subgradient (balanced loss)": scaled(
-            StructuredSVM("graph", solver="subgradient", class_weight="balanced", random_state=0)
+            StructuredSVM("graph", algorithm="subgradient", class_weight="balanced", random_state=0)
         ),
         "MeanFieldCRF (defaults)": scaled(MeanFieldCRF("graph", random_state=0)),
         "PerturbMAPCRF (defaults)": scaled(PerturbMAPCRF("graph", random_state=0)),

@@ -119,7 +119,7 @@ def instance(size, k, coupling, seed):
         if m == 100:
             pmap_seconds = seconds
     for sweeps in (10, 100):
-        result, seconds = timed(lambda s=sweeps: MeanFieldSolver(n_iterations=s).marginals(p))
+        result, seconds = timed(lambda s=sweeps: MeanFieldSolver(n_sweeps=s).marginals(p))
         label = "mean field, 10 sweeps (default)" if sweeps == 10 else "mean field, 100 sweeps"
         record(label, result.node, seconds)
         if sweeps == 100:

@@ -25,8 +25,8 @@ from pmap_sklearn import StructuredSVM, mean_hamming_loss
 from pmap_sklearn.datasets import load_ocr
 
 SOLVERS = {
-    "BCFW (the OCR table's row)": dict(solver="bcfw"),
-    "subgradient (Pegasos steps, weighted average)": dict(solver="subgradient"),
+    "BCFW (the OCR table's row)": dict(algorithm="bcfw"),
+    "subgradient (Pegasos steps, weighted average)": dict(algorithm="subgradient"),
 }
 
 

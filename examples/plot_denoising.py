@@ -22,7 +22,7 @@ train, test = slice(0, 60), slice(60, 80)
 supervised = LogSupermodularDenoiser(field="shared", noise_level=0.1, random_state=0)
 supervised.fit(noisy[train], clean[train])
 unsupervised = LogSupermodularDenoiser(
-    field="shared", reg_field=1e-2, reg_cut=1e-2, random_state=0
+    field="shared", alpha_field=1e-2, alpha_cut=1e-2, random_state=0
 ).fit(noisy[train])
 print(f"noisy input: {100 * np.mean(noisy[test] != clean[test]):.2f} % wrong pixels")
 for name, model in (("supervised", supervised), ("unsupervised", unsupervised)):

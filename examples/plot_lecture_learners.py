@@ -58,7 +58,7 @@ models = {
     "two-stage": TwoStageCRF(crf=PerturbMAPCRF(GridStructure(), random_state=0), random_state=0),
     "piecewise": PiecewiseCRF(GridStructure()),
     "S-SVM, subgradient": StructuredSVM(
-        GridStructure(), solver="subgradient", alpha=1e-2, max_iter=30, random_state=0
+        GridStructure(), algorithm="subgradient", alpha=1e-2, max_iter=30, random_state=0
     ),
     "mean field": MeanFieldCRF(GridStructure(), random_state=0),
     "perturb-and-MAP": PerturbMAPCRF(GridStructure(), random_state=0),

@@ -24,6 +24,7 @@ from .metrics import (
 from .preprocessing import NodeTransformer, SequenceVectorizer
 from .samples import GraphSample, grid_edges
 from .structures import ChainStructure, GraphStructure, GridStructure, MultiLabelStructure
+from .superpixels import SuperpixelGraphs
 
 #: Modules of earlier releases and where they went: ``pmap_sklearn.multilabel``,
 #: ``pmap_sklearn.part_clamp`` and the others still import (and old pickles still load).
@@ -65,6 +66,7 @@ __all__ = [
     "Potentials",
     "NodeTransformer",
     "SequenceVectorizer",
+    "SuperpixelGraphs",
     "mean_hamming_loss",
     "weighted_hamming_loss",
     "hamming_scorer",

@@ -114,9 +114,9 @@ NEW_VALUES = {
     "loss": {MeanFieldCRF: "hamming", EpsilonCRF: None},
     "unknown_label": None,
     "ignore_label": 2,
-    "solver": "subgradient",
+    "algorithm": "subgradient",
     "average": False,
-    "n_iterations": 3,
+    "n_sweeps": 3,
     "damping": 0.5,
     "unlabeled_weight": 0.5,
     "gumbel_reduction": "flip",
@@ -242,7 +242,7 @@ def test_an_interrupted_denoiser_fit_keeps_the_previous_model(rng):
     coef = model.coef_.copy()
     bigger = np.pad(noisy, ((0, 0), (0, 1), (0, 1)))
     with pytest.raises(NonFiniteError, match="diverged"):
-        model.set_params(step_size=1e308).fit(bigger, np.pad(clean, ((0, 0), (0, 1), (0, 1))))
+        model.set_params(eta0=1e308).fit(bigger, np.pad(clean, ((0, 0), (0, 1), (0, 1))))
     assert model.image_shape_ == (5, 5)
     np.testing.assert_array_equal(model.coef_, coef)
     assert model.predict(noisy).shape == noisy.shape

@@ -115,12 +115,12 @@ class MeanFieldModel:
         )
 
 
-def unrolled(model: MeanFieldModel, n_iterations: int, damping: float) -> list[np.ndarray]:
+def unrolled(model: MeanFieldModel, n_sweeps: int, damping: float) -> list[np.ndarray]:
     """Parallel mean field from ``softmax(u)``: the iterates ``q_0 … q_T``, with
     ``q_{s+1} = damping · q_s + (1 − damping) · softmax(field(q_s))``."""
     q = softmax(model.unary, axis=1)
     iterates = [q]
-    for _ in range(n_iterations):
+    for _ in range(n_sweeps):
         q = damping * q + (1.0 - damping) * softmax(model.field(q), axis=1)
         iterates.append(q)
     return iterates
@@ -132,7 +132,7 @@ class MeanFieldSolver(Solver):
 
     Parameters
     ----------
-    n_iterations : int, default=10
+    n_sweeps : int, default=10
         Updates of every node (parallel) or sweeps over the colour classes (sequential).
     damping : float, default=0.0
         Share of the previous iterate kept at each update, in [0, 1).
@@ -154,10 +154,10 @@ class MeanFieldSolver(Solver):
         "can oscillate between labellings)",
     )
 
-    def __init__(self, n_iterations: int = 10, damping: float = 0.0, schedule: str = "sequential"):
-        self.n_iterations = check_scalar(n_iterations, "n_iterations", Integral, min_val=0)
-        if isinstance(n_iterations, bool):
-            raise ValueError("n_iterations must be an int, got a bool")
+    def __init__(self, n_sweeps: int = 10, damping: float = 0.0, schedule: str = "sequential"):
+        self.n_sweeps = check_scalar(n_sweeps, "n_sweeps", Integral, min_val=0)
+        if isinstance(n_sweeps, bool):
+            raise ValueError("n_sweeps must be an int, got a bool")
         self.damping = check_scalar(
             damping, "damping", Real, min_val=0.0, max_val=1.0, include_boundaries="left"
         )
@@ -169,7 +169,7 @@ class MeanFieldSolver(Solver):
 
     def __repr__(self) -> str:
         return (
-            f"MeanFieldSolver(n_iterations={self.n_iterations}, damping={self.damping}, "
+            f"MeanFieldSolver(n_sweeps={self.n_sweeps}, damping={self.damping}, "
             f"schedule={self.schedule!r})"
         )
 
@@ -184,11 +184,11 @@ class MeanFieldSolver(Solver):
             potentials = potentials.add_unary(forbid)
         model = MeanFieldModel(potentials)
         if self.schedule == "parallel":
-            return model, unrolled(model, self.n_iterations, self.damping)[-1]
+            return model, unrolled(model, self.n_sweeps, self.damping)[-1]
         colours = sample_colours(potentials)
         classes = [np.flatnonzero(colours == c) for c in range(colours.max(initial=-1) + 1)]
         q = softmax(model.unary, axis=1)
-        for _ in range(self.n_iterations):
+        for _ in range(self.n_sweeps):
             for nodes in classes:
                 fresh = softmax(model.field(q)[nodes], axis=1)
                 q[nodes] = self.damping * q[nodes] + (1.0 - self.damping) * fresh

@@ -51,7 +51,7 @@ class LogSupermodularDenoiser(BaseEstimator):
     the iterates (weights ∝ h), which is what the :math:`1/\sqrt{h}` rate is proved for.
 
     The objective (minimised) is, with ``D`` pixels per image and ``N`` images,
-    ``(1/N) Σ_n NLL_n / D_n + (reg_field/2) mean(t²) + (reg_cut/2) ‖α‖²``.
+    ``(1/N) Σ_n NLL_n / D_n + (alpha_field/2) mean(t²) + (alpha_cut/2) ‖α‖²``.
 
     Parameters
     ----------
@@ -67,9 +67,10 @@ class LogSupermodularDenoiser(BaseEstimator):
         0`).
     noise_init : float in (0, 0.5), default=0.1
         Starting π when it is learned.
-    reg_field, reg_cut : float, default=1e-3
-        Squared ℓ2 penalties of the field ``t`` and of the cut weights :math:`\alpha`.
-    step_size : float, default=5.0
+    alpha_field, alpha_cut : float, default=1e-3
+        The regularisation strengths (the learners' ``alpha``): squared ℓ2 penalties of the
+        field ``t`` and of the cut weights :math:`\alpha`.
+    eta0 : float, default=5.0
         ``C`` of the steps :math:`C/\sqrt{h}`. The step of a per-pixel ``t_d`` is multiplied by
         ``D`` (each ``t_d`` is informed by one pixel per image, :math:`\alpha` and ``u`` by all of
         them), so one ``C`` suits every block.
@@ -79,10 +80,6 @@ class LogSupermodularDenoiser(BaseEstimator):
         Images per step.
     n_perturbations : int, default=100
         Logistic perturbations ``M`` behind :meth:`predict_marginals` and marginal decoding.
-    decoding : {"map", "marginal"}, default="map"
-        Default of :meth:`predict`: the posterior MAP ("max-marginal" in the thesis, one cut
-        per image) or the per-pixel argmax of the marginals ("mean-marginal": the mean of the
-        perturbed MAPs thresholded at 1/2).
     random_state : int, Generator, RandomState or None, default=None
     n_jobs : int or None, default=None
         Processes for the graph cuts of :meth:`predict` and :meth:`predict_marginals` (results
@@ -133,13 +130,12 @@ class LogSupermodularDenoiser(BaseEstimator):
         "field": [StrOptions({"auto", "pixel", "shared"})],
         "noise_level": [NumberInterval(Real, 0, 0.5, closed="neither"), StrOptions({"learn"})],
         "noise_init": [NumberInterval(Real, 0, 0.5, closed="neither")],
-        "reg_field": [NumberInterval(Real, 0, None, closed="left")],
-        "reg_cut": [NumberInterval(Real, 0, None, closed="left")],
-        "step_size": [NumberInterval(Real, 0, None, closed="neither")],
+        "alpha_field": [NumberInterval(Real, 0, None, closed="left")],
+        "alpha_cut": [NumberInterval(Real, 0, None, closed="left")],
+        "eta0": [NumberInterval(Real, 0, None, closed="neither")],
         "max_iter": [NumberInterval(Integral, 1, None, closed="left")],
         "batch_size": [NumberInterval(Integral, 1, None, closed="left")],
         "n_perturbations": [NumberInterval(Integral, 1, None, closed="left")],
-        "decoding": [StrOptions({"map", "marginal"})],
         "random_state": ["random_state", np.random.Generator],
         "n_jobs": N_JOBS_CONSTRAINT,
         "verbose": ["verbose"],
@@ -151,13 +147,12 @@ class LogSupermodularDenoiser(BaseEstimator):
         field="auto",
         noise_level="learn",
         noise_init=0.1,
-        reg_field=1e-3,
-        reg_cut=1e-3,
-        step_size=5.0,
+        alpha_field=1e-3,
+        alpha_cut=1e-3,
+        eta0=5.0,
         max_iter=30,
         batch_size=10,
         n_perturbations=100,
-        decoding="map",
         random_state=None,
         n_jobs=None,
         verbose=0,
@@ -217,10 +212,10 @@ class LogSupermodularDenoiser(BaseEstimator):
         field, log_odds = slice(0, structure.n_field), structure.n_field
         start = self.noise_init if learn_noise else self.noise_level
         state.coef[log_odds] = np.log(start / (1.0 - start))
-        # Per-coordinate penalty of (reg_field/2) mean(t²) + (reg_cut/2)‖α‖², and step scale:
+        # Per-coordinate penalty of (alpha_field/2) mean(t²) + (alpha_cut/2)‖α‖², and step scale:
         # a per-pixel t_d sees one pixel per image, so its step is D times larger.
-        alpha = np.full(structure.size_, float(self.reg_cut))
-        alpha[field], alpha[log_odds] = self.reg_field / structure.n_field, 0.0
+        alpha = np.full(structure.size_, float(self.alpha_cut))
+        alpha[field], alpha[log_odds] = self.alpha_field / structure.n_field, 0.0
         scale = np.ones(structure.size_)
         scale[field], scale[log_odds] = structure.n_field, float(learn_noise)
 
@@ -261,7 +256,7 @@ class LogSupermodularDenoiser(BaseEstimator):
             rng=rng,
             alpha=alpha,
             batch_size=min(self.batch_size, batch.n_samples),
-            steps=_sgd.Schedule("invscaling", self.step_size, 0.5, scale=scale),
+            steps=_sgd.Schedule("invscaling", self.eta0, 0.5, scale=scale),
             average=True,
             max_iter=self.max_iter,
             tol=None,
@@ -339,26 +334,67 @@ class LogSupermodularDenoiser(BaseEstimator):
         return self.structure_.potentials(self._batch(X), self.coef_)
 
     @one_blas_thread
-    def predict_marginals(self, X):
+    def predict_marginals(
+        self,
+        X,
+        method=None,
+        n_perturbations=None,
+        known_labels=None,
+        *,
+        n_sweeps=None,
+        as_dicts: bool = False,
+    ):
         """Posterior marginals of every pixel: the label frequencies over ``n_perturbations``
         logistic-perturbed posterior MAPs.
+
+        The signature of every estimator's ``predict_marginals``; the options this model has
+        not are refused by name.
 
         Parameters
         ----------
         X : array of shape (n_images, H, W) or sequence of 2-D arrays
             Noisy binary images.
+        method : {"perturb"}, optional
+            The only method: the frequencies over perturbed posterior MAPs.
+        n_perturbations : int, optional
+            Defaults to the estimator's ``n_perturbations``.
+        known_labels, n_sweeps : None
+            Clamped pixels and Gibbs chains, which this model has not: refused when given.
+        as_dicts : bool, default=False
+            Refused (sklearn-crfsuite's dicts are for tag sequences).
 
         Returns
         -------
         marginals : same container as X, of shape (…, H, W, 2)
             ``[..., k]`` is the probability of label k; the last axis sums to 1.
         """
+        check_is_fitted(self, "coef_")
+        if method not in (None, "perturb"):
+            raise ValueError(f"method must be 'perturb', got {method!r}")
+        for name, value in (
+            ("known_labels", known_labels),
+            ("n_sweeps", n_sweeps),
+            ("as_dicts", as_dicts or None),
+        ):
+            if value is not None:
+                raise ValueError(
+                    f"LogSupermodularDenoiser.predict_marginals does not take {name}: its "
+                    "marginals are perturbed posterior MAPs of whole images"
+                )
+        if n_perturbations is None:
+            n_perturbations = self.n_perturbations
+        elif (
+            isinstance(n_perturbations, bool)
+            or not isinstance(n_perturbations, Integral)
+            or (n_perturbations < 1)
+        ):
+            raise ValueError(f"n_perturbations must be an int >= 1, got {n_perturbations!r}")
 
         def marginals(batch, random_state):
             average = perturb_and_map(
                 self.structure_.solver_,
                 self.structure_.potentials(batch, self.coef_),
-                self.n_perturbations,
+                n_perturbations,
                 random_state,
                 "logistic",
                 n_jobs=self.n_jobs,
@@ -369,22 +405,23 @@ class LogSupermodularDenoiser(BaseEstimator):
         return self._in_chunks(marginals, X, self.random_state)
 
     @one_blas_thread
-    def predict(self, X, decoding=None):
+    def predict(self, X, decoding="map"):
         """Denoised images.
 
         Parameters
         ----------
         X : array of shape (n_images, H, W) or sequence of 2-D arrays
             Noisy binary images.
-        decoding : {"map", "marginal"} or None, default=None
-            "map": the posterior MAP by one graph cut; "marginal": the per-pixel argmax of
-            :meth:`predict_marginals`. None uses the estimator's ``decoding``.
+        decoding : {"map", "marginal"}, default="map"
+            "map": the posterior MAP by one graph cut ("max-marginal" in the thesis);
+            "marginal": the per-pixel argmax of :meth:`predict_marginals` ("mean-marginal": the
+            mean of the perturbed MAPs thresholded at 1/2).
 
         Returns
         -------
         images : same container as X, of int
         """
-        decoding = self.decoding if decoding is None else decoding
+        check_is_fitted(self, "coef_")
         if decoding == "marginal":
             marginals = self.predict_marginals(X)
             return like_input([m.argmax(axis=-1) for m in marginals], X)

@@ -114,7 +114,7 @@ class ContinuousLogSupermodularDenoiser(LevelDecoding, BaseEstimator):
         Stochastic gradient steps.
     batch_perturbations : int, default=10
         Perturbed MAPs per step.
-    step_size : float, default=0.5
+    eta0 : float, default=0.5
         AdaGrad step, in units of ``1 / mean_n max_{a∈A} |α_na|`` for each group.
     random_state : int, Generator, RandomState or None, default=None
     n_jobs : int or None, default=None
@@ -192,7 +192,7 @@ class ContinuousLogSupermodularDenoiser(LevelDecoding, BaseEstimator):
         "domain_margin": [NumberInterval(Real, 0, None, closed="left")],
         "max_iter": [NumberInterval(Integral, 1, None, closed="left")],
         "batch_perturbations": [NumberInterval(Integral, 1, None, closed="left")],
-        "step_size": [NumberInterval(Real, 0, None, closed="neither")],
+        "eta0": [NumberInterval(Real, 0, None, closed="neither")],
         "random_state": ["random_state", np.random.Generator],
         "n_jobs": N_JOBS_CONSTRAINT,
         "verbose": ["verbose"],
@@ -215,7 +215,7 @@ class ContinuousLogSupermodularDenoiser(LevelDecoding, BaseEstimator):
         domain_margin=0.1,
         max_iter=100,
         batch_perturbations=10,
-        step_size=0.5,
+        eta0=0.5,
         random_state=None,
         n_jobs=None,
         verbose=0,
@@ -450,7 +450,7 @@ class ContinuousLogSupermodularDenoiser(LevelDecoding, BaseEstimator):
                 rng=rng,
                 alpha=0.0,
                 batch_size=1,
-                steps=_sgd.AdaGrad(self.step_size / (observed + step)),
+                steps=_sgd.AdaGrad(self.eta0 / (observed + step)),
                 average=self.max_iter // 2,  # the second half of the iterates
                 max_iter=self.max_iter,
                 tol=None,
@@ -462,7 +462,7 @@ class ContinuousLogSupermodularDenoiser(LevelDecoding, BaseEstimator):
                 remedy=(
                     f"the signals (largest |coefficient| {float(np.max(self.domain_)):.3g}) "
                     "leave float64 no room: rescale them (and noise_std) towards 1 (the model is "
-                    "the same in any unit), or lower step_size"
+                    "the same in any unit), or lower eta0"
                 ),
             )
         self.loss_curve_ = list(state.loss_curve)

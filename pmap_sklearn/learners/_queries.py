@@ -197,7 +197,14 @@ class StructuredQueries:
     # ---- marginals and draws --------------------------------------------------------------------
     @one_blas_thread
     def predict_marginals(
-        self, X, method: str | None = None, n_perturbations=None, known_labels=None
+        self,
+        X,
+        method: str | None = None,
+        n_perturbations=None,
+        known_labels=None,
+        *,
+        n_sweeps=None,
+        as_dicts: bool = False,
     ):
         """Node marginals ``P(y_d = k | x)`` of each sample.
 
@@ -210,8 +217,9 @@ class StructuredQueries:
             (forward-backward on chains, enumeration with ``solver="brute_force"``);
             ``"gibbs"``: Gibbs sampling of the weights' Gibbs distribution
             ``P(y) ∝ exp f(y)``, ``n_perturbations`` chains each started at a perturbed MAP
-            labelling and run for 20 sweeps, each node's label probabilities given its
-            neighbours averaged over the chains and the last 10 sweeps — on loopy graphs closer
+            labelling and run for ``n_sweeps`` sweeps, each node's label probabilities given its
+            neighbours averaged over the chains and the last half of the sweeps — on loopy
+            graphs closer
             to the Gibbs marginals than ``"perturb"``, at a few times its cost
             (:ref:`loopy-marginals`). Defaults to the
             estimator's model (see the estimator): ``"exact"`` where the solver computes them
@@ -223,21 +231,48 @@ class StructuredQueries:
             Labels known at prediction time (None elsewhere), as in
             :meth:`predict`: the marginals are then conditional on them (one-hot at the known
             nodes).
+        n_sweeps : int, optional
+            The sweeps of each Gibbs chain of ``method="gibbs"`` (default 20); refused with the
+            other methods.
+        as_dicts : bool, default=False
+            Return, per sample, a list of ``{label: probability}`` dicts, one per node in the
+            order of the flattened labels: sklearn-crfsuite's ``CRF.predict_marginals``.
 
         Returns
         -------
-        marginals : ndarray of shape (n_samples,) of arrays
+        marginals : ndarray of shape (n_samples,) of arrays, or list of lists of dict
             One float array of shape (D, K) (or (H, W, K)) per sample, its last axis over
-            ``classes_``; rows sum to 1.
+            ``classes_``; rows sum to 1 (with :class:`~pmap_sklearn.MultiLabelStructure` one
+            (n_samples, n_labels, 2) array). With ``as_dicts``, their dicts.
         """
-        return self._label_marginals(
-            X, method, n_perturbations, known_labels, self.structure_.format_marginals
+        marginals = self._label_marginals(
+            X, method, n_perturbations, known_labels, self.structure_.format_marginals, n_sweeps
         )
+        return self._as_dicts(marginals) if as_dicts else marginals
+
+    def _as_dicts(self, marginals) -> list:
+        """Marginals as sklearn-crfsuite gives them: per sample, a ``{label: probability}`` dict
+        per node."""
+        labels = self.classes_.tolist()
+        return [
+            [
+                dict(zip(labels, row, strict=True))
+                for row in np.reshape(m, (-1, len(labels))).tolist()
+            ]
+            for m in marginals
+        ]
 
     @available_if(lambda self: bool({"exact", "perturb"} & set(self._marginal_methods)))
     @one_blas_thread
     def sample(
-        self, X, n_draws: int = 100, known_labels=None, method: str | None = None, random_state=None
+        self,
+        X,
+        n_draws: int = 100,
+        known_labels=None,
+        method: str | None = None,
+        random_state=None,
+        *,
+        n_sweeps=None,
     ):
         """Joint labellings of each sample drawn from the estimator's model.
 
@@ -254,8 +289,8 @@ class StructuredQueries:
           exact marginals on forests and with ``solver="brute_force"``, each node from its
           mean-field marginal for :class:`~pmap_sklearn.MeanFieldCRF`;
         - ``"gibbs"``: the states of the Gibbs chains of :meth:`predict_marginals` after their
-          20 sweeps, one chain per draw started at a perturbed MAP (approximate draws from the
-          Gibbs distribution of the weights).
+          ``n_sweeps`` sweeps, one chain per draw started at a perturbed MAP (approximate draws
+          from the Gibbs distribution of the weights).
 
         A fitted :class:`~sklearn.pipeline.Pipeline` does not pass this method on: call
         ``pipeline[-1].sample(pipeline[:-1].transform(X))``.
@@ -272,8 +307,10 @@ class StructuredQueries:
             Defaults to the estimator's model, as in :meth:`predict_marginals`.
         random_state : int, Generator, RandomState or None, optional
             The draws' randomness; by default the estimator's ``random_state`` (fresh draws
-            at each call for an estimator without one, such as
-            :class:`~pmap_sklearn.ChainCRF`).
+            at each call when it is None).
+        n_sweeps : int, optional
+            The sweeps of each Gibbs chain of ``method="gibbs"`` (default 20); refused with the
+            other methods.
 
         Returns
         -------
@@ -290,6 +327,7 @@ class StructuredQueries:
         if method not in drawn or method not in self._marginal_methods:
             options = [m for m in self._marginal_methods if m in drawn]
             raise ValueError(f"method must be one of {options}, got {method!r}")
+        n_sweeps = _gibbs_sweeps(method, n_sweeps)
         structure = self.structure_
         problem = self._prediction_problem(X, known_labels=known_labels)
         batch, clamp = problem.batch, problem.labels
@@ -307,7 +345,7 @@ class StructuredQueries:
                 self._perturbation,
                 clamp,
                 n_jobs=getattr(self, "n_jobs", None),
-                n_sweeps=GIBBS_SWEEPS if method == "gibbs" else 0,
+                n_sweeps=n_sweeps,
             )
         draws = [
             structure.format_labels(batch, structure.visible_labels(states_), self.classes_)
@@ -317,7 +355,7 @@ class StructuredQueries:
             return np.stack(draws, axis=1)  # scikit-learn's multi-label arrays
         return as_samples([np.stack(per_sample) for per_sample in zip(*draws, strict=True)])
 
-    def _label_marginals(self, X, method, n_perturbations, known_labels, output):
+    def _label_marginals(self, X, method, n_perturbations, known_labels, output, n_sweeps=None):
         """``output(batch, marginals)`` of each chunk of ``X`` (:meth:`_in_chunks`),
         concatenated, after checking the arguments of :meth:`predict_marginals`: the prepared
         batch of the chunk with the label marginals of its nodes, (n_nodes, K) over
@@ -338,23 +376,27 @@ class StructuredQueries:
             raise ValueError(
                 f"method must be one of {list(self._marginal_methods)}, got {method!r}"
             )
+        n_sweeps = _gibbs_sweeps(method, n_sweeps)
         w = self._marginal_weights()
 
         def predict(index, known, random_state):
             problem = self._prediction_problem(X, index, known)
             batch, clamp = problem.batch, problem.labels
-            node = self._node_marginals(batch, w, method, n_perturbations, clamp, random_state)
+            node = self._node_marginals(
+                batch, w, method, n_perturbations, clamp, random_state, n_sweeps
+            )
             return output(batch, self.structure_.visible_marginals(node))
 
         randomised = None if method == "exact" else self.random_state
         return self._in_chunks(predict, X, known_labels, randomised)
 
     def _node_marginals(
-        self, batch, w, method, n_perturbations, clamp=None, random_state=None
+        self, batch, w, method, n_perturbations, clamp=None, random_state=None, n_sweeps=None
     ) -> np.ndarray:
         """Marginals (n_nodes, n_states) of the batch under weights ``w`` by ``method`` (with
         ``clamp``, label codes or -1, conditional on those labels; ``random_state``: the
-        perturbations' instead of the estimator's, e.g. the seeds of a chunk)."""
+        perturbations' instead of the estimator's, e.g. the seeds of a chunk; ``n_sweeps``: the
+        Gibbs chains' of ``method="gibbs"``)."""
         structure = self.structure_
         potentials, clamp = self._restricted_potentials(batch, w, clamp)
         if method == "exact":
@@ -374,7 +416,7 @@ class StructuredQueries:
             clamp,
             n_jobs=getattr(self, "n_jobs", None),
             maxima=False,
-            n_sweeps=GIBBS_SWEEPS if method == "gibbs" else 0,
+            n_sweeps=_gibbs_sweeps(method, n_sweeps or None),
         )
         return average.marginals
 
@@ -447,51 +489,51 @@ class StructuredQueries:
 
     @available_if(lambda self: bool(self._marginal_methods))
     def predict_proba(
-        self, X, *, as_dicts=False, method=None, n_perturbations=None, known_labels=None
+        self,
+        X,
+        *,
+        as_dicts=False,
+        method=None,
+        n_perturbations=None,
+        known_labels=None,
+        n_sweeps=None,
     ):
-        """Node marginals, the name a :class:`~sklearn.pipeline.Pipeline` delegates.
+        """The marginals of :meth:`predict_marginals` under the name a
+        :class:`~sklearn.pipeline.Pipeline` passes on.
 
         ``make_pipeline(SequenceVectorizer(...), PerturbMAPCRF()).predict_proba(X)`` gives the
-        marginals of :meth:`predict_marginals` (the keywords are passed on through the
-        pipeline). Unlike a classifier's ``predict_proba`` it returns one array per sample, or
-        with ``as_dicts=True`` sklearn-crfsuite's form; with
-        :class:`~pmap_sklearn.MultiLabelStructure`, scikit-learn's multi-label form (an
-        (n_samples, n_labels) array of :math:`P(y_l = 1 | x)`).
+        marginals of the pipeline's samples (the keywords are passed on through the pipeline).
+        With :class:`~pmap_sklearn.MultiLabelStructure` it is scikit-learn's multi-label form,
+        an (n_samples, n_labels) array of :math:`P(y_l = 1 | x)` as
+        :class:`~sklearn.multioutput.ClassifierChain` gives it; on chains, grids and graphs a
+        sample has a variable number of nodes, so it is one (D, K) array per sample as
+        :meth:`predict_marginals` returns it, not a classifier's (n_samples, n_classes) array.
 
         Parameters
         ----------
         X : sequence of samples
         as_dicts : bool, default=False
-            Return, per sample, a list of ``{label: probability}`` dicts, one per node (as
-            sklearn-crfsuite's ``CRF.predict_marginals``); nodes in the order of the flattened
-            labels.
+            As in :meth:`predict_marginals`: sklearn-crfsuite's dicts.
         method : {"perturb", "exact", "gibbs"}, optional
             As in :meth:`predict_marginals`.
         n_perturbations : int, optional
             As in :meth:`predict_marginals`.
         known_labels : sequence of label arrays, optional
             As in :meth:`predict_marginals`.
+        n_sweeps : int, optional
+            As in :meth:`predict_marginals`.
 
         Returns
         -------
-        ndarray of shape (n_samples,) of arrays, or list of lists of dict
-            The marginals of :meth:`predict_marginals`, or their dicts.
+        ndarray or list of lists of dict
+            The marginals of :meth:`predict_marginals` (multi-label: the probability of each
+            label), or their dicts.
         """
         check_is_fitted(self)
-        given = dict(method=method, n_perturbations=n_perturbations, known_labels=known_labels)
         marginals = self.predict_marginals(
-            X, **{key: value for key, value in given.items() if value is not None}
+            X, method, n_perturbations, known_labels, n_sweeps=n_sweeps, as_dicts=as_dicts
         )
-        if not as_dicts:
-            return self.structure_.format_proba(marginals)
-        labels = self.classes_.tolist()
-        return [
-            [
-                dict(zip(labels, row, strict=True))
-                for row in np.reshape(m, (-1, len(labels))).tolist()
-            ]
-            for m in marginals
-        ]
+        return marginals if as_dicts else self.structure_.format_proba(marginals)
 
     def score(self, X, y) -> float:
         """``1 −`` the Hamming loss of the MAP labelling, averaged over samples (unknown labels
@@ -507,3 +549,17 @@ class StructuredQueries:
         float
         """
         return 1.0 - mean_hamming_loss(y, self.predict(X), unknown_label=self._not_counted())
+
+
+def _gibbs_sweeps(method: str, n_sweeps) -> int:
+    """The sweeps of the Gibbs chains of ``method="gibbs"`` (:data:`GIBBS_SWEEPS` by default);
+    0 for the other methods, which refuse a given ``n_sweeps``."""
+    if n_sweeps is None:
+        return GIBBS_SWEEPS if method == "gibbs" else 0
+    if method != "gibbs":
+        raise ValueError(
+            f"n_sweeps sets the Gibbs chains of method='gibbs'; method={method!r} runs none"
+        )
+    if isinstance(n_sweeps, bool) or not isinstance(n_sweeps, Integral) or n_sweeps < 1:
+        raise ValueError(f"n_sweeps must be an int >= 1, got {n_sweeps!r}")
+    return int(n_sweeps)

@@ -12,7 +12,13 @@ from .._optim.lbfgs import minimise
 from .._state import FitState
 from .._utils import onehot, store_parameters
 from .._validation import NumberInterval
-from ._estimator import SHARED_CONSTRAINTS, TOL_CONSTRAINTS, BaseStructuredEstimator
+from ._estimator import (
+    PARALLEL_CONSTRAINTS,
+    RANDOMISED_CONSTRAINTS,
+    SHARED_CONSTRAINTS,
+    TOL_CONSTRAINTS,
+    BaseStructuredEstimator,
+)
 
 
 def crfsuite_penalty(c1: float, c2: float, n_samples: int) -> tuple[float, float]:
@@ -73,8 +79,8 @@ class ChainCRF(BaseStructuredEstimator):
     labels} exp f(y) − A(x)``.
 
     Any structure whose solver computes exact marginals works (a chain, or a tiny grid / graph
-    with ``solver="brute_force"``). The fit is deterministic and vectorised over the samples:
-    it has no ``random_state`` and no ``n_jobs``.
+    with ``solver="brute_force"``). The fit is deterministic and vectorised over the samples;
+    ``random_state`` seeds the draws of :meth:`sample`.
 
     Parameters
     ----------
@@ -107,6 +113,12 @@ class ChainCRF(BaseStructuredEstimator):
         ``structure``, ``alpha``, ``l1_ratio``, ``all_possible_states``, ``unknown_label`` or
         ``ignore_label``, a warm start fits afresh (as ``warm_start=False`` does): the state belongs
         to the last fit's objective.
+    random_state : int, Generator, RandomState or None, default=None
+        Seeds the draws of :meth:`sample` (forward filtering, backward sampling) when it is
+        given none.
+    n_jobs : int or None, default=None
+        Processes for the solver calls of prediction (chains are solved in one vectorised
+        call).
     verbose : int, default=0
     {{unknown_label_known}}
     {{ignore_label}}
@@ -152,6 +164,8 @@ class ChainCRF(BaseStructuredEstimator):
     _parameter_constraints: dict = {
         **SHARED_CONSTRAINTS,
         **TOL_CONSTRAINTS,
+        **RANDOMISED_CONSTRAINTS,
+        **PARALLEL_CONSTRAINTS,
         "alpha": [NumberInterval(Real, 0, None, closed="left"), StrOptions({"auto"})],
         "l1_ratio": [NumberInterval(Real, 0, 1, closed="both")],
         "all_possible_states": ["boolean"],
@@ -174,6 +188,8 @@ class ChainCRF(BaseStructuredEstimator):
         max_iter=1000,
         tol=1e-6,
         warm_start=False,
+        random_state=None,
+        n_jobs=None,
         verbose=0,
         unknown_label=-1,
         ignore_label=None,

@@ -21,18 +21,18 @@ from ._full_batch import FULL_BATCH_CONSTRAINTS, FullBatchCRF
 class ContrastiveDivergenceCRF(FullBatchCRF):
     r"""CRF trained by contrastive divergence (Hinton 2002).
 
-    Each step runs ``n_gibbs`` sweeps of Gibbs sampling started at the true labels of every training
-    sample — chromatic Gibbs: the nodes of one colour of a proper colouring are conditionally
-    independent, so a colour class is sampled at once — and moves the weights along :math:`(1/N)
-    \sum_n [\Psi (x_n, y_n) - \Psi (x_n, \tilde{y}_n)] - \alpha w`, all samples in one step as in
-    Pletscher & Ong's Table 1. Steps are normalised, :math:`\eta_0 / \sqrt{t}` in weight space,
-    since CD has no objective to search a step on.
+    Each step runs ``n_sweeps`` sweeps of Gibbs sampling started at the true labels of every
+    training sample — chromatic Gibbs: the nodes of one colour of a proper colouring are
+    conditionally independent, so a colour class is sampled at once — and moves the weights along
+    :math:`(1/N) \sum_n [\Psi (x_n, y_n) - \Psi (x_n, \tilde{y}_n)] - \alpha w`, all samples in one
+    step as in Pletscher & Ong's Table 1. Steps are normalised, :math:`\eta_0 / \sqrt{t}` in weight
+    space, since CD has no objective to search a step on.
 
     Parameters
     ----------
     structure : {"grid", "graph"} or structure instance, default="grid"
         Graph structure; the pairwise weights stay attractive with the graph-cut solver.
-    n_gibbs : int, default=5
+    n_sweeps : int, default=5
         Gibbs sweeps per step.
     alpha : float, default=1.0
         L2 regularisation.
@@ -74,7 +74,7 @@ class ContrastiveDivergenceCRF(FullBatchCRF):
 
     _parameter_constraints: dict = {
         **FULL_BATCH_CONSTRAINTS,
-        "n_gibbs": [NumberInterval(Integral, 1, None, closed="left")],
+        "n_sweeps": [NumberInterval(Integral, 1, None, closed="left")],
         "eta0": [NumberInterval(Real, 0, None, closed="neither")],
     }
 
@@ -82,7 +82,7 @@ class ContrastiveDivergenceCRF(FullBatchCRF):
         self,
         structure="grid",
         *,
-        n_gibbs=5,
+        n_sweeps=5,
         alpha=1.0,
         max_iter=200,
         eta0=1.0,
@@ -101,7 +101,7 @@ class ContrastiveDivergenceCRF(FullBatchCRF):
 
     def _optimise(self, batch, labels, state, rng, validation_score):
         structure, n = self.structure_, batch.n_samples
-        chains = GibbsSampler(self.n_gibbs).session(structure.potentials(batch, state.coef))
+        chains = GibbsSampler(self.n_sweeps).session(structure.potentials(batch, state.coef))
         observed = structure.joint_feature(batch, labels)
 
         def make_oracle(order):  # full batch: the samples in their order

@@ -73,7 +73,7 @@ class EpsilonCRF(BaseStructuredEstimator):
     H(b_α) + Σ_v c_v H(b_v)]`` over the local polytope. ε = 1 with ``loss=None`` is the CRF, ε = 1
     with the loss the loss-augmented CRF, ε → 0 the structured SVM (at ε = 0 exactly its hinge, with
     subgradient steps). The program is minimised jointly in the weights and the messages: each
-    iteration runs ``n_message_sweeps`` passes of the closed-form message update (Lemma 1) over all
+    iteration runs ``n_sweeps`` passes of the closed-form message update (Lemma 1) over all
     nodes of all samples, then a gradient step on the weights (Lemma 2) with a backtracking line
     search (ε > 0) or a :math:`1/(\alpha t)` step (ε = 0). The messages persist across iterations,
     so no inference runs to convergence.
@@ -105,7 +105,7 @@ class EpsilonCRF(BaseStructuredEstimator):
         Iterations (message sweeps + weight step).
     tol : float, default=1e-6
         Stop when the primal-dual gap falls below ``tol · max(1, |primal|)``.
-    n_message_sweeps : int, default=1
+    n_sweeps : int, default=1
         Passes of Lemma 1 over all nodes per weight step.
     warm_start : bool, default=False
         Continue from the previous ``coef_`` on the same data (``X`` and ``y``) and parameters, when
@@ -171,7 +171,7 @@ class EpsilonCRF(BaseStructuredEstimator):
         "epsilon": [NumberInterval(Real, 0, None, closed="left")],
         "loss": [StrOptions({"hamming"}), None],
         "counting_numbers": [StrOptions(set(COUNTING_NUMBERS)), tuple],
-        "n_message_sweeps": [NumberInterval(Integral, 1, None, closed="left")],
+        "n_sweeps": [NumberInterval(Integral, 1, None, closed="left")],
     }
     _marginal_methods = ("beliefs",)
     _warm_start_depends_on = (
@@ -190,7 +190,7 @@ class EpsilonCRF(BaseStructuredEstimator):
         alpha=1e-2,
         max_iter=300,
         tol=1e-6,
-        n_message_sweeps=1,
+        n_sweeps=1,
         warm_start=False,
         n_jobs=None,
         verbose=0,
@@ -305,7 +305,7 @@ class EpsilonCRF(BaseStructuredEstimator):
         for iteration in range(1, self.max_iter + 1):
             scores = self._scores(batch, w, loss_scores)
             bp.set_scores(scores.node, scores.tables)
-            for _ in range(0 if settle else self.n_message_sweeps):
+            for _ in range(0 if settle else self.n_sweeps):
                 bp.sweep()
             value = primal(w, scores)
             gradient, node, edge = self._lemma2(bp, batch, w, scores, observed)
@@ -383,7 +383,7 @@ class EpsilonCRF(BaseStructuredEstimator):
         return bp.node_beliefs()
 
     @one_blas_thread
-    def predict(self, X, decoding: str = "marginal") -> np.ndarray:
+    def predict(self, X, decoding: str = "marginal", known_labels=None) -> np.ndarray:
         """Labelling of each sample.
 
         Parameters
@@ -393,13 +393,18 @@ class EpsilonCRF(BaseStructuredEstimator):
         decoding : {"marginal", "map"}, default="marginal"
             ``"marginal"``: the argmax of the node beliefs (without the loss), as in Hazan &
             Urtasun; ``"map"``: the MAP labelling by the structure's solver (exact on chains
-            and on binary attractive grids with graph cuts).
+            and on binary attractive grids with graph cuts). The beliefs are the model the
+            ε-family learns, so they decode by default, where the other learners decode the MAP.
+        known_labels : None
+            The other learners' constrained decoding, which the beliefs have not: refused when
+            given.
 
         Returns
         -------
         y : ndarray of shape (n_samples,) of arrays
             One array of ``classes_`` per sample, shaped like its labels.
         """
+        _refuse_options(known_labels=known_labels)
         if decoding not in ("marginal", "map"):
             raise ValueError(f"decoding must be 'marginal' or 'map', got {decoding!r}")
 
@@ -414,7 +419,16 @@ class EpsilonCRF(BaseStructuredEstimator):
         return self._in_chunks(predict, X)
 
     @one_blas_thread
-    def predict_marginals(self, X, method: str | None = None) -> np.ndarray:
+    def predict_marginals(
+        self,
+        X,
+        method: str | None = None,
+        n_perturbations=None,
+        known_labels=None,
+        *,
+        n_sweeps=None,
+        as_dicts: bool = False,
+    ):
         """Node beliefs ``b_v(k)`` of each sample (the model without the loss).
 
         Parameters
@@ -424,17 +438,38 @@ class EpsilonCRF(BaseStructuredEstimator):
         method : {"beliefs"}, optional
             The only method: the beliefs of the convex message passing at ``epsilon`` (exact
             marginals on chains and trees at ε = 1 with Bethe numbers; one-hot at ε = 0).
+        n_perturbations, known_labels, n_sweeps : None
+            The options of the other learners' marginals (perturbed MAPs, clamps, Gibbs
+            chains), which the beliefs have not: refused by name when given.
+        as_dicts : bool, default=False
+            Return, per sample, a list of ``{label: probability}`` dicts, one per node
+            (sklearn-crfsuite's form).
 
         Returns
         -------
-        marginals : ndarray of shape (n_samples,) of arrays
-            One float array of shape (D, K) (or (H, W, K)) per sample over ``classes_``.
+        marginals : ndarray of shape (n_samples,) of arrays, or list of lists of dict
+            One float array of shape (D, K) (or (H, W, K)) per sample over ``classes_``, or
+            their dicts.
         """
         if method not in (None, "beliefs"):
             raise ValueError(f"method must be 'beliefs', got {method!r}")
+        _refuse_options(
+            n_perturbations=n_perturbations, known_labels=known_labels, n_sweeps=n_sweeps
+        )
 
         def predict(index, *_):
             batch = self._prediction_problem(X, index).batch
             return self.structure_.format_marginals(batch, self._beliefs(batch, self.coef_))
 
-        return self._in_chunks(predict, X)
+        marginals = self._in_chunks(predict, X)
+        return self._as_dicts(marginals) if as_dicts else marginals
+
+
+def _refuse_options(**options) -> None:
+    """A ValueError naming the first given option that EpsilonCRF's queries cannot honour."""
+    for name, value in options.items():
+        if value is not None:
+            raise ValueError(
+                f"EpsilonCRF's marginals are the beliefs of its message passing: {name} (an option "
+                "of the perturb-and-MAP and exact marginals) does not apply; leave it None"
+            )

@@ -38,7 +38,7 @@ def _warn_large_features(features) -> None:
 
 
 class MeanFieldCRF(ClassWeightedSGD):
-    r"""CRF whose marginals are ``n_iterations`` of mean field, learned end to end.
+    r"""CRF whose marginals are ``n_sweeps`` of mean field, learned end to end.
 
     Mean-field inference unrolled for :math:`T` iterations is a differentiable function of the
     weights (CRF as RNN, Zheng et al. 2015): from :math:`q^0_d = \operatorname{softmax}(u_d)`,
@@ -68,7 +68,7 @@ class MeanFieldCRF(ClassWeightedSGD):
         weight (and the logistic start weighs each node so). ``"balanced"``:
         ``n_nodes / (K · n_nodes_k)`` over the known training labels; a dict
         ``{label: weight}`` (1 for labels it leaves out).
-    n_iterations : int, default=10
+    n_sweeps : int, default=10
         T, the mean-field iterations unrolled in learning and run in prediction (Zheng et al.
         train with 5 and predict with 10; cross-validation on multi-class grids prefers 10).
     damping : float, default=0.0
@@ -81,7 +81,7 @@ class MeanFieldCRF(ClassWeightedSGD):
         stopping rule (the mean-field objective has no perturbation noise).
     n_iter_no_change, early_stopping, validation_fraction, warm_start : as in PerturbMAPCRF
         The stopping rule and warm starts, as for :class:`~pmap_sklearn.PerturbMAPCRF`; a warm
-        start after a change of ``loss``, ``n_iterations`` or ``damping`` (the structure's
+        start after a change of ``loss``, ``n_sweeps`` or ``damping`` (the structure's
         solver is that mean field) fits afresh too.
     random_state, n_jobs, verbose, unknown_label, init, ignore_label : as in PerturbMAPCRF
         As for :class:`~pmap_sklearn.PerturbMAPCRF`.
@@ -128,12 +128,12 @@ class MeanFieldCRF(ClassWeightedSGD):
         },
         "loss": [StrOptions({"log", "hamming"})],
         "class_weight": [None, StrOptions({"balanced"}), dict],
-        "n_iterations": [NumberInterval(Integral, 1, None, closed="left")],
+        "n_sweeps": [NumberInterval(Integral, 1, None, closed="left")],
         "damping": [NumberInterval(Real, 0, 1, closed="left")],
     }
     _marginal_methods = ("exact",)
     #: the structure's solver is the mean field of these: a warm start after a change fits afresh
-    _warm_start_depends_on = (*ClassWeightedSGD._warm_start_depends_on, "n_iterations", "damping")
+    _warm_start_depends_on = (*ClassWeightedSGD._warm_start_depends_on, "n_sweeps", "damping")
     _objective_kind = "node_loss"
     _dense_sgd = "mean_field"
     #: One draw of a perturbed MAP where a query asks for them: the model's marginals are the
@@ -148,7 +148,7 @@ class MeanFieldCRF(ClassWeightedSGD):
         *,
         loss="log",
         class_weight=None,
-        n_iterations=10,
+        n_sweeps=10,
         damping=0.0,
         alpha="auto",
         l1_ratio=0.0,
@@ -175,7 +175,7 @@ class MeanFieldCRF(ClassWeightedSGD):
     def _make_structure(self):
         """The structure, its solver the mean field of this model."""
         structure = super()._make_structure()
-        structure.solver = MeanFieldSolver(self.n_iterations, self.damping, schedule="parallel")
+        structure.solver = MeanFieldSolver(self.n_sweeps, self.damping, schedule="parallel")
         return structure
 
     def _make_oracle(self, batch, labels):
@@ -195,7 +195,7 @@ class MeanFieldCRF(ClassWeightedSGD):
             sub = batch.subset(part)
             nodes = batch.node_index(part)
             model = MeanFieldModel(structure.potentials(sub, w))
-            iterates = unrolled(model, self.n_iterations, self.damping)
+            iterates = unrolled(model, self.n_sweeps, self.damping)
             value, gradient_q = node_loss(iterates[-1], labels[nodes], node_weight[nodes])
             statistics = unrolled_backward(model, iterates, gradient_q, self.damping)
             return -structure.joint_feature_of(sub, statistics), -value

@@ -3,7 +3,6 @@ clamped feedback vertex sets with exact sum-product on the forests left."""
 
 from __future__ import annotations
 
-import warnings
 from numbers import Integral
 from typing import NamedTuple
 
@@ -17,10 +16,10 @@ from .._backend import (
     feedback_vertex_set,
 )
 from .._docstrings import shared_docstring
-from .._utils import store_parameters, user_stacklevel
+from .._utils import store_parameters
 from .._validation import NumberInterval
-from ._full_batch import FullBatchCRF
-from .surrogates import PseudoLikelihoodCRF
+from ._estimator import TOL_CONSTRAINTS
+from ._full_batch import FULL_BATCH_CONSTRAINTS, FullBatchCRF
 
 
 class _Bound(NamedTuple):
@@ -98,9 +97,6 @@ class PartClampCRF(FullBatchCRF):
     unknown_label : int, float, str or None, default=-1
         Marks unknown labels (filled in by the MAP of a model fitted on the complete samples).
     {{ignore_label}}
-    solver : {"batch", "online"}, optional
-        Deprecated: the old name of ``schedule`` (it clashed with the structure's MAP solver);
-        it will be removed in 0.3.
 
     Attributes
     ----------
@@ -134,12 +130,12 @@ class PartClampCRF(FullBatchCRF):
     """
 
     _parameter_constraints: dict = {
-        **PseudoLikelihoodCRF._parameter_constraints,
+        **FULL_BATCH_CONSTRAINTS,
+        **TOL_CONSTRAINTS,
         "n_decompositions": [NumberInterval(Integral, 1, None, closed="left")],
         "combine": [StrOptions({"arithmetic", "geometric", "max"})],
         "tighten": [StrOptions({"max_tighten", "map"})],
         "schedule": [StrOptions({"batch", "online"})],
-        "solver": [StrOptions({"batch", "online", "deprecated"})],
         "budget": [NumberInterval(Integral, 1, None, closed="left")],
         "n_rounds": [NumberInterval(Integral, 1, None, closed="left")],
         "fvs_order": [StrOptions({"bfs", "dfs"})],
@@ -166,7 +162,6 @@ class PartClampCRF(FullBatchCRF):
         verbose=0,
         unknown_label=-1,
         ignore_label=None,
-        solver="deprecated",
     ):
         store_parameters(self, locals())
 
@@ -281,24 +276,13 @@ class PartClampCRF(FullBatchCRF):
                 sample_parts[m] = (decomposition, states)
 
     # ---- optimisers -------------------------------------------------------------------------
-    def _schedule(self) -> str:
-        if self.solver == "deprecated":
-            return self.schedule
-        warnings.warn(
-            "PartClampCRF(solver=...) was renamed schedule= (solver names the structure's MAP "
-            "solver elsewhere); solver= will be removed in 0.3",
-            FutureWarning,
-            stacklevel=user_stacklevel(),
-        )
-        return self.solver
-
     def _optimise(self, batch, labels, state, rng, validation_score):
         parts = self._decompose(batch, labels, rng)
         n = batch.n_samples
         for round_ in range(self.n_rounds):
             if round_:
                 self._tighten(batch, parts, state.coef)
-                if self._schedule() == "online":
+                if self.schedule == "online":
                     self._prune(batch, parts, state.coef)
             state.record(bounds=self._bound(batch, parts, state.coef).total / n)
             w, n_iter, _ = self._minimise(

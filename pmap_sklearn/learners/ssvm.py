@@ -73,7 +73,7 @@ class StructuredSVM(BaseStructuredEstimator):
     of the states (the MAP restricted to each node's label) with the convex problem (see
     ``latent_iter``).
 
-    ``solver="subgradient"`` minimises the same primal by projected stochastic subgradient
+    ``algorithm="subgradient"`` minimises the same primal by projected stochastic subgradient
     descent instead (the lecture's algorithm; Ratliff, Bagnell & Zinkevich 2007): each step
     solves the loss-augmented MAPs :math:`y^*` of a mini-batch and moves
     :math:`w \leftarrow \Pi_C((1 - \eta_t \alpha) w + \eta_t \operatorname{mean}(\Psi(x, y) -
@@ -85,7 +85,7 @@ class StructuredSVM(BaseStructuredEstimator):
     Parameters
     ----------
     structure : {"chain", "grid", "graph"} or structure instance, default="chain"
-    solver : {"bcfw", "subgradient"}, default="bcfw"
+    algorithm : {"bcfw", "subgradient"}, default="bcfw"
         Block-coordinate Frank-Wolfe on the dual (line search, duality gap, converges without a
         step size), or projected stochastic subgradient descent on the primal (no dual blocks:
         the memory of one weight vector, for data sets whose dual would not fit).
@@ -116,17 +116,17 @@ class StructuredSVM(BaseStructuredEstimator):
         few labellings of each block near the optimum.
     tol : float, default=1e-4
         BCFW stops when the duality gap of a pass (summed block gaps) falls below ``tol``; the
-        subgradient solver runs ``max_iter`` passes.
+        subgradient algorithm runs ``max_iter`` passes.
     average : bool, default=True
         Return the weighted average :math:`\bar{w} \propto \sum_k k w_k` of the primal iterates
         (BCFW-wavg of the reference, which converges much faster in the primal); it stays feasible.
     warm_start : bool, default=False
         Continue the previous fit (BCFW's dual blocks, or the subgradient schedule; the average, the
         random stream) on the same data (``X`` and ``y``) and parameters, when the previous fit was
-        made with ``warm_start=True``; after a change of the data or of ``structure``, ``solver``,
-        ``alpha``, ``average``, ``class_weight``, ``unknown_label`` or ``ignore_label`` (BCFW's dual
-        blocks are those of the last fit's samples), a warm start fits afresh (as
-        ``warm_start=False`` does): the state belongs to the last fit's objective.
+        made with ``warm_start=True``; after a change of the data or of ``structure``,
+        ``algorithm``, ``alpha``, ``average``, ``class_weight``, ``unknown_label`` or
+        ``ignore_label`` (BCFW's dual blocks are those of the last fit's samples), a warm start fits
+        afresh (as ``warm_start=False`` does): the state belongs to the last fit's objective.
     random_state : int, Generator, RandomState or None, default=None
         Order of the blocks.
     n_jobs : int or None, default=None
@@ -152,9 +152,9 @@ class StructuredSVM(BaseStructuredEstimator):
     batch_size_ : int
         The mini-batch of the last fit (``batch_size`` with "auto" resolved).
     duality_gaps_ : list of float
-        Duality gap estimate of each pass (BCFW; empty with the subgradient solver).
+        Duality gap estimate of each pass (BCFW; empty with the subgradient algorithm).
     loss_curve_ : list of float
-        Estimate of the primal objective along each pass (the subgradient solver; BCFW: the
+        Estimate of the primal objective along each pass (the subgradient algorithm; BCFW: the
         dual objective plus the gap).
     latent_objectives_ : list of float
         With hidden states, the latent objective after each round of the concave-convex
@@ -204,7 +204,7 @@ class StructuredSVM(BaseStructuredEstimator):
         **RANDOMISED_CONSTRAINTS,
         **PARALLEL_CONSTRAINTS,
         **BATCH_CONSTRAINTS,
-        "solver": [StrOptions({"bcfw", "subgradient"})],
+        "algorithm": [StrOptions({"bcfw", "subgradient"})],
         "alpha": [NumberInterval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
         "max_iter": [NumberInterval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
         "batch_size": [NumberInterval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
@@ -219,7 +219,7 @@ class StructuredSVM(BaseStructuredEstimator):
         self,
         structure="chain",
         *,
-        solver="bcfw",
+        algorithm="bcfw",
         alpha="auto",
         class_weight=None,
         max_iter="auto",
@@ -258,13 +258,17 @@ class StructuredSVM(BaseStructuredEstimator):
 
     def _new_state(self, rng):
         size = self.structure_.size_
-        if self.solver == "subgradient":
+        if self.algorithm == "subgradient":
             return _sgd.SGDState(coef=self.structure_.project(np.zeros(size)), rng=rng)
         return BCFWState(coef=np.zeros(size), rng=rng, project=self.structure_.project)
 
-    #: BCFW's dual blocks and both solvers' averages belong to the solver, the averaging and
+    #: BCFW's dual blocks and both algorithms' averages belong to the algorithm, the averaging and
     #: the samples of the last fit: a warm start after a change fits afresh
-    _warm_start_depends_on = (*BaseStructuredEstimator._warm_start_depends_on, "solver", "average")
+    _warm_start_depends_on = (
+        *BaseStructuredEstimator._warm_start_depends_on,
+        "algorithm",
+        "average",
+    )
 
     def _set_fitted_attributes(self, state) -> None:
         if isinstance(state, _sgd.SGDState):
@@ -375,7 +379,7 @@ class StructuredSVM(BaseStructuredEstimator):
         """The convex problem of ``targets = (labels, theta, allowed)``: every node's state (the
         imputed ones with hidden states), its loss weight, and the states its label allows
         (None: its state alone)."""
-        if self.solver == "subgradient":
+        if self.algorithm == "subgradient":
             self._subgradient_descent(batch, targets, state, rng, max_iter)
             return
         labels, theta, allowed = targets
@@ -649,7 +653,7 @@ class StructuredSVM(BaseStructuredEstimator):
                 "keeps the fitted weights alone"
             )
         if not isinstance(self._state, BCFWState):
-            raise ValueError("solver='subgradient' keeps no dual: its objective is loss_curve_")
+            raise ValueError("algorithm='subgradient' keeps no dual: its objective is loss_curve_")
         w = self._state.current
         return float(self._state.block_losses.sum() - 0.5 * self.alpha_ * w @ w)
 

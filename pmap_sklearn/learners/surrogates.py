@@ -31,6 +31,10 @@ class PseudoLikelihoodCRF(LbfgsSurrogateCRF):
     ----------
     structure : {"grid", "graph"} or structure instance, default="grid"
         Graph structure; the pairwise weights stay attractive with the graph-cut solver.
+    class_weight : None, "balanced" or dict, default=None
+        Weights of the labels, for rare classes: each node's conditional is weighted by its
+        label's weight. ``"balanced"``: ``n_nodes / (K · n_nodes_k)`` over the known training
+        labels; a dict ``{label: weight}`` (1 for labels it leaves out).
     alpha : float, default=1.0
         L2 regularisation (the paper's λ).
     max_iter : int, default=200
@@ -68,12 +72,14 @@ class PseudoLikelihoodCRF(LbfgsSurrogateCRF):
     _parameter_constraints: dict = {
         **FULL_BATCH_CONSTRAINTS,
         **TOL_CONSTRAINTS,
+        "class_weight": [None, StrOptions({"balanced"}), dict],
     }
 
     def __init__(
         self,
         structure="grid",
         *,
+        class_weight=None,
         alpha=1.0,
         max_iter=200,
         tol=1e-5,
@@ -88,21 +94,31 @@ class PseudoLikelihoodCRF(LbfgsSurrogateCRF):
         store_parameters(self, locals())
 
     def _objective(self, batch, labels, w):
-        """Negative mean pseudo-log-likelihood (regularised) and its gradient."""
+        """Negative mean pseudo-log-likelihood (regularised) and its gradient; with
+        ``class_weight`` each node's conditional weighs its label's weight."""
+        weights = label_weights(self.class_weight, self.classes_, labels)
+        node_weight = None if weights is None else weights[labels]
         potentials = self.structure_.potentials(batch, w)
         scores = conditional_scores(potentials, labels)
         log_norm = logsumexp(scores, axis=1)
-        value = np.sum(log_norm - scores[np.arange(len(labels)), labels])
+        terms = log_norm - scores[np.arange(len(labels)), labels]
+        value = np.sum(terms) if node_weight is None else node_weight @ terms
         conditional = np.exp(scores - log_norm[:, None])
-        first, second = labels[batch.edges[:, 0]], labels[batch.edges[:, 1]]
-        columns = np.arange(len(batch.edges))
+        unary = conditional - onehot(labels, self.structure_.n_states_)
+        if node_weight is not None:
+            conditional *= node_weight[:, None]
+            unary *= node_weight[:, None]
+        ends = batch.edges
+        first, second = labels[ends[:, 0]], labels[ends[:, 1]]
+        columns = np.arange(len(ends))
         k = self.structure_.n_states_
         # every edge enters the conditionals of both its ends: observed pairs count twice
-        pair = np.zeros((len(batch.edges), k, k))
-        pair[columns, :, second] += conditional[batch.edges[:, 0]]
-        pair[columns, first, :] += conditional[batch.edges[:, 1]]
-        pair[columns, first, second] -= 2.0
-        gradient = self._joint(batch, conditional - onehot(labels, k), pair)
+        pair = np.zeros((len(ends), k, k))
+        pair[columns, :, second] += conditional[ends[:, 0]]
+        pair[columns, first, :] += conditional[ends[:, 1]]
+        observed = 2.0 if node_weight is None else node_weight[ends].sum(axis=1)
+        pair[columns, first, second] -= observed
+        gradient = self._joint(batch, unary, pair)
         n = batch.n_samples
         return value / n + 0.5 * self.alpha * w @ w, gradient / n + self.alpha * w
 

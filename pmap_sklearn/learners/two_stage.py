@@ -350,43 +350,58 @@ class TwoStageCRF(HeldOutChoice, MetaEstimatorMixin, BaseEstimator):
         probabilities = _aligned(self.classifier_, features, self.classes_)
         return self._stage_two(X, probabilities, offsets, self.class_offsets_)
 
-    def predict(self, X, **params):
+    def predict(self, X, decoding="map", known_labels=None):
         """Stage two's prediction on stage one's log-probabilities.
 
         Parameters
         ----------
         X : sequence of samples
-        **params : dict
-            Passed to the stage-two learner's ``predict`` (e.g. ``known_labels``).
+        decoding : {"map", "marginal"}, default="map"
+            As the stage-two learner's ``predict``.
+        known_labels : sequence of label arrays, optional
+            As the stage-two learner's ``predict``.
 
         Returns
         -------
-        list of ndarray
+        ndarray of shape (n_samples,) of arrays
             The labelling of each sample.
         """
         samples = self.stage_two_samples(X)  # checks the fit first
-        return self.crf_.predict(samples, **params)
+        return self.crf_.predict(samples, decoding=decoding, known_labels=known_labels)
 
     @available_if(_crf_has("predict_marginals"))
-    def predict_marginals(self, X, **params):
+    def predict_marginals(
+        self,
+        X,
+        method=None,
+        n_perturbations=None,
+        known_labels=None,
+        *,
+        n_sweeps=None,
+        as_dicts=False,
+    ):
         """Stage two's node marginals on stage one's log-probabilities.
 
         Parameters
         ----------
         X : sequence of samples
-        **params : dict
-            Passed to the stage-two learner's ``predict_marginals``.
+        method, n_perturbations, known_labels, n_sweeps, as_dicts :
+            As the stage-two learner's :meth:`~pmap_sklearn.PerturbMAPCRF.predict_marginals`.
 
         Returns
         -------
-        list of ndarray
-            (n_nodes, K) marginals of each sample (see the stage-two learner).
+        ndarray of shape (n_samples,) of arrays, or list of lists of dict
+            (D, K) marginals of each sample (see the stage-two learner).
         """
         samples = self.stage_two_samples(X)  # checks the fit first
-        return self.crf_.predict_marginals(samples, **params)
+        return self.crf_.predict_marginals(
+            samples, method, n_perturbations, known_labels, n_sweeps=n_sweeps, as_dicts=as_dicts
+        )
 
     @available_if(_crf_has("sample"))
-    def sample(self, X, n_draws=100, **params):
+    def sample(
+        self, X, n_draws=100, known_labels=None, method=None, random_state=None, *, n_sweeps=None
+    ):
         """Joint labellings drawn from stage two's model on stage one's log-probabilities.
 
         Parameters
@@ -394,9 +409,8 @@ class TwoStageCRF(HeldOutChoice, MetaEstimatorMixin, BaseEstimator):
         X : sequence of samples
         n_draws : int, default=100
             Draws per sample.
-        **params : dict
-            Passed to the stage-two learner's ``sample`` (``known_labels``, ``method``,
-            ``random_state``).
+        known_labels, method, random_state, n_sweeps :
+            As the stage-two learner's :meth:`~pmap_sklearn.PerturbMAPCRF.sample`.
 
         Returns
         -------
@@ -404,25 +418,43 @@ class TwoStageCRF(HeldOutChoice, MetaEstimatorMixin, BaseEstimator):
             The draws of each sample (see the stage-two learner's ``sample``).
         """
         samples = self.stage_two_samples(X)  # checks the fit first
-        return self.crf_.sample(samples, n_draws, **params)
+        return self.crf_.sample(
+            samples, n_draws, known_labels, method, random_state, n_sweeps=n_sweeps
+        )
 
     @available_if(_crf_has("predict_proba"))
-    def predict_proba(self, X, **params):
+    def predict_proba(
+        self,
+        X,
+        *,
+        as_dicts=False,
+        method=None,
+        n_perturbations=None,
+        known_labels=None,
+        n_sweeps=None,
+    ):
         """Stage two's ``predict_proba`` (the name a Pipeline delegates).
 
         Parameters
         ----------
         X : sequence of samples
-        **params : dict
-            Passed to the stage-two learner's ``predict_proba`` (e.g. ``as_dicts=True``).
+        as_dicts, method, n_perturbations, known_labels, n_sweeps :
+            As the stage-two learner's :meth:`~pmap_sklearn.PerturbMAPCRF.predict_proba`.
 
         Returns
         -------
-        list
+        ndarray or list
             The marginals of each sample.
         """
         samples = self.stage_two_samples(X)  # checks the fit first
-        return self.crf_.predict_proba(samples, **params)
+        return self.crf_.predict_proba(
+            samples,
+            as_dicts=as_dicts,
+            method=method,
+            n_perturbations=n_perturbations,
+            known_labels=known_labels,
+            n_sweeps=n_sweeps,
+        )
 
     def score(self, X, y):
         """Stage two's score (mean of ``1 − Hamming loss`` over the samples).

@@ -43,9 +43,9 @@ class ChainStructure(BaseStructure):
     def __init__(
         self,
         n_states: int | None = None,
+        *,
         bias: bool = True,
         solver="viterbi",
-        *,
         unary: str = "linear",
         n_states_per_label=None,
     ):

@@ -53,9 +53,9 @@ class GridStructure(EdgeFeatureStructure):
     def __init__(
         self,
         connectivity: int = 4,
+        *,
         contrast: bool = False,
         bias: bool = True,
-        *,
         n_states: int | None = None,
         pairwise: str = "potts",
         untied: bool = False,

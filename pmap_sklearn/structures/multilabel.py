@@ -225,7 +225,7 @@ class MultiLabelStructure(EdgeFeatureStructure):
     #: Every node is one binary label.
     n_states = 2
 
-    def __init__(self, label_graph="tree", bias: bool = True, *, solver="auto"):
+    def __init__(self, label_graph="tree", *, bias: bool = True, solver="auto"):
         store_parameters(self, locals())
 
     # ---- the data as scikit-learn gives it ---------------------------------------------------

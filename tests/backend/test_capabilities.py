@@ -38,7 +38,7 @@ ESTIMATORS = {
     "PseudoLikelihoodCRF": lambda s: PseudoLikelihoodCRF(s, max_iter=2, n_perturbations=2),
     "PartClampCRF": lambda s: PartClampCRF(s, max_iter=2, n_rounds=1, n_perturbations=2),
     "ContrastiveDivergenceCRF": lambda s: ContrastiveDivergenceCRF(
-        s, max_iter=2, n_gibbs=1, n_perturbations=2, random_state=0
+        s, max_iter=2, n_sweeps=1, n_perturbations=2, random_state=0
     ),
 }
 STRUCTURES = {

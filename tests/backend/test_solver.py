@@ -64,10 +64,12 @@ def _model(rng, case):
         X = [rng.normal(size=(h, w, 2)) for h, w in rng.integers(1, 4, size=(3, 2))]
         connectivity, contrast = int(rng.choice([4, 8])), bool(rng.integers(2))
         if case == "grid-brute":
-            structure = GridStructure(connectivity, contrast, n_states=3, solver="brute_force")
+            structure = GridStructure(
+                connectivity, contrast=contrast, n_states=3, solver="brute_force"
+            )
             X = [x[:2, :2] for x in X]
         else:
-            structure = GridStructure(connectivity, contrast)
+            structure = GridStructure(connectivity, contrast=contrast)
     else:
         X = [_random_graph(rng, n) for n in rng.integers(1, 8, size=3)]
         structure = GraphStructure()

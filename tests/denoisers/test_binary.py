@@ -122,12 +122,17 @@ def test_recovers_known_parameters_from_model_samples(rng):
     noisy = rng.integers(0, 2, size=(120, 10, 10))
     clean = perturbed_posterior_maps(denoiser_with(field, cut_weights, noise), noisy, rng)
     model = LogSupermodularDenoiser(
-        field="shared", noise_level=noise, reg_field=0.0, reg_cut=0.0, max_iter=25, random_state=0
+        field="shared",
+        noise_level=noise,
+        alpha_field=0.0,
+        alpha_cut=0.0,
+        max_iter=25,
+        random_state=0,
     ).fit(noisy, clean)
     assert model.cut_weights_ == pytest.approx(cut_weights, rel=0.1)
     assert model.field_ == pytest.approx(field, abs=0.05)
     learned = LogSupermodularDenoiser(
-        field="shared", reg_field=0.0, reg_cut=0.0, max_iter=25, random_state=0
+        field="shared", alpha_field=0.0, alpha_cut=0.0, max_iter=25, random_state=0
     ).fit(noisy, clean)
     assert learned.noise_level_ == pytest.approx(noise, abs=0.02)
 
@@ -175,8 +180,8 @@ def test_unsupervised_fit_improves_on_the_noisy_input(rng):
         model = LogSupermodularDenoiser(
             field="shared",
             noise_level=noise_level,
-            reg_field=1e-2,
-            reg_cut=1e-2,
+            alpha_field=1e-2,
+            alpha_cut=1e-2,
             max_iter=20,
             random_state=0,
         ).fit(noisy)
@@ -198,8 +203,8 @@ def test_scikit_learn_contract(rng):
     clean = blobs(rng, 18, shape=(8, 8))
     noisy = add_flip_noise(clean, 0.1, random_state=rng)
     model = LogSupermodularDenoiser(max_iter=3, random_state=0)
-    search = GridSearchCV(model, {"reg_cut": [1e-3, 1e-1]}, cv=3).fit(noisy, clean)
-    assert search.best_params_["reg_cut"] in (1e-3, 1e-1)
+    search = GridSearchCV(model, {"alpha_cut": [1e-3, 1e-1]}, cv=3).fit(noisy, clean)
+    assert search.best_params_["alpha_cut"] in (1e-3, 1e-1)
     fitted = clone(model).fit(list(noisy), list(clean))
     restored = pickle.loads(pickle.dumps(fitted))
     assert isinstance(fitted.predict(list(noisy)), list)
@@ -268,8 +273,8 @@ def test_unsupervised_denoiser_scores_without_clean_images(rng):
     assert per_image.shape == (12,) and np.all(per_image < 0)
     assert model.score(noisy) == pytest.approx(per_image.mean())
     assert model.score(noisy, clean) > 0.5  # with clean images: pixel accuracy
-    search = GridSearchCV(model, {"reg_cut": [1e-3, 1e2]}, cv=3).fit(noisy)
-    assert search.best_params_["reg_cut"] == 1e-3  # a huge cut penalty fits worse
+    search = GridSearchCV(model, {"alpha_cut": [1e-3, 1e2]}, cv=3).fit(noisy)
+    assert search.best_params_["alpha_cut"] == 1e-3  # a huge cut penalty fits worse
 
 
 def test_denoiser_predictions_do_not_depend_on_the_chunks(monkeypatch):

@@ -10,7 +10,7 @@ from pmap_sklearn.datasets import make_grid_data
 from pmap_sklearn.solvers import MeanFieldSolver
 
 
-@pytest.mark.parametrize("change", [{"n_iterations": 8}, {"damping": 0.3}])
+@pytest.mark.parametrize("change", [{"n_sweeps": 8}, {"damping": 0.3}])
 def test_mean_field_warm_start_predicts_with_the_new_solver(chains, change):
     """Learning used the new value while prediction kept the old ``structure_.solver_``."""
     X, y = chains
@@ -30,7 +30,7 @@ def test_the_learner_gradient_in_w_matches_finite_differences(loss):
     rng = np.random.default_rng(3)
     X = [rng.normal(size=(3, 4, 2)) for _ in range(2)]
     y = [rng.integers(0, 3, size=(3, 4)) for _ in range(2)]
-    model = MeanFieldCRF(GridStructure(), loss=loss, n_iterations=3, max_iter=1).fit(X, y)
+    model = MeanFieldCRF(GridStructure(), loss=loss, n_sweeps=3, max_iter=1).fit(X, y)
     batch = model.structure_.prepare(X)
     labels = model.structure_.prepare_labels(batch, y)
     oracle = model._make_oracle(batch, labels)
@@ -44,7 +44,7 @@ def test_learns_grids_and_its_marginals_are_its_mean_field():
     data = make_grid_data(n_samples=10, random_state=0)
     model = MeanFieldCRF(random_state=0).fit(data.data[:6], data.target[:6])
     assert isinstance(model.structure_.solver_, MeanFieldSolver)
-    assert model.structure_.solver_.n_iterations == model.n_iterations
+    assert model.structure_.solver_.n_sweeps == model.n_sweeps
     assert model.score(data.data[6:], data.target[6:]) > 0.85
     (marginals,) = model.predict_marginals(data.data[6:7])
     np.testing.assert_allclose(marginals.sum(axis=-1), 1.0)

@@ -88,13 +88,12 @@ def test_learners_reject_what_they_cannot_fit(rng):
         PartClampCRF(GraphStructure(pairwise="table")).fit(X, y)
 
 
-def test_the_online_schedule_keeps_its_budget_and_the_old_name_warns(rng):
+def test_the_online_schedule_keeps_its_budget_and_the_old_name_is_gone(rng):
     from pmap_sklearn import PartClampCRF
 
     X, y = _grid_graphs(rng, n_samples=3, shape=(4, 4))
     online = PartClampCRF("graph", schedule="online", budget=2, n_rounds=4, max_iter=5).fit(X, y)
     batch = PartClampCRF("graph", n_rounds=4, max_iter=5).fit(X, y)
     assert len(online.lower_bound_by_states_) <= 2 < len(batch.lower_bound_by_states_)
-    with pytest.warns(FutureWarning, match="renamed schedule="):
-        old = PartClampCRF("graph", solver="online", budget=2, n_rounds=4, max_iter=5).fit(X, y)
-    np.testing.assert_array_equal(old.coef_, online.coef_)
+    with pytest.raises(TypeError, match="solver"):  # the old name of schedule, removed
+        PartClampCRF("graph", solver="online")

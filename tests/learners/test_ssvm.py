@@ -149,7 +149,7 @@ def test_subgradient_descent_reaches_bcfws_optimum(kind, rng):
     excess = []
     for passes in (5, 400):
         svm = StructuredSVM(
-            structure, solver="subgradient", alpha=0.1, max_iter=passes, random_state=0
+            structure, algorithm="subgradient", alpha=0.1, max_iter=passes, random_state=0
         ).fit(X, y)
         excess.append(_primal(svm, X, y, svm.coef_) - lower)
         assert excess[-1] >= -1e-9
@@ -163,19 +163,19 @@ def test_subgradient_solver_learns_sparse_chains_and_refuses_a_solver_switch():
 
     data = make_chain_data(n_samples=160, n_states=4, n_features=6, noise=1.8, random_state=0)
     X, y = data.data, data.target
-    svm = StructuredSVM(solver="subgradient", alpha=0.01, batch_size=8, max_iter=30)
+    svm = StructuredSVM(algorithm="subgradient", alpha=0.01, batch_size=8, max_iter=30)
     svm.set_params(random_state=0).fit(X[:100], y[:100])
     bcfw = StructuredSVM(alpha=0.01, batch_size=8, max_iter=30, random_state=0)
     bcfw.fit(X[:100], y[:100])
     assert svm.score(X[100:], y[100:]) > bcfw.score(X[100:], y[100:]) - 0.02
     tokens = [[{"w": f"w{int(v)}"} for v in np.argmax(x, axis=1)] for x in X]
     chains = SequenceVectorizer().fit_transform(tokens)
-    sparse = StructuredSVM(solver="subgradient", max_iter=5, random_state=0).fit(chains, y)
+    sparse = StructuredSVM(algorithm="subgradient", max_iter=5, random_state=0).fit(chains, y)
     assert 0 < sparse.score(chains, y) <= 1
     with pytest.raises(ValueError, match="keeps no dual"):
         sparse.dual_objective()
-    warm = StructuredSVM(solver="subgradient", max_iter=2, warm_start=True, random_state=0)
-    warm.fit(X, y).set_params(solver="bcfw").fit(X, y)  # another solver's state: fits afresh
+    warm = StructuredSVM(algorithm="subgradient", max_iter=2, warm_start=True, random_state=0)
+    warm.fit(X, y).set_params(algorithm="bcfw").fit(X, y)  # another algorithm's state: fits afresh
     cold = StructuredSVM(max_iter=2, random_state=0).fit(X, y)
     np.testing.assert_array_equal(warm.coef_, cold.coef_)
 
@@ -238,9 +238,9 @@ def test_bcfw_warm_start_on_other_data_is_a_fresh_fit(chains):
 def test_subgradient_warm_start_after_a_new_alpha_is_a_fresh_fit(chains):
     """The average kept the old alpha's iterates: objective 450 against 3.94 cold."""
     X, y = chains
-    warm = StructuredSVM(solver="subgradient", warm_start=True, random_state=0).fit(X, y)
+    warm = StructuredSVM(algorithm="subgradient", warm_start=True, random_state=0).fit(X, y)
     warm.set_params(alpha=0.1).fit(X, y)
-    cold = StructuredSVM(solver="subgradient", alpha=0.1, random_state=0).fit(X, y)
+    cold = StructuredSVM(algorithm="subgradient", alpha=0.1, random_state=0).fit(X, y)
     np.testing.assert_allclose(warm.coef_, cold.coef_)
     assert warm.loss_curve_[-1] == pytest.approx(cold.loss_curve_[-1])
 

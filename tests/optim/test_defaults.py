@@ -87,5 +87,5 @@ def test_baselines_resolve_auto_from_what_the_features_are():
     np.testing.assert_array_equal(svm.coef_, same.fit(chains, tags).coef_)
     on_dense = StructuredSVM(random_state=0, tol=0.0).fit(dense, tags)
     assert (on_dense.alpha_, on_dense.batch_size_, on_dense.n_iter_) == (1e-3, 1, 50)
-    pegasos = StructuredSVM(solver="subgradient", random_state=0).fit(chains, tags)
+    pegasos = StructuredSVM(algorithm="subgradient", random_state=0).fit(chains, tags)
     assert (pegasos.alpha_, pegasos.batch_size_, pegasos.n_iter_) == (svm.alpha_, 16, 10)
