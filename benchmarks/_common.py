@@ -199,17 +199,6 @@ class Run:
             command += " --only " + " ".join(f"'{o}'" for o in only)
         return command
 
-    def heading(self, minutes: float, *flags: str, after=None) -> str:
-        """The opening of a results page: the command in backticks, then the minutes and the
-        load average at the start (with ``after``, the load averages at the end: ``(m min;
-        load average a before, b after, on n cores)``)."""
-        if after is None:
-            return f"`{self.command(*flags)}` ({minutes:.1f} min, load average {self.load[0]:.1f})"
-        return (
-            f"`{self.command(*flags)}` ({minutes:.1f} min; load average {self.load[0]:.1f} "
-            f"before, {after[0]:.1f} after, on {os.cpu_count()} cores)"
-        )
-
     def notes(self, *flags: str, only=None, command=None, minutes=None, **extra) -> dict:
         """The run's notes, for the results' JSON only (a page shows :func:`rerun` of them):
         its command (``command``, else :meth:`command` of ``flags`` and ``only``), the machine
