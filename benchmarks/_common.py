@@ -12,8 +12,14 @@ models, table) and takes the rest from here.
 - :class:`Run`: one run — its command, load averages at its start and end, minutes, the
   record stored in the results' JSON and where it writes: ``docs/results/`` for a full run, a
   temporary folder for ``--quick`` (the committed results are never overwritten by a quick run);
-- :func:`stored_runs`, :func:`run_sections`: the results of the scripts that keep labelled runs
-  (the "before" table of a change).
+- :func:`rerun_line`: the one line of a results page about the run, how to rerun it;
+- :func:`stored_runs`, :func:`latest_run`, :func:`render`: the results of the scripts that keep
+  labelled runs (the "before" table of a change).
+
+A results page is documentation (the user guide includes it): the protocol, the tables and
+figures, and one line on how to rerun it (:func:`rerun_line`). The run's notes — command,
+machine, cores, load averages, minutes, date, the library's commit — go to the JSON beside it
+only (:meth:`Run.notes`, stored under ``"run"``; the labelled runs keep theirs in each run).
 """
 
 import argparse
@@ -26,8 +32,10 @@ import tempfile
 import time
 from pathlib import Path
 
+#: The repository's root.
+ROOT = Path(__file__).resolve().parents[1]
 #: The committed results: what full runs write, and what some scripts read (``ocr_table.json``).
-RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
+RESULTS = ROOT / "docs" / "results"
 
 
 # ---- the command line --------------------------------------------------------------------
@@ -43,10 +51,10 @@ def parser(
 ) -> argparse.ArgumentParser:
     """The command line of a benchmark described by its docstring ``doc`` (the first paragraph
     is the description): ``--quick`` (``quick``: what it runs), and where asked ``--only NAME
-    ...`` (``only``: what the names are), ``--label LABEL`` and ``--no-write`` (``label``: the
-    scripts that keep labelled runs), ``--n-jobs N`` (default 2; ``n_jobs``: its help),
-    ``--data PATH`` (``data``: its help) and the hidden ``--one`` that starts a child
-    process (``child``: its ``nargs``)."""
+    ...`` (``only``: what the names are), ``--label LABEL``, ``--no-write`` and ``--render``
+    (``label``: the scripts that keep labelled runs), ``--n-jobs N`` (default 2; ``n_jobs``:
+    its help), ``--data PATH`` (``data``: its help) and the hidden ``--one`` that starts a
+    child process (``child``: its ``nargs``)."""
     out = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     out.add_argument("--quick", action="store_true", help=quick)
     if only is not None:
@@ -54,6 +62,11 @@ def parser(
     if label:
         out.add_argument("--label", default="now", help="name of this run in the results")
         out.add_argument("--no-write", action="store_true", help="print only")
+        out.add_argument(
+            "--render",
+            action="store_true",
+            help="measure nothing: rewrite the page from its JSON (the latest labelled run)",
+        )
     if n_jobs is not None:
         out.add_argument("--n-jobs", type=int, default=2, help=n_jobs)
     if data is not None:
@@ -111,6 +124,21 @@ def loads() -> tuple:
     return os.getloadavg()
 
 
+def code_version() -> tuple:
+    """``(commit, changed)``: the short commit of the repository's ``HEAD`` (``"unknown"``
+    outside git) and the files of ``pmap_sklearn/`` with uncommitted changes."""
+
+    def git(*args):
+        try:
+            done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True)
+        except OSError:
+            return ""
+        return done.stdout.strip() if done.returncode == 0 else ""
+
+    changed = [line[3:] for line in git("status", "--porcelain", "--", "pmap_sklearn").splitlines()]
+    return git("rev-parse", "--short", "HEAD") or "unknown", changed
+
+
 # ---- child processes ---------------------------------------------------------------------
 #: The line a child process prints its result on, as JSON after this prefix.
 RESULT = "RESULT "
@@ -142,8 +170,9 @@ def run_child(name: str, command: list, timeout: float | None = None):
 
 # ---- the run and its results -------------------------------------------------------------
 class Run:
-    """One run of a benchmark script (``script``: its ``__file__``), started now: its clock and
-    load averages (``load``), its command, record and results folder.
+    """One run of a benchmark script (``script``: its ``__file__``), started now: its clock,
+    load averages (``load``) and the library's commit (``version``: :func:`code_version`, the
+    code it imports), its command, record and results folder.
 
     A full run writes ``docs/results/``; a ``quick`` one writes a temporary folder, made on its
     first write and printed, so that the committed results stay those of the full protocol.
@@ -154,6 +183,8 @@ class Run:
         self.quick = quick
         self.started = time.perf_counter()
         self.load = loads()
+        self.version = code_version()
+        self.date = time.strftime("%Y-%m-%d")
         self._folder = None
 
     def minutes(self) -> float:
@@ -168,29 +199,32 @@ class Run:
             command += " --only " + " ".join(f"'{o}'" for o in only)
         return command
 
-    def heading(self, minutes: float, *flags: str, after=None) -> str:
-        """The opening of a results page: the command in backticks, then the minutes and the
-        load average at the start (with ``after``, the load averages at the end: ``(m min;
-        load average a before, b after, on n cores)``)."""
-        if after is None:
-            return f"`{self.command(*flags)}` ({minutes:.1f} min, load average {self.load[0]:.1f})"
-        return (
-            f"`{self.command(*flags)}` ({minutes:.1f} min; load average {self.load[0]:.1f} "
-            f"before, {after[0]:.1f} after, on {os.cpu_count()} cores)"
-        )
-
-    def record(self, rows, *flags: str, only=None, **extra) -> dict:
-        """The run as stored in the results' JSON: its command (and ``extra``), the machine,
-        the 1-minute load averages at its start and end, its minutes and ``rows``."""
-        return dict(
-            command=self.command(*flags, only=only),
-            **extra,
+    def notes(self, *flags: str, only=None, command=None, minutes=None, **extra) -> dict:
+        """The run's notes, for the results' JSON only (a page shows :func:`rerun` of them):
+        its command (``command``, else :meth:`command` of ``flags`` and ``only``), the machine
+        and its cores, the 1-minute load averages at the start and now, the minutes
+        (``minutes``, else since the start), the date, the library's commit with its files
+        changed since, and ``extra`` (which may replace any of them: ``load_start`` of a
+        part of the run)."""
+        commit, changed = self.version
+        out = dict(
+            command=command or self.command(*flags, only=only),
             machine=f"{platform.machine()}, Python {platform.python_version()}",
+            cores=os.cpu_count(),
             load_start=self.load[0],
             load_end=loads()[0],
-            minutes=self.minutes(),
-            rows=rows,
+            minutes=self.minutes() if minutes is None else minutes,
+            date=self.date,
+            commit=commit,
+            uncommitted=changed,
         )
+        out.update(extra)
+        return out
+
+    def record(self, rows, *flags: str, only=None, **extra) -> dict:
+        """A labelled run as stored in the results' JSON: its :meth:`notes` (command,
+        machine, loads, minutes, commit and ``extra``) and ``rows``."""
+        return dict(**self.notes(*flags, only=only, **extra), rows=rows)
 
     @property
     def results(self) -> Path:
@@ -237,14 +271,15 @@ class Run:
     def store(self, stem: str, label: str, record: dict, markdown, replace=None, **top) -> None:
         """Store ``record`` as the labelled run ``label`` of ``stem.json`` beside the runs
         stored under other labels (``replace(stored, record)``: the run to store when ``label``
-        is stored already), with the ``top`` entries, and rewrite the page ``stem.md`` as
-        ``markdown(runs)``."""
+        is stored already), with the ``top`` entries and ``latest``: ``label``; and rewrite
+        the page ``stem.md`` as ``markdown(label, record)`` — the run just stored only (the
+        others stay in the JSON)."""
         runs = stored_runs(self.path(f"{stem}.json"))
         if replace is not None and label in runs:
             record = replace(runs[label], record)
         runs[label] = record
-        self.write_json(f"{stem}.json", dict(**top, runs=runs), indent=2)
-        self.write(f"{stem}.md", markdown(runs))
+        self.write_json(f"{stem}.json", dict(**top, latest=label, runs=runs), indent=2)
+        self.write(f"{stem}.md", markdown(label, record))
 
 
 def pyplot():
@@ -268,18 +303,43 @@ def stored_runs(path: Path) -> dict:
     return json.loads(path.read_text())["runs"] if path.exists() else {}
 
 
-def run_sections(runs: dict, table, how=lambda run: "; ") -> list:
-    """Markdown lines of each labelled run: its heading, command (then ``how(run)``), loads,
-    minutes, machine and ``table(rows)``."""
-    parts = []
-    for label, run in runs.items():
-        parts += [
-            "",
-            f"### {label}",
-            "",
-            f"`{run['command']}`{how(run)}load average {run['load_start']:.1f} at the start, "
-            f"{run['load_end']:.1f} at the end ({run['minutes']:.1f} min; {run['machine']}).",
-            "",
-            table(run["rows"]),
-        ]
-    return parts
+def latest_run(path: Path) -> tuple:
+    """``(label, record)``: the run of the results' JSON ``path`` stored last (its
+    ``latest``; in files from before that key, the last label)."""
+    stored = json.loads(path.read_text())
+    label = stored.get("latest") or list(stored["runs"])[-1]
+    return label, stored["runs"][label]
+
+
+def render(stem: str, markdown) -> Path:
+    """Rewrite the committed page ``stem.md`` of a script that keeps labelled runs as
+    ``markdown(label, record)`` of the latest run of ``stem.json``, measuring nothing (after a
+    change of the page's form)."""
+    path = RESULTS / f"{stem}.md"
+    path.write_text(markdown(*latest_run(RESULTS / f"{stem}.json")))
+    print(f"{path}: rewritten from {stem}.json")
+    return path
+
+
+def about(minutes: float) -> str:
+    """A run's length as a page gives it: ``under a minute``, whole minutes up to 10, then
+    the nearest 5 minutes, and the nearest 10 from an hour (24.1 -> ``about 25 min``)."""
+    if minutes < 0.95:
+        return "under a minute"
+    step = 1 if minutes < 9.5 else 5 if minutes < 57.5 else 10
+    return f"about {step * int(minutes / step + 0.5)} min"
+
+
+def rerun_line(command: str, minutes: float | None = None, cores: int | None = None) -> str:
+    """The one line of a results page about its run: how to rerun it, ``command`` in
+    backticks, and about how long it takes (``minutes`` of the run, on its ``cores``), e.g.
+    ``Rerun: `python benchmarks/sampling.py` (under a minute on 2 cores).``"""
+    if minutes is None:
+        return f"Rerun: `{command}`."
+    where = f" on {cores} cores" if cores else ""
+    return f"Rerun: `{command}` ({about(minutes)}{where})."
+
+
+def rerun(notes: dict) -> str:
+    """:func:`rerun_line` of a run's :meth:`Run.notes` (or a labelled run's record)."""
+    return rerun_line(notes["command"], notes.get("minutes"), notes.get("cores"))

@@ -44,7 +44,7 @@ written to a temporary folder).
 import warnings
 
 import numpy as np
-from _common import Run, parser, timed
+from _common import Run, parser, rerun, timed
 from _tagging import first
 from sklearn.exceptions import ConvergenceWarning
 
@@ -193,7 +193,7 @@ def main():
     for strategy in STRATEGIES:
         curves[strategy] = [learning_curve(strategy, X, y, lengths, splits, seed) for seed in seeds]
     chosen = max(STRATEGIES, key=lambda s: mean_at(curves[s], STOP, "testa")[0])
-    minutes = run.minutes()
+    notes = run.notes()
 
     def cells(name, budget):
         a, _ = mean_at(curves[name], budget, "testa")
@@ -211,7 +211,7 @@ def main():
     lines = [
         "# Active learning: CoNLL-2002 Spanish",
         "",
-        f"{run.heading(minutes)}. A default PerturbMAPCRF fitted on a share of esp.train's "
+        f"A default PerturbMAPCRF fitted on a share of esp.train's "
         f"{len(y):,} sentences: a random {START:.0%} to start, then rounds that label the "
         f"{STEP:.1%} of the pool the model is least sure of, against random sentences; entity "
         f"F1 (conlleval) on testa and testb, mean of seeds {', '.join(map(str, seeds))} "
@@ -231,9 +231,13 @@ def main():
         "",
         f"Time per round ({chosen}): fit at {STOP:.0%} {fit_seconds:.1f} s, scoring the pool "
         f"{np.mean(query):.1f} s on average.",
+        "",
+        rerun(notes),
     ]
     run.publish(
-        "active_learning", lines, dict(load=run.load, minutes=minutes, chosen=chosen, curves=curves)
+        "active_learning",
+        lines,
+        dict(load=run.load, minutes=notes["minutes"], run=notes, chosen=chosen, curves=curves),
     )
 
 

@@ -45,7 +45,7 @@ import json
 import warnings
 
 import numpy as np
-from _common import Run, parser, pyplot, save_figure, timed
+from _common import Run, parser, pyplot, rerun, save_figure, timed
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.exceptions import ConvergenceWarning
@@ -421,7 +421,8 @@ def main() -> None:
         )
 
     results["ceiling"] = pixel_scores(test, test.target)
-    results["minutes"] = run.minutes()
+    results["run"] = run.notes()
+    results["minutes"] = results["run"]["minutes"]
     if quick:
         print(json.dumps(results, indent=1, default=float))
         return
@@ -449,10 +450,10 @@ def write_markdown(run, results) -> None:
     lines = [
         "# CamVid road scenes: superpixel CRFs",
         "",
-        f"`{run.command()}` ({results['minutes']:.0f} min). Test split (233 frames), "
-        "pixels, void excluded; ECE over the test superpixels. Superpixel features "
-        f"{results['feature_seconds_per_frame']:.2f} s a frame (read, SLIC, features). Two-stage "
-        "rows: `TwoStageCRF` around the learner (its defaults: stage two's unary form, the share "
+        "Test split (233 frames), pixels, void excluded; ECE over the test superpixels. "
+        f"Superpixel features {results['feature_seconds_per_frame']:.2f} s a frame (read, SLIC, "
+        "features). Two-stage rows: `TwoStageCRF` around the learner (its defaults: stage "
+        "two's unary form, the share "
         "of its learned pairwise weights, class offsets and its marginals' temperature chosen "
         "on the last fold's training frames, *stage two kept*), stage one "
         "`HistGradientBoostingClassifier(class_weight='balanced')`, folds of 5 blocks of "
@@ -480,6 +481,8 @@ def write_markdown(run, results) -> None:
     lines += [
         f"| *superpixel ceiling (each superpixel its majority label)* | {c['global_accuracy']:.1f}"
         f" | {c['class_average_accuracy']:.1f} | {c['mean_iou']:.1f} | | | |",
+        "",
+        rerun(results["run"]),
         "",
         "![CamVid test frames](camvid.png)",
     ]

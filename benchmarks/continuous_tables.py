@@ -21,7 +21,7 @@ Run: ``python benchmarks/continuous_tables.py [--quick]``; writes
 """
 
 import numpy as np
-from _common import Run, parser, pyplot, save_figure, timed
+from _common import Run, parser, pyplot, rerun, save_figure, timed
 from scipy.special import softmax
 from skimage.data import camera
 
@@ -170,7 +170,8 @@ def main():
     print(results["table_41"], flush=True)
     tables, figure_data = tables_42_43(args.quick)
     results.update(tables)
-    results["minutes"] = run.minutes()
+    results["run"] = run.notes()
+    results["minutes"] = results["run"]["minutes"]
     write(run, results)
     plot(run, *figure_data)
 
@@ -180,8 +181,7 @@ def write(run, results):
     lines = [
         "# Continuous log-supermodular priors, Shpakova (2019) Tables 4.1–4.3",
         "",
-        f"Command: `{run.command()}` "
-        f"({results['minutes']:.1f} min on 2 cores). The thesis's values in brackets.",
+        "The thesis's values in brackets.",
         "",
         "## Table 4.1: 1-D prior e^{−|α|}, σ = 1, mean squared error",
         "",
@@ -231,6 +231,7 @@ def write(run, results):
             + " |"
         )
         lines.append("")
+    lines.append(rerun(results["run"]))
     text = "\n".join(lines) + "\n"
     print(text)
     run.save("continuous_tables", text, results)

@@ -18,7 +18,7 @@ Run: ``python benchmarks/denoising_table.py [--quick]``; writes
 """
 
 import numpy as np
-from _common import Run, parser, pyplot, save_figure, timed
+from _common import Run, parser, pyplot, rerun, save_figure, timed
 from joblib import Parallel, delayed
 from sklearn.model_selection import GridSearchCV, KFold
 
@@ -181,6 +181,12 @@ def main():
         for draw in range(n_draws)
     )
     total = run.minutes() * 60
+    notes = run.notes(
+        *([f"--n-jobs {args.n_jobs}"] if args.n_jobs != 2 else []),
+        minutes=total / 60,
+        processes=args.n_jobs,
+        selection_seconds=selection_seconds,
+    )
     text = table(results, n_draws)
     timing = {name: float(np.mean([r[3][name] for r in results])) for name in results[0][3]}
     summary = (
@@ -188,13 +194,12 @@ def main():
         + "; ".join(f"π = {100 * p:g} %: {c}" for p, c in zip(NOISE_LEVELS, chosen, strict=True))
         + "\n\nMean fit seconds per draw: "
         + ", ".join(f"{k} {v:.1f}" for k, v in timing.items())
-        + f"\n\nWhole run: {total / 60:.1f} min on {args.n_jobs} processes "
-        f"(selection {selection_seconds:.0f} s); `{run.command()}`."
+        + f"\n\n{rerun(notes)}"
     )
     print(summary)
     if not args.quick:
         records = [{"noise": NOISE_LEVELS[r[0]], "draw": r[1], **r[2]} for r in results]
-        payload = {"results": records, "chosen": chosen, "minutes": total / 60}
+        payload = {"results": records, "chosen": chosen, "minutes": total / 60, "run": notes}
         run.save("denoising_table", summary + "\n", payload)
         figure(test, results, run.path("denoising_examples.png"))
 

@@ -32,7 +32,7 @@ folder).
 import warnings
 
 import numpy as np
-from _common import Run, parser, timed
+from _common import Run, parser, rerun, timed
 from _tagging import feature_dicts, first
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.pipeline import make_pipeline
@@ -156,11 +156,11 @@ def main():
         add("sklearn-crfsuite", "mean of the token marginals", mean, right)
         add("sklearn-crfsuite", "product of the token marginals", product, right)
 
-    minutes = run.minutes()
+    notes = run.notes()
     lines = [
         "# Entity confidence: CoNLL-2002 Spanish (testb)",
         "",
-        f"{run.heading(minutes)}. Each predicted entity's confidence against whether the gold tags "
+        "Each predicted entity's confidence against whether the gold tags "
         f"hold it; ECE over {BINS} bins; precision of the {COVERAGE:.0%} most confident "
         "entities and of all. Models with their defaults (seed 0 unless named); the one "
         "temperature is fitted on testa.",
@@ -197,10 +197,13 @@ def main():
             for key, fmt in (("count", "{:,}"), ("confidence", "{:.3f}"), ("accuracy", "{:.3f}"))
         ]
         lines.append(f"| {b / 10:.1f}–{(b + 1) / 10:.1f} | " + " | ".join(cells) + " |")
+    lines += ["", rerun(notes)]
     run.publish(
         "entity_confidence",
         lines,
-        dict(load=run.load, minutes=minutes, rows=rows, reliability=reliability),
+        dict(
+            load=run.load, minutes=notes["minutes"], run=notes, rows=rows, reliability=reliability
+        ),
     )
 
 

@@ -22,7 +22,7 @@ Run: ``python benchmarks/epsilon_experiments.py [--quick]``; writes
 """
 
 import numpy as np
-from _common import Run, parser, pyplot, save_figure, timed
+from _common import Run, parser, pyplot, rerun, save_figure, timed
 from joblib import Parallel, delayed
 
 from pmap_sklearn import EpsilonCRF, GridStructure, PerturbMAPCRF, StructuredSVM
@@ -180,14 +180,11 @@ def main():
     )
     results["kumar_hebert"] = table
     results["unseen_masks"] = dict(zip(("gaussian", "bimodal"), honest, strict=True))
-    results["minutes"] = run.minutes()
+    results["run"] = run.notes()
+    results["minutes"] = results["run"]["minutes"]
     results["quick"] = args.quick
 
     lines = ["# Hazan & Urtasun (2010), §6, with EpsilonCRF", ""]
-    lines += [
-        f"Command: `{run.command()}` ({results['minutes']:.1f} min on 2 cores).",
-        "",
-    ]
     for title, rows in (
         ("(i) 10×10, flips 0.2, 10 test images", small),
         ("(ii) 5×5, flips 0.2, 10 test images", tiny),
@@ -227,6 +224,7 @@ def main():
     ]
     for noise, value in results["unseen_masks"].items():
         lines.append(f"| {noise} | {value:.2f} |")
+    lines += ["", rerun(results["run"])]
     text = "\n".join(lines) + "\n"
     print(text)
     run.save("epsilon_experiments", text, results)

@@ -25,7 +25,8 @@ single graph. Against brute force: 3×3 snake grids (K = 5, 5⁹ labellings), ra
 of both signs on 3×4 grids (K = 3) and on complete graphs of 6 nodes (K = 2, multi-label).
 
 Run: ``python benchmarks/general_tables.py [--quick] [--skip-message-passing]``; writes
-``docs/results/general_tables.{md,json}``. Timings depend on the machine's load (recorded).
+``docs/results/general_tables.{md,json}``. Timings depend on the machine's load (recorded in
+the JSON).
 ``--quick``: 20 training and 50 test graphs, no message-passing learners, written to a
 temporary folder.
 """
@@ -35,7 +36,7 @@ import time
 import warnings
 
 import numpy as np
-from _common import Run, loads, parser, timed
+from _common import Run, loads, parser, rerun, timed
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import minimum_spanning_tree
 from sklearn.exceptions import ConvergenceWarning
@@ -326,6 +327,7 @@ def main():
     exact = small_exact()
     minutes = run.minutes()
     load_after = loads()
+    notes = run.notes(*["--skip-message-passing"] * args.skip_message_passing, minutes=minutes)
     forest = {
         r["learner"]: r["fit_seconds"]
         for r in rows
@@ -345,6 +347,7 @@ def main():
             )
     payload = dict(
         **run.loads_record(minutes, load_after),
+        run=notes,
         learning=rows,
         map_quality=quality,
         brute_force=exact,
@@ -353,10 +356,9 @@ def main():
     lines = [
         "# General pairwise tables on loopy graphs: TRW-S, message passing, a forest",
         "",
-        f"{run.heading(minutes, after=load_after)}. `make_snake_data`: 60 training and 200 "
-        "test graphs of 6×8 nodes, K = 11, 5 % noisy colours. Defaults of every learner; "
-        "accuracy on the snakes' nodes (label > 0) and on all nodes; fit seconds (wall, and "
-        "CPU of the process).",
+        "`make_snake_data`: 60 training and 200 test graphs of 6×8 nodes, K = 11, 5 % noisy "
+        "colours. Defaults of every learner; accuracy on the snakes' nodes (label > 0) and on "
+        "all nodes; fit seconds (wall, and CPU of the process).",
         "",
         "**Learning**",
         "",
@@ -416,6 +418,7 @@ def main():
             f"| {r['case']} | {r['solver']} | {r['exact_share']:.2f} | {r['mean_gap']:.4f} | "
             f"{r['seconds']:.3f} |"
         )
+    lines += ["", rerun(notes)]
     run.publish("general_tables", lines, payload)
 
 

@@ -15,7 +15,7 @@ temporary folder).
 """
 
 import numpy as np
-from _common import Run, parser, pyplot, save_figure, timed
+from _common import Run, parser, pyplot, rerun, save_figure, timed
 from sklearn.model_selection import GridSearchCV, KFold
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler
@@ -185,14 +185,14 @@ def main():
         cells = " | ".join(f"{results[(s, method)]:.1f}" for s in names)
         lines.append(f"| {method} | {cells} | {PAPER[method]} |")
     table = "\n".join(lines)
-    minutes = run.minutes()
+    notes = run.notes()
+    minutes, command = notes["minutes"], notes["command"]
     print(f"\nWeighted Hamming loss x100 on the 100 test images ({minutes:.1f} min)\n{table}")
-    command = run.command()
     run.save(
         "horse_table",
-        f"# Horse segmentation (weighted Hamming ×100, 100 test images)\n\n`{command}` "
-        f"({minutes:.1f} min)\n\n{table}\n\n![examples](horse_examples.png)\n",
-        dict(command=command, minutes=minutes, rows=rows),
+        f"# Horse segmentation (weighted Hamming ×100, 100 test images)\n\n{table}\n\n"
+        f"{rerun(notes)}\n\n![examples](horse_examples.png)\n",
+        dict(command=command, minutes=minutes, run=notes, rows=rows),
         indent=2,
         default=str,
     )

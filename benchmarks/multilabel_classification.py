@@ -34,15 +34,14 @@ baseline's two rows with the learners on either.
 
 Run: ``python benchmarks/multilabel_classification.py`` (about 12 minutes on 2 cores; writes
 ``docs/results/multilabel_classification.{md,json}``); ``--quick`` runs PerturbMAPCRF and the
-baselines only and writes nothing. Timings depend on the machine's load (recorded).
+baselines only and writes nothing. Timings depend on the machine's load (recorded in the JSON
+with the rest of the run's notes).
 """
 
-import subprocess
 import warnings
-from pathlib import Path
 
 import numpy as np
-from _common import Run, loads, parser, timed
+from _common import Run, loads, parser, rerun, timed
 from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
@@ -63,7 +62,6 @@ from pmap_sklearn import (
 from pmap_sklearn.datasets import load_multilabel
 from pmap_sklearn.metrics import multilabel_scores
 
-ROOT = Path(__file__).resolve().parents[1]
 DATASETS = ("yeast", "scene")
 GRAPHS = ("independent", "chain", "tree", "full")
 LEARNERS = {
@@ -118,17 +116,6 @@ def feature_versions(train, test):
         return Bunch(**{**bunch, "data": scaler.transform(bunch.data)})
 
     return {STANDARDISED: (scaled(train), scaled(test)), AS_GIVEN: (train, test)}
-
-
-def code_version():
-    """The commit of the library measured, and its files with uncommitted changes."""
-
-    def git(*args):
-        done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True)
-        return done.stdout.strip() if done.returncode == 0 else ""
-
-    changed = [line[3:] for line in git("status", "--porcelain", "--", "pmap_sklearn").splitlines()]
-    return git("rev-parse", "--short", "HEAD") or "unknown", changed
 
 
 def timed_fit(model, X, Y):
@@ -384,12 +371,12 @@ def table(rows):
     return lines
 
 
-def write(run, rows, seed_rows, load_after, minutes, version):
-    commit, changed = version
+def write(run, rows, seed_rows, load_after, minutes):
+    notes = run.notes(minutes=minutes)
     lines = [
         "# Multi-label classification: yeast and scene",
         "",
-        f"{run.heading(minutes, after=load_after)}. Mulan's train / test split (yeast: 103 "
+        "Mulan's train / test split (yeast: 103 "
         "features, 14 labels, 1,500 / 917 samples; scene: 294 features, 6 labels, 1,211 / "
         "1,196). Every learner with its defaults (`random_state=0`) on "
         "`MultiLabelStructure(label_graph)` on standardised features (`StandardScaler` fitted on "
@@ -399,8 +386,7 @@ def write(run, rows, seed_rows, load_after, minutes, version):
         f"{N_CHAINS} random-order `ClassifierChain(LogisticRegression())` (mean probability ≥ "
         "0.5), with their defaults, on both. Scores of `predict` (MAP), and the Hamming loss of "
         '`predict(X, decoding="marginal")`. † warned that it did not converge. Fit seconds '
-        f"of one fit. Library at commit {commit}"
-        + (f" with local changes to {', '.join(changed)}." if changed else "."),
+        "of one fit.",
         "",
         *table([r for r in rows if not r.get("tuned")]),
         "",
@@ -431,14 +417,16 @@ def write(run, rows, seed_rows, load_after, minutes, version):
     for name in DATASETS:
         if any(r["data"] == name for r in rows):
             lines += targets(name, rows, seed_rows)
-    text = "\n".join(lines)
+    lines.append(rerun(notes))
+    text = "\n".join(lines) + "\n"
     run.save(
         "multilabel_classification",
         text,
         dict(
             **run.loads_record(minutes, load_after),
-            commit=commit,
-            uncommitted=changed,
+            commit=notes["commit"],
+            uncommitted=notes["uncommitted"],
+            run=notes,
             seeds=list(SEEDS),
             rows=rows,
             seed_rows=seed_rows,
@@ -449,8 +437,7 @@ def write(run, rows, seed_rows, load_after, minutes, version):
 
 def main():
     args = parser(__doc__, "PerturbMAPCRF and the baselines; writes nothing").parse_args()
-    run = Run(__file__, args.quick)
-    version = code_version()  # before the run: the code it imports
+    run = Run(__file__, args.quick)  # notes the commit before the run: the code it imports
     rows, seed_rows = [], []
     for name in DATASETS:
         versions = feature_versions(load_multilabel(name, "train"), load_multilabel(name, "test"))
@@ -469,7 +456,7 @@ def main():
         for name in DATASETS:
             print("\n".join(targets(name, rows, seed_rows)))
         return
-    print(write(run, rows, seed_rows, loads(), minutes, version))
+    print(write(run, rows, seed_rows, loads(), minutes))
 
 
 if __name__ == "__main__":

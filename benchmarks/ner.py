@@ -37,7 +37,7 @@ import warnings
 from pathlib import Path
 
 import numpy as np
-from _common import Run, child, parser, peak_mb, print_result, run_child, timed
+from _common import Run, child, parser, peak_mb, print_result, rerun, run_child, timed
 from _tagging import (
     PREDICT_REPEATS,
     calibration,
@@ -271,13 +271,13 @@ def main():
         info = prepare(data_file, args.quick)
         rows = measure_learners(lambda name: measure(name, data_file), LEARNERS, TIMED_TWICE)
         spread = seed_spread(data_file, QUICK["seeds"] if args.quick else SPREAD_SEEDS)
-    minutes = run.minutes()
+    notes = run.notes()
     target = rows[CRFSUITE]
     lines = [
         "# Named entities: CoNLL-2002 Spanish (esp.testb)",
         "",
-        f"`{run.command()}` ({minutes:.1f} min; {info['sentences']:,} training "
-        f"sentences, {info['tokens']:,} tokens; {info['test_tokens']:,} test tokens). Token F1: "
+        f"{info['sentences']:,} training sentences, {info['tokens']:,} tokens; "
+        f"{info['test_tokens']:,} test tokens. Token F1: "
         "the tutorial's, weighted over the tags other than O; entity P / R / F1: the shared "
         "task's (conlleval). Predict: testb from its feature dicts (ours through the "
         "pipeline's vectoriser); marginals: per-token marginals of testb, their expected "
@@ -316,10 +316,12 @@ def main():
     lines += [
         "",
         sparse_line(rows, PMAP_L1, "PerturbMAPCRF (defaults)", target, "token_f1"),
+        "",
+        rerun(notes),
     ]
     text = "\n".join(lines)
     print(text)
-    run.save("ner", text + "\n", dict(info=info, rows=rows, seed_spread=spread))
+    run.save("ner", text + "\n", dict(info=info, rows=rows, seed_spread=spread, run=notes))
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ protocol, one seed; written to a temporary folder)
 import platform
 
 import numpy as np
-from _common import Run, parser, timed
+from _common import Run, parser, rerun, timed
 from ocr_table import split
 
 from pmap_sklearn import MarginalPerturbMAPCRF, PerturbMAPCRF, mean_hamming_loss
@@ -78,15 +78,15 @@ def main():
             )
     table = "\n".join(lines)
     print("\nDefault hyper-parameters, OCR fold 0, mean ± std over seeds\n" + table)
+    notes = run.notes(f"--seeds {n_seeds}")
     meta = dict(
         machine=f"{platform.processor() or platform.machine()}, {platform.python_version()}",
-        command=run.command(f"--seeds {n_seeds}"),
+        command=notes["command"],
     )
     run.save(
         "ocr_fold0",
-        f"# OCR fold 0 — perturb-and-MAP CRFs (defaults)\n\n"
-        f"`{meta['command']}` ({meta['machine']})\n\n{table}\n",
-        dict(meta, rows=rows, summary=summary),
+        f"# OCR fold 0 — perturb-and-MAP CRFs (defaults)\n\n{table}\n\n{rerun(notes)}\n",
+        dict(meta, run=notes, rows=rows, summary=summary),
         indent=2,
     )
 

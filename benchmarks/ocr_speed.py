@@ -26,7 +26,7 @@ from collections import Counter
 from pathlib import Path
 
 import numpy as np
-from _common import RESULTS, Run, parser, timed
+from _common import RESULTS, Run, parser, rerun, timed
 from ocr_table import methods, split
 from sklearn.base import clone
 
@@ -279,9 +279,19 @@ def main():
         f"{v['profiled_seconds']:.1f} s (profiled); hottest by own time: {v['hottest']}"
         for k, v in profiles.items()
     ]
+    notes = run.notes(
+        *([f"--folds {' '.join(map(str, args.folds))}"] if args.folds != [0] else []),
+        *(
+            [f"--protocols {' '.join(args.protocols)}"]
+            if args.protocols != ["small", "large"] and not args.quick
+            else []
+        ),
+    )
+    lines += ["", rerun(notes)]
     text = "\n".join(lines)
     print(text)
-    run.save("ocr_speed", text + "\n", dict(rows=rows, matches=matches, profiles=profiles))
+    payload = dict(rows=rows, matches=matches, profiles=profiles, run=notes)
+    run.save("ocr_speed", text + "\n", payload)
 
 
 if __name__ == "__main__":

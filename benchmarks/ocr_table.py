@@ -14,7 +14,7 @@ Run: ``python benchmarks/ocr_table.py [--quick] [--n-jobs 2]`` (``--quick``: out
 """
 
 import numpy as np
-from _common import Run, parser, pyplot, save_figure, timed
+from _common import Run, parser, pyplot, rerun, save_figure, timed
 from joblib import Parallel, delayed
 from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV, KFold, PredefinedSplit
@@ -176,12 +176,15 @@ def main():
     # Longest jobs first so the two workers finish together.
     jobs = [(m, p, f) for p in ("large", "small") for m in methods() for f in range(n_folds)]
     rows = Parallel(n_jobs=args.n_jobs)(delayed(select_and_fit)(ocr, *job) for job in jobs)
-    minutes = run.minutes()
+    notes = run.notes(
+        *([f"--n-jobs {args.n_jobs}"] if args.n_jobs != 2 else []), processes=args.n_jobs
+    )
     text, summary = summarise(rows, n_folds)
-    text += f"\n\nWhole run {minutes:.1f} min on {args.n_jobs} processes: `{run.command()}`."
+    text += f"\n\n{rerun(notes)}"
     print(text)
     if not args.quick:
-        run.save("ocr_table", text + "\n", dict(rows=rows, summary=summary, minutes=minutes))
+        payload = dict(rows=rows, summary=summary, minutes=notes["minutes"], run=notes)
+        run.save("ocr_table", text + "\n", payload)
         plot(summary, run.path("ocr_table.png"))
 
 

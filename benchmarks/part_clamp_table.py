@@ -23,7 +23,7 @@ Run: ``python benchmarks/part_clamp_table.py [--quick]``; writes
 import warnings
 
 import numpy as np
-from _common import Run, parser, pyplot, save_figure, timed
+from _common import Run, parser, pyplot, rerun, save_figure, timed
 from joblib import Parallel, delayed
 from sklearn.exceptions import ConvergenceWarning
 
@@ -147,16 +147,15 @@ def main():
                 delayed(decompositions)(X, y, c, m, rounds) for c, m in grid
             )
             results["decompositions"] = [dict(combine=c, m=m, train_error=e) for c, m, e in figure3]
-    results["minutes"] = run.minutes()
+    results["run"] = run.notes()
+    results["minutes"] = results["run"]["minutes"]
     write(run, results)
 
 
 def write(run, results):
     lines = ["# Part & Clamp, Pletscher & Ong Table 1 protocol", ""]
     lines += [
-        f"Command: `{run.command()}` "
-        f"({results['minutes']:.1f} min on 2 cores). Test error % (mean ± std over the test "
-        "images); the paper's values in brackets.",
+        "Test error % (mean ± std over the test images); the paper's values in brackets.",
         "",
     ]
     for noise in ("bimodal", "gaussian"):
@@ -183,6 +182,7 @@ def write(run, results):
             f"{r['train_error']:.2f}" for r in results["decompositions"] if r["combine"] == combine
         ]
         lines.append(f"| {combine} | " + " | ".join(cells) + " |")
+    lines += ["", rerun(results["run"])]
     text = "\n".join(lines) + "\n"
     print(text)
     run.save("part_clamp_table", text, results)

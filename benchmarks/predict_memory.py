@@ -28,7 +28,8 @@ start, less the outputs it still holds, counts the Python and numpy allocations 
 Run: ``python benchmarks/predict_memory.py [--quick] [--label LABEL] [--only NAME ...]``
 (``--quick``: the cases of few samples and the short Viterbi calls, written to a temporary
 folder); writes ``docs/results/predict_memory.{md,json}``, keeping the runs stored under
-other labels (the "before" table of a change; ``--only`` replaces those rows of its label).
+other labels in the JSON (the "before" table of a change; ``--only`` replaces those rows of its
+label); the page shows the run just stored. ``--render`` rewrites the page from the JSON.
 The "before" rows ran the library of commit 8c3a621: ``git archive 8c3a621 pmap_sklearn |
 tar -x -C DIR`` and ``PYTHONPATH=DIR python benchmarks/predict_memory.py --label "before
 ..."`` (each row records the package it imported).
@@ -47,10 +48,11 @@ from _common import (
     parser,
     peak_mb,
     print_result,
+    render,
+    rerun,
     reset_peak,
     resident_mb,
     run_child,
-    run_sections,
     selected,
     timed,
 )
@@ -247,8 +249,8 @@ def measure(name):
 def table(rows):
     lines = [
         "| case | call (s) | peak RSS of the process (MB) | grew during the call (MB) | "
-        "beyond the outputs (MB) | outputs (MB) | traced beyond the outputs (MB) | load |",
-        "|---|---|---|---|---|---|---|---|",
+        "beyond the outputs (MB) | outputs (MB) | traced beyond the outputs (MB) |",
+        "|---|---|---|---|---|---|---|",
     ]
     kernels = [r for r in rows if "peak_mb" not in r]
     for r in rows:
@@ -262,7 +264,7 @@ def table(rows):
                 if beyond is not None
                 else "– | – | –"
             )
-            + f" | {r['load_1min']:.1f} |"
+            + " |"
         )
     by_name = {r["case"]: r for r in rows}
     ratios = []
@@ -277,21 +279,20 @@ def table(rows):
     if kernels:
         lines += [
             "",
-            "| Viterbi (ChainSolver.map; 17 tags, random scores) | nodes | ms (best) | load |",
+            "| Viterbi (ChainSolver.map; 17 tags, random scores) | nodes | ms (best) |",
         ]
-        lines += ["|---|---|---|---|"]
-        lines += [
-            f"| {r['case']} | {r['nodes']:,} | {1000 * r['seconds']:.2f} | {r['load_1min']:.1f} |"
-            for r in kernels
-        ]
+        lines += ["|---|---|---|"]
+        lines += [f"| {r['case']} | {r['nodes']:,} | {1000 * r['seconds']:.2f} |" for r in kernels]
     return "\n".join(lines + ([""] + ratios if ratios else []))
 
 
-def markdown(runs):
+def markdown(label, record):
+    """The page: the protocol, the tables of the run ``record`` (stored as ``label``) and how
+    to rerun it; its notes, loads and the other labelled runs stay in the JSON."""
     parts = [
         "# Peak memory of predictions and of a treebank fit",
         "",
-        "`python benchmarks/predict_memory.py` — each case in its own process. Peak RSS: "
+        "Each case in its own process. Peak RSS: "
         "`VmHWM` reset just before the call (after a warm-up and `malloc_trim`); grew during "
         "the call: above the resident memory before it; beyond the outputs: above what the "
         "process holds after the call (the outputs; after a second `malloc_trim`); traced: "
@@ -302,10 +303,12 @@ def markdown(runs):
         "split (159 tokens) and the ones after the fitted sentences; treebank fit: "
         "PerturbMAPCRF's defaults on the 12,544 train sentences; Viterbi: `ChainSolver.map`, "
         "the best of several calls on the lengths of treebank sentences (the longest, 159 "
-        "tokens, first) with random scores. Loads are 1-minute load averages of the shared "
-        "2-core machine.",
+        "tokens, first) with random scores.",
+        "",
+        table(record["rows"]),
+        "",
+        rerun(record),
     ]
-    parts += run_sections(runs, table)
     return "\n".join(parts) + "\n"
 
 
@@ -315,6 +318,8 @@ def main():
     ).parse_args()
     if args.one is not None:
         return run_one(args.one[0])
+    if args.render:
+        return render("predict_memory", markdown)
     names = selected(QUICK if args.quick else CASES, args.only)
     run = Run(__file__, args.quick)
     rows = []

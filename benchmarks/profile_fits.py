@@ -29,7 +29,8 @@ of the measured call is the process's ``VmHWM`` after resetting it
 
 Run: ``python benchmarks/profile_fits.py [--quick] [--only NAME ...] [--label LABEL]``
 (``--quick``: smaller data, for a check); writes ``docs/results/profile_fits.{md,json}``,
-keeping the runs stored under other labels (the "before" table of a change).
+keeping the runs stored under other labels in the JSON (the "before" table of a change); the
+page shows the run just stored. ``--render`` rewrites the page from the JSON.
 """
 
 import argparse
@@ -49,10 +50,11 @@ from _common import (
     parser,
     peak_mb,
     print_result,
+    render,
+    rerun,
     reset_peak,
     resident_mb,
     run_child,
-    run_sections,
     selected,
     timed,
 )
@@ -480,22 +482,27 @@ def table(rows):
     return "\n".join(lines)
 
 
-def markdown(runs):
+def markdown(label, record):
+    """The page: the protocol, the table of the run ``record`` (stored as ``label``) and how
+    to rerun it; its notes, loads and the other labelled runs stay in the JSON."""
     parts = [
         "# Where a default fit spends its time",
         "",
-        "`python benchmarks/profile_fits.py` — one default fit (or predict) per workload after "
-        "a warm-up, in its own process. Shares (%) of the measured call by where its stack is "
+        "One default fit (or predict) per workload after "
+        "a warm-up, in its own process, profiled by "
+        f"{record['method']}. Shares (%) of the measured call by where its stack is "
         '(the innermost frame named in the script\'s `CATEGORIES`: "MAP oracle proper" is '
         "PyMaxflow's max-flow, the Viterbi / max-product kernels and the continuous prior's "
         'proximal steps; "graph building" the PyMaxflow graphs and their capacities; '
         '"feature products" the structure\'s potentials and joint feature map; "SGD loop" the '
         'engine and the learners\' oracle glue). The `eta0="auto"` row is the share of the fit '
         "under the step-size search. Peak memory: `VmHWM` reset just before the call. Times "
-        "depend on the load of the shared 2-core machine (1-minute load average beside each "
-        "run); the shares much less.",
+        "depend on the load of the machine; the shares much less.",
+        "",
+        table(record["rows"]),
+        "",
+        rerun(record),
     ]
-    parts += run_sections(runs, table, lambda run: f", profiled by {run['method']}; ")
     return "\n".join(parts) + "\n"
 
 
@@ -512,6 +519,8 @@ def main():
     args = cli.parse_args()
     if args.one is not None:
         return run_one(args.one[0], args.quick, args.stats)
+    if args.render:
+        return render("profile_fits", markdown)
     names = selected(WORKLOADS, args.only)
     method = args.profiler
     if method == "auto":

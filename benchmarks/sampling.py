@@ -21,7 +21,7 @@ folder).
 import itertools
 
 import numpy as np
-from _common import Run, parser, timed
+from _common import Run, parser, rerun, timed
 from scipy.stats import chisquare
 from sklearn.datasets import make_multilabel_classification
 
@@ -201,11 +201,10 @@ def main():
     results = dict(
         exact=exact_rows(n_exact), frequency=frequency_rows(n_frequency), cost=cost_rows()
     )
-    results.update(load=run.load, minutes=run.minutes())
+    notes = run.notes()
+    results.update(load=run.load, minutes=notes["minutes"], run=notes)
     lines = [
         "# Joint samples",
-        "",
-        f"{run.heading(results['minutes'])}.",
         "",
         f"**Exact draws against enumeration** ({n_exact:,} draws; chi-square p-value of the "
         "labelling counts, total variation distance to the exact distribution):",
@@ -234,6 +233,7 @@ def main():
     lines += ["", "**Cost** (100 draws of every sample):", "", "| call | s |", "|---|---|"]
     for r in results["cost"]:
         lines.append(f"| {r['case']} | {r['seconds']:.3f} |")
+    lines += ["", rerun(notes)]
     run.publish("sampling", lines, results)
 
 

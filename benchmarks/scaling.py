@@ -39,10 +39,12 @@ import numpy as np
 from _common import (
     Run,
     child,
+    loads,
     parser,
     peak_mb,
     print_result,
     pyplot,
+    rerun,
     resident_mb,
     run_child,
     save_figure,
@@ -381,8 +383,9 @@ def main():
         size_part(run, args)
     if args.part in ("n_jobs", "all"):
         warnings.simplefilter("ignore", ConvergenceWarning)  # few epochs, by design
+        load_start = loads()[0]
         ratios, seconds = timed(n_jobs_ratios, args.data, args.quick)
-        minutes = seconds / 60
+        notes = run.notes("--part", "n_jobs", minutes=seconds / 60, load_start=load_start)
         text = "\n".join(
             [
                 "Median seconds of each call with n_jobs = 1 and 2 on 2 cores, runs interleaved "
@@ -390,13 +393,13 @@ def main():
                 "never below 0.95x, at least 1.5x from one second of serial work.",
                 "",
                 *n_jobs_table(ratios),
+                "",
+                rerun(notes),
             ]
         )
-        command = run.command("--part", "n_jobs")
-        text += f"\n\nWhole run: {minutes:.1f} min on 2 cores; `{command}`.\n"
         print("\n" + text)
-        run.write("n_jobs.md", "# n_jobs = 1 against 2\n\n" + text)
-        run.write_json("n_jobs.json", dict(command=command, n_jobs=ratios))
+        run.write("n_jobs.md", "# n_jobs = 1 against 2\n\n" + text + "\n")
+        run.write_json("n_jobs.json", dict(command=notes["command"], run=notes, n_jobs=ratios))
 
 
 def size_part(run, args):
@@ -404,6 +407,7 @@ def size_part(run, args):
     max_length = min(args.max_length, QUICK["max_length"]) if args.quick else args.max_length
     sides = [s for s in (32, 64, 128, 256, 512) if s <= max_side]
     lengths = [d for d in (100, 316, 1000, 3162, 10_000) if d <= max_length]
+    load_start = loads()[0]
     rows, run_seconds = timed(size_runs, sides, lengths, args.timeout)
     slopes = []
     for kind, name in sorted({(r["kind"], r["name"]) for r in rows}):
@@ -418,7 +422,6 @@ def size_part(run, args):
             work = nodes * np.array([p["solved"] for p in points], float)
             entry["time_vs_nodes_x_queries"] = slope(work, seconds)
         slopes.append(entry)
-    minutes = run_seconds / 60
     lines = [
         "| sample | estimator | nodes | seconds | peak RSS MB | above start MB | clamped "
         "problems |",
@@ -441,16 +444,19 @@ def size_part(run, args):
         f"{s.get('time_vs_nodes_x_queries', float('nan')):.2f} |"
         for s in slopes
     ]
-    command = run.command(
+    notes = run.notes(
         "--part",
         "sizes",
         *([f"--max-side {args.max_side}"] if args.max_side != 512 else []),
         *([f"--max-length {args.max_length}"] if args.max_length != 10_000 else []),
+        minutes=run_seconds / 60,
+        load_start=load_start,
     )
-    text = "\n".join(lines) + f"\n\nWhole run: {minutes:.1f} min on 2 cores; `{command}`.\n"
+    text = "\n".join([*lines, "", rerun(notes)]) + "\n"
     print("\n" + text)
     run.write("scaling.md", "# Scaling\n\n" + text)
-    run.write_json("scaling.json", dict(command=command, rows=rows, slopes=slopes))
+    payload = dict(command=notes["command"], run=notes, rows=rows, slopes=slopes)
+    run.write_json("scaling.json", payload)
     plot(rows, run.path("scaling.png"))
 
 

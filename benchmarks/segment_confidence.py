@@ -31,7 +31,7 @@ written to a temporary folder). Skips with a message when the horse images are a
 """
 
 import numpy as np
-from _common import Run, parser, timed
+from _common import Run, parser, rerun, timed
 from sklearn.metrics import roc_auc_score
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
@@ -159,11 +159,11 @@ def main():
                 f"  ({row['items']} items)",
                 flush=True,
             )
-    minutes = run.minutes()
+    notes = run.notes()
     lines = [
         "# Region confidence: Weizmann horses (100 test superpixel graphs)",
         "",
-        f"{run.heading(minutes)}. Trained on the 50 labelled images of `horse_split`, "
+        "Trained on the 50 labelled images of `horse_split`, "
         "defaults, node features standardised. Nodes: the top label of the marginals. "
         "Regions: the connected regions of the MAP segmentation, right when all their "
         f"superpixels are; ECE over {BINS} bins, AUC of the confidence as a detector of right "
@@ -196,8 +196,11 @@ def main():
                 f"{n}: {curve['confidence'][b]:.2f} → {curve['accuracy'][b]:.2f}" if n else "0"
             )
         lines.append(f"| {edges[b]:.1f}–{edges[b + 1]:.1f} | " + " | ".join(cells) + " |")
+    lines += ["", rerun(notes)]
     run.publish(
-        "segment_confidence", lines, dict(load=run.load, minutes=minutes, bins=BINS, rows=rows)
+        "segment_confidence",
+        lines,
+        dict(load=run.load, minutes=notes["minutes"], run=notes, bins=BINS, rows=rows),
     )
 
 

@@ -23,7 +23,7 @@ testb sentences, 100 draws, written to a temporary folder).
 import warnings
 
 import numpy as np
-from _common import Run, parser, timed
+from _common import Run, parser, rerun, timed
 from _tagging import feature_dicts, first
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import roc_auc_score
@@ -107,11 +107,11 @@ def main():
                 f"zeros {r['zero']}",
                 flush=True,
             )
-    minutes = run.minutes()
+    notes = run.notes()
     lines = [
         "# Sequence confidence: CoNLL-2002 Spanish (testb)",
         "",
-        f"{run.heading(minutes)}. Each sentence's confidence in its predicted tag sequence against "
+        "Each sentence's confidence in its predicted tag sequence against "
         f"whether the whole sequence is right; ECE over {BINS} bins, AUC of the confidence as a "
         "detector of right sentences; sentences given confidence 0. Models with their defaults.",
         "",
@@ -124,8 +124,11 @@ def main():
             f"{r['mean_confidence']:.3f} | {r['right']:.3f} | {r['zero']} | "
             f"{r['sentences']:,} |"
         )
+    lines += ["", rerun(notes)]
     run.publish(
-        "sequence_confidence", lines, dict(load=run.load, minutes=minutes, bins=BINS, rows=rows)
+        "sequence_confidence",
+        lines,
+        dict(load=run.load, minutes=notes["minutes"], run=notes, bins=BINS, rows=rows),
     )
 
 

@@ -17,7 +17,7 @@ import json
 import warnings
 
 import numpy as np
-from _common import RESULTS, Run, parser, timed
+from _common import RESULTS, Run, parser, rerun, timed
 from ocr_table import split
 from sklearn.exceptions import ConvergenceWarning
 
@@ -63,12 +63,12 @@ def main():
                 )
             )
             print(f"fold {fold} {name:<48} {error:6.2f} %  {seconds:5.1f} s", flush=True)
-    minutes = run.minutes()
+    notes = run.notes()
     lines = [
         "# The structured SVM's solvers on OCR (small protocol)",
         "",
-        f"`{run.command()}` ({minutes:.1f} min). 10 outer folds; each fold's α "
-        "as chosen for BCFW by `ocr_table.py`; 60 passes, mini-batches of 16.",
+        "10 outer folds; each fold's α as chosen for BCFW by `ocr_table.py`; 60 passes, "
+        "mini-batches of 16.",
         "",
         "| solver | test error % | fit s | primal objective (last pass) |",
         "|---|---|---|---|",
@@ -80,9 +80,10 @@ def main():
             f"{np.mean([r['seconds'] for r in results]):.1f} | "
             f"{np.mean([r['objective'] for r in results]):.4f} |"
         )
+    lines += ["", rerun(notes)]
     text = "\n".join(lines)
     print(text)
-    run.save("ssvm_solvers", text + "\n", dict(minutes=minutes, rows=rows))
+    run.save("ssvm_solvers", text + "\n", dict(minutes=notes["minutes"], run=notes, rows=rows))
 
 
 if __name__ == "__main__":

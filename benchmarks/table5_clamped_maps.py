@@ -16,7 +16,7 @@ written to a temporary folder).
 """
 
 import numpy as np
-from _common import Run, parser, timed
+from _common import Run, parser, rerun, timed
 from sklearn.preprocessing import StandardScaler
 
 from pmap_sklearn import MarginalPerturbMAPCRF, NodeTransformer
@@ -123,11 +123,12 @@ def main():
         f"\nSeconds to compute y*_A and all y*_B, folded into the gradient statistics "
         f"({mean_nodes:.0f} superpixels per image)\n{text}"
     )
-    command = run.command(f"--iterations {args.iterations}")
+    notes = run.notes(f"--iterations {args.iterations}")
     run.write_json(
         "table5.json",
         dict(
-            command=command,
+            command=notes["command"],
+            run=notes,
             checkpoints=checkpoints,
             seconds=table,
             solved_per_iteration={n: solved[n] / args.iterations for n in VARIANTS},
@@ -137,9 +138,10 @@ def main():
     )
     run.write(
         "table5.md",
-        f"# Table 5 — clamped maximisers on superpixel graphs\n\n`{command}`\n\n"
+        f"# Table 5 — clamped maximisers on superpixel graphs\n\n"
         f"{mean_nodes:.0f} superpixels per image on average; seconds, cumulative, to compute "
-        f"y*_A and every y*_B and fold them into the gradient statistics.\n\n{text}\n",
+        f"y*_A and every y*_B and fold them into the gradient statistics.\n\n{text}\n\n"
+        f"{rerun(notes)}\n",
     )
 
 

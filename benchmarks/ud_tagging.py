@@ -54,7 +54,7 @@ import warnings
 from pathlib import Path
 
 import numpy as np
-from _common import Run, child, parser, peak_mb, print_result, run_child, timed
+from _common import Run, child, parser, peak_mb, print_result, rerun, run_child, timed
 from _tagging import (
     PREDICT_REPEATS,
     calibration,
@@ -286,14 +286,13 @@ def main():
             reached = [t for t, acc in curve if acc >= target["accuracy"]]
             rows[name]["to_target"] = reached[0] if reached else None
             print(name, "curve", curve, flush=True)
-    minutes = run.minutes()
-    command = run.command()
+    notes = run.notes()
     lines = [
         "# UPOS tagging on UD English EWT (test token accuracy)",
         "",
-        f"`{command}` ({minutes:.1f} min; {info['sentences']:,} training sentences, "
+        f"{info['sentences']:,} training sentences, "
         f"{info['tokens']:,} tokens, {info['features']:,} features × {info['tags']} tags; "
-        f"{info['test_tokens']:,} test tokens). Building the feature dicts took "
+        f"{info['test_tokens']:,} test tokens. Building the feature dicts took "
         f"{info['feature_seconds']:.1f} s (for every learner), `SequenceVectorizer` "
         f"{info['vectorise_seconds']:.1f} s more for ours.",
         "",
@@ -340,10 +339,12 @@ def main():
         fit_times_line(rows, TIMED_TWICE),
         "",
         sparse_line(rows, PMAP_L1, "PerturbMAPCRF (defaults)", target, "accuracy", percent=True),
+        "",
+        rerun(notes),
     ]
     text = "\n".join(lines)
     print(text)
-    run.save("ud_tagging", text + "\n", dict(info=info, rows=rows, sgd=SGD))
+    run.save("ud_tagging", text + "\n", dict(info=info, rows=rows, sgd=SGD, run=notes))
 
 
 if __name__ == "__main__":
