@@ -46,7 +46,10 @@ def explain_weights(estimator, feature_names=None, top: int = 10) -> Bunch:
         pairs, the largest (most negative) weights first; ``transitions``: the (K, K) score of
         label ``a`` followed by ``b`` on chains (None on grids and graphs, whose pairwise
         weights are per edge feature: see ``structure_.unpack``); ``classes``; ``weights``: the
-        (n_features, K) unary weights with the bias as the last row, named ``<bias>``.
+        (n_features, K) unary weights with the bias as the last row, named ``<bias>``. With
+        :class:`~pmap_sklearn.MultiLabelStructure` the classes are the label columns
+        ``0 .. L-1`` and the weights each label's logistic coefficients in the units of ``X``
+        (``structure_.label_coefficients``), the intercept as ``<bias>``.
 
     Examples
     --------
@@ -61,9 +64,9 @@ def explain_weights(estimator, feature_names=None, top: int = 10) -> Bunch:
     """
     if isinstance(top, bool) or not isinstance(top, int | np.integer) or top < 1:
         raise ValueError(f"top must be an int >= 1, got {top!r}")
-    model, structure, unary, names = _unary_weights(estimator, feature_names)
+    model, structure, unary, names, labels = _unary_weights(estimator, feature_names)
     positive, negative = {}, {}
-    for k, label in enumerate(model.classes_):
+    for k, label in enumerate(labels):
         order = np.argsort(-unary[:, k], kind="stable")
         best, worst = order[:top], order[::-1][:top]
         positive[label] = [(names[i], float(unary[i, k])) for i in best if unary[i, k] > 0]
@@ -75,14 +78,16 @@ def explain_weights(estimator, feature_names=None, top: int = 10) -> Bunch:
         positive=positive,
         negative=negative,
         transitions=transitions,
-        classes=model.classes_,
+        classes=np.asarray(labels),
         weights=unary.copy(),
     )
 
 
 def _unary_weights(estimator, feature_names):
     """The fitted model of ``estimator`` (a learner or a pipeline ending in one), its
-    structure, its (n_features + bias, K) node weights and their names."""
+    structure, its (n_features + bias, K) node weights, their names and the K labels of the
+    columns (a multi-label model's labels are the columns of ``Y``, its weights each label's
+    logistic coefficients)."""
     model = estimator
     if isinstance(estimator, Pipeline):
         model = estimator[-1]
@@ -98,7 +103,13 @@ def _unary_weights(estimator, feature_names):
             f"{type(model).__name__} has no single table of node weights to explain (untied, "
             "scaled or non-linear unary terms)"
         )
-    unary, _ = structure.unpack(model.coef_)
+    if structure.sample_kind == "multilabel":
+        # one logistic model per label: its coefficients in the units of X, label l a column
+        unary = structure.label_coefficients(model.coef_).T
+        labels = list(range(structure.n_outputs_))
+    else:
+        unary, _ = structure.unpack(model.coef_)
+        labels = model.classes_.tolist()
     n_features = structure.n_features_in_
     if feature_names is None:
         feature_names = [f"x{i}" for i in range(n_features)]
@@ -109,7 +120,7 @@ def _unary_weights(estimator, feature_names):
             "features"
         )
     names = np.array(feature_names + ["<bias>"] * int(structure.bias), dtype=object)
-    return model, structure, unary, names
+    return model, structure, unary, names, labels
 
 
 def state_features(estimator, feature_names=None) -> dict:
@@ -120,7 +131,8 @@ def state_features(estimator, feature_names=None) -> dict:
     feature is 1. Features are named as the pipeline names them
     (:class:`~pmap_sklearn.preprocessing.SequenceVectorizer`: ``name=value`` where crfsuite
     writes ``name:value``); the structure's bias column is ``"<bias>"``. An L1 model
-    (``l1_ratio > 0``) has few entries.
+    (``l1_ratio > 0``) has few entries. A multi-label model gives ``{(feature, l): c}``, label
+    column l's logistic coefficient in the units of ``X`` (as in :func:`explain_weights`).
 
     Parameters
     ----------
@@ -148,9 +160,8 @@ def state_features(estimator, feature_names=None) -> dict:
     >>> transition_features(model)[("DET", "NOUN")] > 0
     True
     """
-    model, _, unary, names = _unary_weights(estimator, feature_names)
+    _, _, unary, names, labels = _unary_weights(estimator, feature_names)
     rows, columns = np.nonzero(unary)
-    labels = model.classes_.tolist()
     return {
         (names[i], labels[k]): float(unary[i, k])
         for i, k in zip(rows.tolist(), columns.tolist(), strict=True)
@@ -175,6 +186,11 @@ def transition_features(estimator) -> dict:
     model = estimator[-1] if isinstance(estimator, Pipeline) else estimator
     check_is_fitted(model, "coef_")
     structure = getattr(model, "structure_", None)
+    if getattr(structure, "sample_kind", None) == "multilabel":
+        raise ValueError(
+            f"{type(model).__name__} is a multi-label model: its label edges have 2×2 tables "
+            "(structure_.tables(coef_), over structure_.edges_), not label transitions"
+        )
     if getattr(structure, "sample_kind", None) != "chain":
         raise ValueError(
             f"{type(model).__name__} is not a chain model: its pairwise weights are per edge "

@@ -33,6 +33,8 @@ from pmap_sklearn.inspection import (
     marginal_entropy,
     region_probabilities,
     sequence_probabilities,
+    state_features,
+    transition_features,
 )
 from pmap_sklearn.metrics import entity_spans
 
@@ -412,7 +414,6 @@ def test_crfsuite_views_read_the_weights_through_a_pipeline(rng):
     from sklearn.pipeline import make_pipeline
 
     from pmap_sklearn import SequenceVectorizer
-    from pmap_sklearn.inspection import explain_weights, state_features, transition_features
 
     X, y = _token_data(rng)
     model = make_pipeline(SequenceVectorizer(), ChainCRF(alpha=0.05, l1_ratio=0.5)).fit(X, y)
@@ -479,3 +480,24 @@ def test_explain_weights_names_the_features_of_each_tag():
     assert weights == sorted(weights, reverse=True) and weights[0] > 0
     with pytest.raises(ValueError, match="feature_names has 2 names"):
         explain_weights(pipe[-1], feature_names=["a", "b"])
+
+
+def test_multilabel_weights_are_each_labels_logistic_coefficients():
+    """On independent labels the exact model is one logistic regression per label: the
+    coefficients the views give reproduce its probabilities on the raw features."""
+    from sklearn.datasets import make_multilabel_classification
+
+    from pmap_sklearn import ChainCRF, MultiLabelStructure
+
+    X, Y = make_multilabel_classification(60, n_features=5, n_classes=3, random_state=0)
+    model = ChainCRF(MultiLabelStructure("independent")).fit(X, Y)
+    explanation = explain_weights(model, feature_names=list("abcde"))
+    assert explanation.classes.tolist() == [0, 1, 2]
+    coefficients, intercept = explanation.weights[:-1], explanation.weights[-1]
+    expected = 1.0 / (1.0 + np.exp(-(X @ coefficients + intercept)))
+    np.testing.assert_allclose(model.predict_proba(X), expected, atol=1e-6)
+    weights = state_features(model, feature_names=list("abcde"))
+    assert weights[("c", 1)] == pytest.approx(coefficients[2, 1])
+    assert weights[("<bias>", 2)] == pytest.approx(intercept[2])
+    with pytest.raises(ValueError, match="multi-label model.*tables"):
+        transition_features(model)
