@@ -271,7 +271,8 @@ def run_tuned(name, train, test):
 
 def targets(name, rows, seed_rows):
     """The target lines of one data set, in both readings: which default rows meet both
-    bounds, and how close the best come."""
+    bounds (the best baseline's Hamming loss and the best baseline's subset accuracy), and how
+    close the best come."""
     mine = [r for r in rows if r["data"] == name and "skipped" not in r and not r.get("tuned")]
     readings = (
         (f"on {STANDARDISED} features (the protocol of the target numbers)", (STANDARDISED,)),
@@ -284,11 +285,9 @@ def targets(name, rows, seed_rows):
     for reading, features in readings:
         baselines = [r for r in mine if r["label_graph"] is None and r["features"] in features]
         learners = [r for r in mine if r["label_graph"] is not None and r["features"] in features]
-        lr = min((r for r in baselines if "LR" in r["learner"]), key=lambda r: r["hamming_loss"])
-        chains = max(
-            (r for r in baselines if "chains" in r["learner"]),
-            key=lambda r: r["subset_accuracy"],
-        )
+        # the strongest plain baseline of each metric, whichever it is
+        lr = min(baselines, key=lambda r: r["hamming_loss"])
+        chains = max(baselines, key=lambda r: r["subset_accuracy"])
         hamming, subset = lr["hamming_loss"], chains["subset_accuracy"]
 
         def meets(r, key="hamming_loss", hamming=hamming, subset=subset):
