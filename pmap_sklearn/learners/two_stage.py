@@ -385,8 +385,13 @@ class TwoStageCRF(HeldOutChoice, MetaEstimatorMixin, BaseEstimator):
         Parameters
         ----------
         X : sequence of samples
-        method, n_perturbations, known_labels, n_sweeps, as_dicts :
-            As the stage-two learner's :meth:`~pmap_sklearn.PerturbMAPCRF.predict_marginals`.
+        method : str, optional
+            As in the stage-two learner's
+            :meth:`~pmap_sklearn.PerturbMAPCRF.predict_marginals`, as are the others.
+        n_perturbations : int, optional
+        known_labels : sequence of label arrays, optional
+        n_sweeps : int, optional
+        as_dicts : bool, default=False
 
         Returns
         -------
@@ -409,8 +414,12 @@ class TwoStageCRF(HeldOutChoice, MetaEstimatorMixin, BaseEstimator):
         X : sequence of samples
         n_draws : int, default=100
             Draws per sample.
-        known_labels, method, random_state, n_sweeps :
-            As the stage-two learner's :meth:`~pmap_sklearn.PerturbMAPCRF.sample`.
+        known_labels : sequence of label arrays, optional
+            As in the stage-two learner's :meth:`~pmap_sklearn.PerturbMAPCRF.sample`, as
+            are the others.
+        method : str, optional
+        random_state : int, RandomState instance or None, default=None
+        n_sweeps : int, optional
 
         Returns
         -------
@@ -438,8 +447,13 @@ class TwoStageCRF(HeldOutChoice, MetaEstimatorMixin, BaseEstimator):
         Parameters
         ----------
         X : sequence of samples
-        as_dicts, method, n_perturbations, known_labels, n_sweeps :
-            As the stage-two learner's :meth:`~pmap_sklearn.PerturbMAPCRF.predict_proba`.
+        as_dicts : bool, default=False
+            As in the stage-two learner's :meth:`~pmap_sklearn.PerturbMAPCRF.predict_proba`,
+            as are the others.
+        method : str, optional
+        n_perturbations : int, optional
+        known_labels : sequence of label arrays, optional
+        n_sweeps : int, optional
 
         Returns
         -------
