@@ -35,7 +35,7 @@ from .messages import colour_nodes as colour_nodes
 from .messages import counting_numbers as counting_numbers
 from .messages import pairwise_statistics as pairwise_statistics
 from .messages import sample_colours as sample_colours
-from .potentials import ChainLayout, GridLayout, Potentials, Statistics
+from .potentials import ChainLayout, GridLayout, Potentials, Statistics, TransitionConstraints
 from .potentials import forbid_states as forbid_states
 from .potentials import label_statistics as label_statistics
 from .sampling import sample_labellings as sample_labellings
@@ -62,6 +62,7 @@ __all__ = [
     "Potentials",
     "GridLayout",
     "ChainLayout",
+    "TransitionConstraints",
     "Statistics",
     "Solver",
     "Capabilities",
