@@ -12,6 +12,7 @@ clamped-MAP and (optionally) marginal queries on them, and declares what it hand
 from .brute import BruteForceSolver
 from .capabilities import Capabilities, GraphKind, PairwiseKind, PairwiseTerms, Requirements
 from .capabilities import missing as missing
+from .constraints import TransitionConstraints
 from .cut import GraphCutSolver
 from .expansion import AlphaExpansionSolver
 from .feedback_set import feedback_vertex_set
@@ -35,7 +36,7 @@ from .messages import colour_nodes as colour_nodes
 from .messages import counting_numbers as counting_numbers
 from .messages import pairwise_statistics as pairwise_statistics
 from .messages import sample_colours as sample_colours
-from .potentials import ChainLayout, GridLayout, Potentials, Statistics, TransitionConstraints
+from .potentials import ChainLayout, GridLayout, Potentials, Statistics
 from .potentials import forbid_states as forbid_states
 from .potentials import label_statistics as label_statistics
 from .sampling import sample_labellings as sample_labellings

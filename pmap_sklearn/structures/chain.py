@@ -118,8 +118,12 @@ class ChainStructure(BaseStructure):
         else:
             where = f"{label!r} at its end"
         scheme = self.constraints if isinstance(self.constraints, str) else "the dict"
+        hint = "correct or drop the sample"
+        if scheme.upper() in ("BIO", "IOB2"):
+            hint = "an I-X that opens an entity is B-X in BIO, as conlleval reads it"
         raise ValueError(
-            f"sample {sample}: {what} break constraints={scheme!r} at node {position} ({where})"
+            f"sample {sample}: {what} break constraints={scheme!r} at node {position} "
+            f"({where}): {hint}"
         )
 
     def prepare(self, X, index: slice | None = None) -> SampleBatch:
