@@ -119,20 +119,6 @@ def learner_params(params: dict, n_train: int) -> dict:
     return params
 
 
-def repair_bio(tag_sequences) -> list:
-    """The tags with every ``I-X`` that opens an entity read as ``B-X`` (conlleval's reading):
-    CoNLL-2002 Spanish has one such tag in each split."""
-    repaired = []
-    for tags in tag_sequences:
-        tags, before = [str(tag) for tag in tags], "O"
-        for d, tag in enumerate(tags):
-            if tag.startswith("I-") and before[2:] != tag[2:]:
-                tags[d] = "B-" + tag[2:]
-            before = tag
-        repaired.append(tags)
-    return repaired
-
-
 def broken_bio_transitions(tag_sequences) -> int:
     """How many tags break the BIO (IOB2) scheme: an ``I-X`` that does not follow ``B-X`` or
     ``I-X`` (a sentence's first tag included)."""

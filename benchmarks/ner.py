@@ -51,7 +51,6 @@ from _tagging import (
     learner_params,
     measure_learners,
     model_size,
-    repair_bio,
     size_cells,
     sparse_line,
     token_marginals,
@@ -158,7 +157,10 @@ def run_one(name: str, data_file: str) -> dict:
         )
         train_tags = data["train_tags"]
         if params.get("structure") is not None and params["structure"].constraints:
-            train_tags = repair_bio(train_tags)  # the one training tag that breaks BIO
+            from pmap_sklearn.metrics import to_bio_tags
+
+            # the one training tag that breaks BIO, read as conlleval reads it
+            train_tags = [to_bio_tags(tags) for tags in train_tags]
         seconds, held = fit_and_measure(model, data["train_dicts"], train_tags)
         if calibrate:  # temperature scaling of the marginals on the tuning split
             model[-1].calibrate_marginals(model[0].transform(data["dev_dicts"]), data["dev_tags"])

@@ -120,7 +120,10 @@ class ChainStructure(BaseStructure):
         scheme = self.constraints if isinstance(self.constraints, str) else "the dict"
         hint = "correct or drop the sample"
         if scheme.upper() in ("BIO", "IOB2"):
-            hint = "an I-X that opens an entity is B-X in BIO, as conlleval reads it"
+            hint = (
+                "an I-X that opens an entity is B-X in BIO, as conlleval reads it "
+                "(pmap_sklearn.metrics.to_bio_tags rewrites tags so)"
+            )
         raise ValueError(
             f"sample {sample}: {what} break constraints={scheme!r} at node {position} "
             f"({where}): {hint}"
