@@ -101,17 +101,36 @@ def token_marginals(model, X):
 def learner_params(params: dict, n_train: int) -> dict:
     """Our chain learner's parameters from a benchmark's table of learners: ``crfsuite_c=(c1,
     c2)``, crfsuite's penalty on its summed objective, becomes ``alpha`` and ``l1_ratio``
-    (``crfsuite_penalty`` over ``n_train`` sentences); ``structure_bias`` a chain structure
-    with (or without) its own bias column."""
+    (``crfsuite_penalty`` over ``n_train`` sentences); ``structure_bias`` and
+    ``constraints`` a chain structure with (or without) its own bias column, and with
+    transition constraints (a tagging scheme's name)."""
     import pmap_sklearn
 
     params = dict(params)
     if "crfsuite_c" in params:  # crfsuite's c1, c2 on its summed objective
         c1, c2 = params.pop("crfsuite_c")
         params["alpha"], params["l1_ratio"] = pmap_sklearn.crfsuite_penalty(c1, c2, n_train)
-    if "structure_bias" in params:  # a chain structure without its own bias column
-        params["structure"] = pmap_sklearn.ChainStructure(bias=params.pop("structure_bias"))
+    chain = {key: params.pop(key) for key in ("structure_bias", "constraints") if key in params}
+    if chain:
+        bias = chain.get("structure_bias", True)
+        params["structure"] = pmap_sklearn.ChainStructure(
+            bias=bias, constraints=chain.get("constraints")
+        )
     return params
+
+
+def broken_bio_transitions(tag_sequences) -> int:
+    """How many tags break the BIO (IOB2) scheme: an ``I-X`` that does not follow ``B-X`` or
+    ``I-X`` (a sentence's first tag included)."""
+    broken = 0
+    for tags in tag_sequences:
+        previous = "O"
+        for tag in tags:
+            tag = str(tag)
+            # "O"[2:] is "": an I-X after O breaks it too
+            broken += tag.startswith("I-") and previous[2:] != tag[2:]
+            previous = tag
+    return broken
 
 
 def crfsuite_marginals(dicts, classes) -> np.ndarray:

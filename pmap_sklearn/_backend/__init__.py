@@ -12,6 +12,7 @@ clamped-MAP and (optionally) marginal queries on them, and declares what it hand
 from .brute import BruteForceSolver
 from .capabilities import Capabilities, GraphKind, PairwiseKind, PairwiseTerms, Requirements
 from .capabilities import missing as missing
+from .constraints import TransitionConstraints
 from .cut import GraphCutSolver
 from .expansion import AlphaExpansionSolver
 from .feedback_set import feedback_vertex_set
@@ -62,6 +63,7 @@ __all__ = [
     "Potentials",
     "GridLayout",
     "ChainLayout",
+    "TransitionConstraints",
     "Statistics",
     "Solver",
     "Capabilities",

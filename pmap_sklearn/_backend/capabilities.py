@@ -89,6 +89,10 @@ class Capabilities:
     group_max : bool, default=False
         Whether ``map`` also maximises level models with group-maximum terms
         (:class:`~pmap_sklearn.solvers.GroupMaxPotentials`, the continuous priors).
+    constraints : bool, default=False
+        Whether it honours the forbidden transitions and first / last labels of a chain
+        (:class:`~pmap_sklearn.solvers.TransitionConstraints` on the potentials' layout) in
+        every query: those labellings get probability zero.
     map_quality : str, default="exact"
         How good its MAP is, in words (shown in the capabilities table of the user guide).
     """
@@ -103,6 +107,7 @@ class Capabilities:
     marginal_map: bool = False
     warm_start: bool = False
     group_max: bool = False
+    constraints: bool = False
     map_quality: str = "exact"
 
     def row(self) -> dict:
@@ -145,6 +150,8 @@ class Requirements:
         The estimator will ask marginal-MAP queries.
     group_max : bool, default=False
         The estimator will ask MAPs of group-maximum level models.
+    constraints : bool, default=False
+        The models forbid some transitions or first / last labels.
     """
 
     n_states: int
@@ -156,6 +163,7 @@ class Requirements:
     beliefs: bool = False
     marginal_map: bool = False
     group_max: bool = False
+    constraints: bool = False
 
 
 _TERMS_IN_WORDS = {
@@ -175,6 +183,7 @@ _QUERIES = {
     "beliefs": "opens no belief sessions",
     "marginal_map": "answers no marginal-MAP queries",
     "group_max": "solves no group-maximum models",
+    "constraints": "honours no transition constraints",
 }
 
 

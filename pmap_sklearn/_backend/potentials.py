@@ -25,14 +25,24 @@ import numpy as np
 
 from .._utils import StackedSamples, onehot, ranges
 from .capabilities import PairwiseKind
+from .constraints import TransitionConstraints
 
 _KIND_BY_NDIM = {1: PairwiseKind.POTTS, 2: PairwiseKind.SHARED, 3: PairwiseKind.TABLES}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class ChainLayout:
     """Marks potentials whose edges join each sample's consecutive nodes ``(d, d + 1)``, in
-    order (set by :class:`~pmap_sklearn.ChainStructure`; chain solvers then skip checking)."""
+    order (set by :class:`~pmap_sklearn.ChainStructure`; chain solvers then skip checking).
+
+    Parameters
+    ----------
+    constraints : TransitionConstraints, optional
+        The labellings the model forbids (solvers without the ``constraints`` capability
+        refuse such potentials).
+    """
+
+    constraints: TransitionConstraints | None = None
 
     def subset(self, samples, edge_index) -> ChainLayout:
         return self
@@ -323,7 +333,8 @@ class Potentials(StackedSamples):
         Returns
         -------
         ndarray of shape (n_samples,)
-            Unary plus pairwise scores of each sample.
+            Unary plus pairwise scores of each sample (``-inf`` for a labelling its
+            :class:`TransitionConstraints` forbid).
         """
         labels = np.asarray(labels)
         unary = self.unary[np.arange(self.n_nodes), labels]
@@ -336,7 +347,12 @@ class Potentials(StackedSamples):
             pair = self.pairwise[first, second]
         else:
             pair = self.pairwise[np.arange(self.n_edges), first, second]
-        return total + np.bincount(self.edge_sample, pair, minlength=self.n_samples)
+        total += np.bincount(self.edge_sample, pair, minlength=self.n_samples)
+        constraints = getattr(self.layout, "constraints", None)
+        if constraints is not None:
+            broken = ~constraints.allows(labels, self.node_offsets)
+            total[np.unique(self.node_sample[broken])] = -np.inf
+        return total
 
     # ---- samples --------------------------------------------------------------------------
     def sample(self, i: int) -> Potentials:

@@ -201,6 +201,14 @@ class Solver:
             )
         potentials.check_graph()
         self.check_states(potentials.n_states)
+        if (
+            getattr(potentials.layout, "constraints", None) is not None
+            and not self.capabilities.constraints
+        ):
+            raise ValueError(
+                f"the {self.name} solver honours no transition constraints: use a solver "
+                "that does (ChainStructure(solver='viterbi')) or a model without constraints"
+            )
         for name in ("unary", "pairwise"):
             values = getattr(potentials, name)
             if values.size and not np.isfinite(values).all():

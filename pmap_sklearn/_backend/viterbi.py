@@ -425,7 +425,10 @@ class ChainSolver(ExactEvents, Solver):
 
     name = "viterbi"
     capabilities = Capabilities(
-        pairwise=frozenset({PairwiseKind.SHARED}), graphs=GraphKind.CHAIN, marginals=True
+        pairwise=frozenset({PairwiseKind.SHARED}),
+        graphs=GraphKind.CHAIN,
+        marginals=True,
+        constraints=True,
     )
 
     def _check(self, potentials: Potentials, clamp=None) -> None:
@@ -448,20 +451,52 @@ class ChainSolver(ExactEvents, Solver):
                 "consecutive nodes, in order); use a graph solver for other graphs"
             )
 
-    def _padded(self, potentials: Potentials, clamp=None):
-        """Node scores as a padded (B, L, K) array (``-inf`` for the labels a clamped node may
-        not take) and each node's position in its chain."""
-        unary = potentials.unary
+    def _scores(self, potentials: Potentials, clamp=None):
+        """The node scores (``-inf`` for the labels a clamped node may not take and those the
+        model's :class:`TransitionConstraints` forbid at a chain's ends) and the transition
+        table (``-inf`` at the forbidden transitions)."""
+        unary, transition = potentials.unary, potentials.pairwise
         if clamp is not None:
             unary = clamp_scores(unary, clamp)
-        return pad(unary, potentials.lengths)
+        constraints = getattr(potentials.layout, "constraints", None)
+        if constraints is not None:
+            unary = constraints.node_scores(unary, potentials.node_offsets)
+            transition = constraints.transition_scores(transition)
+        return unary, transition
+
+    def _padded(self, potentials: Potentials, clamp=None):
+        """:meth:`_scores` with the node scores as a padded (B, L, K) array, and each node's
+        position in its chain."""
+        unary, transition = self._scores(potentials, clamp)
+        return (*pad(unary, potentials.lengths), transition)
+
+    @staticmethod
+    def _check_feasible(potentials, log_z) -> None:
+        """Raise if a chain has no labelling of positive probability (``log_z = -inf``: its
+        constraints and clamps leave none)."""
+        infeasible = ~(log_z > -np.inf)
+        if infeasible.any():
+            raise ValueError(
+                f"sample {int(np.flatnonzero(infeasible)[0])}: no labelling obeys the model's "
+                "transition constraints and the labels it is clamped to"
+            )
 
     def map(self, potentials, clamp=None, n_jobs=None):
         self._check(potentials, clamp)
         if potentials.n_nodes == 0:
             return np.zeros(0, dtype=np.intp)
-        unary = potentials.unary if clamp is None else clamp_scores(potentials.unary, clamp)
-        return viterbi(unary, potentials.lengths, potentials.pairwise)
+        unary, transition = self._scores(potentials, clamp)
+        labels = viterbi(unary, potentials.lengths, transition)
+        constraints = getattr(potentials.layout, "constraints", None)
+        if constraints is not None and (clamp is not None or not constraints.every_length):
+            # Viterbi keeps to the allowed labellings if there is one: check there was
+            scores = unary[np.arange(len(labels)), labels]
+            broken = ~np.isfinite(scores) | ~constraints.allows(labels, potentials.node_offsets)
+            if broken.any():
+                log_z = np.zeros(potentials.n_samples)
+                log_z[potentials.node_sample[broken]] = -np.inf
+                self._check_feasible(potentials, log_z)
+        return labels
 
     _incremental_sets = True
 
@@ -472,8 +507,8 @@ class ChainSolver(ExactEvents, Solver):
         set-valued clamp takes the label of its set whose max-marginal is largest (the best
         labelling with the node in the set has the node at that label)."""
         p = potentials
-        padded, position = self._padded(p)
-        alpha, beta = max_product_messages(padded, p.lengths, p.pairwise)
+        padded, position, transition = self._padded(p)
+        alpha, beta = max_product_messages(padded, p.lengths, transition)
         max_marginals = alpha + beta
         map_padded = max_marginals.argmax(axis=2)
         map_labels = map_padded[p.node_sample, position]
@@ -491,7 +526,7 @@ class ChainSolver(ExactEvents, Solver):
                 beta,
                 padded,
                 p.lengths,
-                p.pairwise,
+                transition,
                 map_padded,
                 chains[chunk],
                 position[nodes[chunk]],
@@ -523,17 +558,41 @@ class ChainSolver(ExactEvents, Solver):
             Node marginals, the expected transition counts summed over the batch, and the
             log-partition of every chain.
         """
+        marginals = self._forward_backward(potentials, clamp, chunk)
+        self._check_feasible(potentials, marginals.log_partition)
+        return marginals
+
+    def log_partition(self, potentials, clamp=None) -> np.ndarray:
+        """``log Z`` of every chain (``-inf`` where the constraints and the clamp leave no
+        labelling: an impossible event).
+
+        Parameters
+        ----------
+        potentials : Potentials
+        clamp : ndarray of shape (n_nodes,), optional
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return self._forward_backward(potentials, clamp).log_partition
+
+    def _forward_backward(self, potentials, clamp=None, chunk=256) -> Marginals:
+        """:meth:`marginals` without the check that every chain has a labelling."""
         self._check(potentials, clamp)
         p = potentials
-        unary = p.unary if clamp is None else clamp_scores(p.unary, clamp)
+        unary, transition = self._scores(p, clamp)
         node = np.empty_like(unary)
         pair = np.zeros((p.n_states, p.n_states))
         log_z = np.empty(p.n_samples)
         # Chains whose scores spread too wide for the scaled recursion take the log domain
-        # (the spread of the unclamped scores bounds that of the labels a clamp leaves).
+        # (the spread of the unclamped scores bounds that of the labels a clamp leaves; a
+        # forbidden transition is a zero of the scaled recursion, not a score to span).
+        allowed = np.isfinite(transition)
         with np.errstate(invalid="ignore"):  # (label-major, the ranges of rows are 3× faster)
             columns = np.ascontiguousarray(p.unary.T)
-            spread = columns.max(axis=0) - columns.min(axis=0) + np.ptp(p.pairwise)
+            spread = columns.max(axis=0) - columns.min(axis=0) + np.ptp(p.pairwise[allowed])
         wide = ~(spread < _SCALED_MAX_SPREAD)
         wide_chain = np.bincount(p.node_sample, wide, minlength=p.n_samples) > 0
         # The others longest first, in groups of at most PACKED_ENTRIES node scores.
@@ -545,7 +604,7 @@ class ChainSolver(ExactEvents, Solver):
             nodes = ranges(p.node_offsets, chains)
             lengths = p.lengths[chains]
             log_z[chains], node[nodes], group_pair = packed_forward_backward(
-                unary[nodes], lengths, p.pairwise
+                unary[nodes], lengths, transition
             )
             pair += group_pair
         wide_chains = np.flatnonzero(wide_chain)
@@ -555,7 +614,7 @@ class ChainSolver(ExactEvents, Solver):
             lengths = p.lengths[chains]
             padded, position = pad(unary[nodes], lengths)
             log_z[chains], node_padded, chain_pair = log_forward_backward(
-                padded, lengths, p.pairwise
+                padded, lengths, transition
             )
             node[nodes] = node_padded[np.repeat(np.arange(len(chains)), lengths), position]
             pair += chain_pair.sum(axis=0)
@@ -581,8 +640,12 @@ class ChainSolver(ExactEvents, Solver):
         p = potentials
         if p.n_nodes == 0:
             return np.zeros((n_draws, 0), dtype=np.intp)
-        padded, position = self._padded(p, clamp)
-        labels = forward_filtering_backward_sampling(padded, p.lengths, p.pairwise, n_draws, rng)
+        padded, position, transition = self._padded(p, clamp)
+        if np.isneginf(padded).any():  # clamps or constraints: every chain must keep a labelling
+            alpha, _ = _messages(padded, p.lengths, transition, _logsumexp_step, backward=False)
+            ends = alpha[np.arange(p.n_samples), p.lengths - 1]
+            self._check_feasible(p, _logsumexp(ends, axis=1))
+        labels = forward_filtering_backward_sampling(padded, p.lengths, transition, n_draws, rng)
         return labels[:, p.node_sample, position]
 
     def span_log_probabilities(self, potentials, labels, spans, before, after) -> np.ndarray:
@@ -606,11 +669,11 @@ class ChainSolver(ExactEvents, Solver):
         ndarray of shape (S,)
         """
         self._check(potentials)
-        padded, position = self._padded(potentials)
+        padded, position, transition = self._padded(potentials)
         padded_labels = np.zeros(padded.shape[:2], dtype=np.intp)
         padded_labels[potentials.node_sample, position] = labels
         return span_log_probabilities(
-            padded, potentials.lengths, potentials.pairwise, padded_labels, spans, before, after
+            padded, potentials.lengths, transition, padded_labels, spans, before, after
         )
 
 

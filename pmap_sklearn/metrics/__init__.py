@@ -38,6 +38,7 @@ from .sequence import (
     flat_precision_score,
     flat_recall_score,
     sequence_accuracy_score,
+    to_bio_tags,
 )
 
 __all__ = [
@@ -60,6 +61,7 @@ __all__ = [
     "flat_classification_report",
     "sequence_accuracy_score",
     "entity_spans",
+    "to_bio_tags",
     "entity_precision_recall_fscore_support",
     "entity_f1_score",
     "entity_f1_scorer",

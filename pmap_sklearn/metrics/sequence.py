@@ -378,6 +378,39 @@ def entity_spans(tags, outside="O") -> list[tuple[str, int, int]]:
     return spans
 
 
+def to_bio_tags(tags, outside="O") -> list[str]:
+    """One tagged sequence rewritten in BIO (IOB2): its entities as :func:`entity_spans` reads
+    them, each opened by ``B-TYPE`` and continued by ``I-TYPE``.
+
+    Converts IOB1 and BIOES tags to BIO, and repairs ill-formed BIO (an ``I-X`` that opens an
+    entity becomes ``B-X``, as ``conlleval`` reads it) — what training under
+    ``ChainStructure(constraints="BIO")`` needs.
+
+    Parameters
+    ----------
+    tags : sequence of str
+        One tag per token: ``PREFIX-TYPE`` or ``outside``.
+    outside : str, default="O"
+        The tag of tokens outside every entity.
+
+    Returns
+    -------
+    list of str
+
+    Examples
+    --------
+    >>> from pmap_sklearn.metrics import to_bio_tags
+    >>> to_bio_tags(["I-PER", "I-PER", "B-PER", "O", "I-LOC"])  # IOB1, or ill-formed BIO
+    ['B-PER', 'I-PER', 'B-PER', 'O', 'B-LOC']
+    >>> to_bio_tags(["S-LOC", "B-ORG", "E-ORG"])  # BIOES
+    ['B-LOC', 'B-ORG', 'I-ORG']
+    """
+    out = [outside] * len(np.asarray(tags, dtype=object).ravel())
+    for kind, start, end in entity_spans(tags, outside):
+        out[start:end] = [f"B-{kind}"] + [f"I-{kind}"] * (end - start - 1)
+    return out
+
+
 def entity_precision_recall_fscore_support(
     y_true, y_pred, *, average="micro", outside="O", unknown_label=-1
 ):

@@ -171,6 +171,7 @@ class BaseStructure(HiddenStates, JointFeature, BaseEstimator):
                     f"{list(classes)}: at least two are needed"
                 )
             self._fit(X, codes)
+            self._fit_classes(classes)
         else:
             codes, _ = encode(y, unknown_label, classes)
         batch = self._prepare_checked(X)
@@ -258,7 +259,13 @@ class BaseStructure(HiddenStates, JointFeature, BaseEstimator):
         -------
         self
         """
-        return self._fit(self._check_samples(X), y)
+        self._fit(self._check_samples(X), y)
+        self._fit_classes(np.arange(self.n_labels_))  # the labels are their codes here
+        return self
+
+    def _fit_classes(self, classes) -> None:
+        """What the fitted structure needs from the labels themselves (``classes``, in code
+        order), after :meth:`_fit`: nothing by default."""
 
     def _check_samples(self, X):
         """``X`` checked as a whole before :meth:`_fit` reads it (by default unchanged: each

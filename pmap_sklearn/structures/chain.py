@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from .._backend import ChainLayout, GraphKind, PairwiseKind
@@ -10,6 +12,7 @@ from .._utils import store_parameters
 from .._validation import as_finite_features
 from ..samples import GraphSample, ParsedSample, SampleBatch
 from ._base import BaseStructure
+from ._constraints import over_states, resolve_constraints
 
 __all__ = ["ChainStructure"]
 
@@ -34,6 +37,23 @@ class ChainStructure(BaseStructure):
         kept attractive, ``T00 + T11 >= T01 + T10``).
     {{unary}}
     {{n_states_per_label}}
+    constraints : str or dict, optional
+        Labellings the model forbids, resolved against the labels seen in ``fit``: a tagging
+        scheme by name — ``"BIO"`` (``"IOB2"``: ``I-X`` only after ``B-X`` or ``I-X``),
+        ``"IOB1"`` (``B-X`` only between two entities of type X), ``"BIOES"`` / ``"BILOU"``
+        (an entity closes with ``E-X`` / ``L-X`` or is one ``S-X`` / ``U-X`` token), labels
+        ``"O"`` or ``"<prefix>-<type>"`` — or a dict with ``"transitions"``, the allowed
+        ``(from, to)`` label pairs, and optionally ``"start"`` and ``"end"``, the labels a
+        chain may start and end with. A forbidden labelling has probability zero in every
+        query (MAP, marginals, draws, event probabilities) and in training; the weights of
+        forbidden transitions stay zero. Training labels must obey them. Needs the
+        ``"viterbi"`` solver.
+
+    Attributes
+    ----------
+    constraints_ : TransitionConstraints or None
+        The fitted constraints over the states (``transitions`` (K, K), ``start`` and
+        ``end`` (K,) of bool: what is allowed); None without constraints.
     """
 
     pairwise_kind = PairwiseKind.SHARED
@@ -48,8 +68,66 @@ class ChainStructure(BaseStructure):
         solver="viterbi",
         unary: str = "linear",
         n_states_per_label=None,
+        constraints=None,
     ):
         store_parameters(self, locals())
+
+    def requirements(self, *, clamps: bool = False, marginals: bool = False):
+        need = super().requirements(clamps=clamps, marginals=marginals)
+        return replace(need, constraints=self.constraints is not None)
+
+    def _fit_classes(self, classes) -> None:
+        """Resolve ``constraints`` against the labels (:func:`resolve_constraints`)."""
+        self._label_constraints = self._classes_of_constraints = None
+        self.constraints_ = None
+        if self.constraints is None:
+            return
+        self._label_constraints = resolve_constraints(self.constraints, classes)
+        self._classes_of_constraints = np.asarray(classes)
+        self.constraints_ = over_states(self._label_constraints, self.state_labels_)
+
+    def fit_problem(self, X, y, **markers):
+        problem = super().fit_problem(X, y, **markers)
+        self._check_obeyed(problem, "the training labels")
+        return problem
+
+    def problem(self, X, *, known_labels=None, **given):
+        problem = super().problem(X, known_labels=known_labels, **given)
+        if known_labels is not None:  # (labels to score may break them: probability zero)
+            self._check_obeyed(problem, "known_labels")
+        return problem
+
+    def _check_obeyed(self, problem, what: str) -> None:
+        """Raise if labels break the constraints (unknown labels pass), naming where."""
+        constraints = getattr(self, "_label_constraints", None)
+        if constraints is None or problem.labels is None:
+            return
+        codes, batch = problem.labels, problem.batch
+        broken = np.flatnonzero(~constraints.allows(codes, batch.node_offsets))
+        if not len(broken):
+            return
+        node = int(broken[0])
+        sample = int(np.searchsorted(batch.node_offsets, node, side="right") - 1)
+        position = node - int(batch.node_offsets[sample])
+        names = self._classes_of_constraints.tolist()
+        label, before = names[codes[node]], codes[node - 1] if position else -1
+        if before >= 0 and not constraints.transitions[before, codes[node]]:
+            where = f"{names[before]!r} followed by {label!r}"
+        elif position == 0 and not constraints.start[codes[node]]:
+            where = f"{label!r} at its start"
+        else:
+            where = f"{label!r} at its end"
+        scheme = self.constraints if isinstance(self.constraints, str) else "the dict"
+        hint = "correct or drop the sample"
+        if scheme.upper() in ("BIO", "IOB2"):
+            hint = (
+                "an I-X that opens an entity is B-X in BIO, as conlleval reads it "
+                "(pmap_sklearn.metrics.to_bio_tags rewrites tags so)"
+            )
+        raise ValueError(
+            f"sample {sample}: {what} break constraints={scheme!r} at node {position} "
+            f"({where}): {hint}"
+        )
 
     def prepare(self, X, index: slice | None = None) -> SampleBatch:
         """Validate chains and stack them into one batch (the edges of all chains at once: a
@@ -138,7 +216,7 @@ class ChainStructure(BaseStructure):
         return pairwise_weights.reshape(self.n_states_, self.n_states_)
 
     def _layout(self, batch):
-        return ChainLayout()
+        return ChainLayout(getattr(self, "constraints_", None))
 
     def _pairwise_joint_feature(self, batch, statistics, per_sample):
         return statistics.reshape(batch.n_samples, -1) if per_sample else statistics.ravel()

@@ -111,6 +111,19 @@ def test_entity_spans_follow_conlleval(tags, spans):
     assert entity_spans(tags) == spans
 
 
+@given(st.lists(st.sampled_from(["O", "B-A", "I-A", "B-B", "I-B", "E-A", "S-B"]), max_size=8))
+def test_bio_tags_keep_the_entities_and_obey_bio(tags):
+    """Any tags (IOB1, BIOES, ill-formed BIO) rewritten in BIO: the same entities, and every
+    I-X continues an X entity."""
+    from pmap_sklearn.metrics import to_bio_tags
+
+    bio = to_bio_tags(tags)
+    assert entity_spans(bio) == entity_spans(tags)
+    for before, tag in zip(["O", *bio], bio, strict=False):  # (tag before, tag)
+        assert not tag.startswith("I-") or before[2:] == tag[2:]
+    assert to_bio_tags(bio) == bio  # BIO stays as it is
+
+
 def _brute_entity_counts(y_true, y_pred):
     """Correct / predicted / true entity counts from the spans, pooled."""
     correct = predicted = true = 0
