@@ -17,6 +17,7 @@ __all__ = [
     "transition_features",
     "entity_probabilities",
     "sequence_probabilities",
+    "edge_marginals",
     "region_probabilities",
     "marginal_entropy",
 ]
@@ -413,6 +414,82 @@ def sequence_probabilities(
             for target, draws in zip(targets, drawn, strict=True)
         ]
     )
+
+
+@shared_docstring
+def edge_marginals(
+    estimator, X, *, method=None, n_draws: int = 1000, random_state=None
+) -> np.ndarray:
+    """The pairwise marginals of every edge, :math:`P(y_i = a, y_j = b)`: on chains the
+    transition marginals :math:`P(y_d = a, y_{d+1} = b)`.
+
+    For a distribution a solver gives exactly (``method="exact"`` on chains: forward–backward)
+    they are exact, and summed over ``b`` (over ``a``) they are the node marginals of
+    :meth:`predict_marginals` with ``method="exact"`` at the edge's first (second) node.
+    Elsewhere they are the frequencies of each label pair over ``n_draws`` draws of
+    :meth:`sample` (summed, the node frequencies of those draws). Transition constraints
+    (``ChainStructure(constraints=...)``) give their forbidden pairs zero.
+
+    Parameters
+    ----------
+    {{event_estimator}}
+    X : sequence of samples
+        As the estimator (or the pipeline) takes them.
+    {{event_method}}
+    n_draws : int, default=1000
+        Draws per sample where the marginals are frequencies.
+    random_state : int, Generator or None, optional
+        The draws' randomness (see :meth:`sample`).
+
+    Returns
+    -------
+    ndarray of shape (n_samples,) of arrays
+        Each sample's (E, K, K) array: ``[e, a, b]`` the probability that edge e's nodes take
+        the labels ``classes_[a]`` and ``classes_[b]``. On chains edge d joins nodes d and
+        d + 1; on grids and graphs the edges are those of ``structure_.prepare([x]).edges``.
+
+    Raises
+    ------
+    ValueError
+        For an estimator without marginals, or a model with hidden nodes (whose labels no
+        draw shows).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from pmap_sklearn import ChainCRF
+    >>> from pmap_sklearn.inspection import edge_marginals
+    >>> rng = np.random.default_rng(0)
+    >>> X = [rng.normal(size=(4, 2)) for _ in range(20)]
+    >>> y = [(x[:, 0] > 0).astype(int) for x in X]
+    >>> model = ChainCRF(alpha=0.1).fit(X, y)
+    >>> pair = edge_marginals(model, X[:1])[0]  # (3 transitions, 2, 2)
+    >>> np.allclose(pair.sum(axis=2), model.predict_marginals(X[:1])[0][:-1])
+    True
+    """
+    _check_n_draws(n_draws)
+    model, X = _joint_model(estimator, X, "edges")
+    batch = model._prediction_problem(X).batch
+    if batch.hidden is not None and batch.hidden.any():
+        raise ValueError("the model has hidden nodes: their edges have no labels to count")
+    method = _event_method(model, method)
+    solver = _exact_solver(model, "edge_marginals", method)
+    if solver is not None:
+        potentials, _ = model._restricted_potentials(batch, model._marginal_weights())
+        pair = solver.edge_marginals(potentials)
+    else:
+        k = len(model.classes_)
+        pair = np.zeros((len(batch.edges), k, k))
+        drawn = _drawn_codes(model, X, n_draws, random_state, method)
+        for i, draws in enumerate(drawn):
+            edges = slice(batch.edge_offsets[i], batch.edge_offsets[i + 1])
+            ends = batch.edges[edges] - batch.node_offsets[i]
+            first, second = draws[:, ends[:, 0]], draws[:, ends[:, 1]]  # (n_draws, E)
+            edge = np.broadcast_to(np.arange(len(ends)), first.shape)
+            counts = np.zeros((len(ends), k, k))
+            np.add.at(counts, (edge, first, second), 1.0 / n_draws)
+            pair[edges] = counts
+    return as_samples(np.split(pair, batch.edge_offsets[1:-1]))
 
 
 @shared_docstring

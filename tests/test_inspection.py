@@ -28,6 +28,7 @@ from pmap_sklearn.datasets import (
     token_features,
 )
 from pmap_sklearn.inspection import (
+    edge_marginals,
     entity_probabilities,
     explain_weights,
     marginal_entropy,
@@ -501,3 +502,25 @@ def test_multilabel_weights_are_each_labels_logistic_coefficients():
     assert weights[("<bias>", 2)] == pytest.approx(intercept[2])
     with pytest.raises(ValueError, match="multi-label model.*tables"):
         transition_features(model)
+
+
+def test_edge_marginals_sum_to_the_node_marginals_and_count_the_draws(short_chains):
+    """Exact transition marginals sum, over either label, to the exact node marginals; where
+    they come from draws they are the pair frequencies of the same draws of ``sample``."""
+    X, y = short_chains
+    exact = ChainCRF(alpha=0.1).fit(X, y)
+    nodes = exact.predict_marginals(X[:5])
+    for pair, node in zip(edge_marginals(exact, X[:5]), nodes, strict=True):
+        assert pair.shape == (len(node) - 1, node.shape[1], node.shape[1])
+        np.testing.assert_allclose(pair.sum(axis=2), node[:-1], atol=1e-10)
+        np.testing.assert_allclose(pair.sum(axis=1), node[1:], atol=1e-10)
+    drawn = PerturbMAPCRF(random_state=0, max_iter=5).fit(X, y)
+    pairs = edge_marginals(drawn, X[:3], n_draws=50, random_state=0)
+    draws = drawn.sample(X[:3], n_draws=50, method="perturb", random_state=0)
+    classes = list(drawn.classes_)
+    for pair, sample in zip(pairs, draws, strict=True):
+        codes = np.vectorize(classes.index)(np.asarray(sample))
+        expected = np.zeros_like(pair)
+        for d in range(codes.shape[1] - 1):
+            np.add.at(expected[d], (codes[:, d], codes[:, d + 1]), 1 / 50)
+        np.testing.assert_allclose(pair, expected)

@@ -578,6 +578,51 @@ class ChainSolver(ExactEvents, Solver):
         with np.errstate(invalid="ignore", divide="ignore"):
             return self._forward_backward(potentials, clamp).log_partition
 
+    def edge_marginals(self, potentials, clamp=None, chunk=256) -> np.ndarray:
+        """Exact pairwise marginals of every edge, ``P(y_d = a, y_{d+1} = b)``, by log-domain
+        forward-backward: ``alpha_d(a) + T(a, b) + u_{d+1}(b) + beta_{d+1}(b) - log Z``.
+
+        Parameters
+        ----------
+        potentials : Potentials
+        clamp : ndarray of shape (n_nodes,), optional
+            A label ``>= 0`` fixes the node's label: the marginals are conditional on it.
+        chunk : int, default=256
+            Chains processed at a time.
+
+        Returns
+        -------
+        ndarray of shape (n_edges, K, K)
+            Summed over ``b`` (``a``) they are the node marginals of the edge's first
+            (second) node.
+        """
+        self._check(potentials, clamp)
+        p = potentials
+        out = np.zeros((p.n_edges, p.n_states, p.n_states))
+        unary, transition = self._scores(p, clamp)
+        for begin in range(0, p.n_samples, chunk):
+            chains = np.arange(begin, min(begin + chunk, p.n_samples))
+            chains = chains[p.lengths[chains] > 1]
+            if not len(chains):
+                continue
+            lengths = p.lengths[chains]
+            padded, _ = pad(unary[ranges(p.node_offsets, chains)], lengths)
+            alpha, beta = _messages(padded, lengths, transition, _logsumexp_step)
+            log_z = _logsumexp(alpha[np.arange(len(chains)), lengths - 1], axis=1)
+            feasible = np.zeros(p.n_samples)
+            feasible[chains] = log_z
+            self._check_feasible(p, feasible)
+            with np.errstate(invalid="ignore"):  # -inf - -inf on padding: masked below
+                log_pair = (
+                    alpha[:, :-1, :, None]
+                    + transition
+                    + (padded[:, 1:] + beta[:, 1:])[:, :, None, :]
+                    - log_z[:, None, None, None]
+                )
+            inside = np.arange(padded.shape[1] - 1) < (lengths - 1)[:, None]
+            out[ranges(p.edge_offsets, chains)] = np.exp(log_pair[inside])
+        return out
+
     def _forward_backward(self, potentials, clamp=None, chunk=256) -> Marginals:
         """:meth:`marginals` without the check that every chain has a labelling."""
         self._check(potentials, clamp)

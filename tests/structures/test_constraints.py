@@ -88,11 +88,18 @@ def _chains(rng, lengths, constraints):
 
 @pytest.mark.parametrize("seed", range(4))
 @pytest.mark.parametrize("clamped", [False, True])
-def test_every_chain_query_is_exact_over_the_allowed_labellings(seed, clamped):
-    """MAP, node and transition marginals, log Z and draws of the viterbi solver equal those of
-    enumerating the labellings the BIO scheme allows (and the clamp keeps)."""
+@pytest.mark.parametrize("constrained", [True, False])
+def test_every_chain_query_is_exact_over_the_allowed_labellings(seed, clamped, constrained):
+    """MAP, node, transition and per-edge marginals, log Z and draws of the viterbi solver
+    equal those of enumerating the labellings the BIO scheme allows (and the clamp keeps);
+    without constraints, of enumerating every labelling."""
     rng = np.random.default_rng(seed)
     constraints = resolve_constraints("BIO", np.array(ENTITY_LABELS))
+    if not constrained:  # everything allowed
+        constraints = resolve_constraints(
+            {"transitions": list(itertools.product(ENTITY_LABELS, repeat=2))},
+            np.array(ENTITY_LABELS),
+        )
     lengths = [1, 2, 4, 3]
     p = _chains(rng, lengths, constraints)
     clamp = None
@@ -103,6 +110,7 @@ def test_every_chain_query_is_exact_over_the_allowed_labellings(seed, clamped):
     labels = solver.map(p, clamp)
     marginals = solver.marginals(p, clamp)
     draws = solver.sample(p, 4000, np.random.default_rng(seed), clamp)
+    edges = solver.edge_marginals(p, clamp)
     pair = np.zeros((5, 5))
     for i, (a, b) in enumerate(zip(p.node_offsets[:-1], p.node_offsets[1:], strict=True)):
         local_clamp = None if clamp is None else clamp[a:b]
@@ -115,6 +123,9 @@ def test_every_chain_query_is_exact_over_the_allowed_labellings(seed, clamped):
         np.testing.assert_allclose(marginals.node[a:b], node, atol=1e-10)
         for d in range(b - a - 1):
             np.add.at(pair, (ys[:, d], ys[:, d + 1]), prob)
+            edge = np.zeros((5, 5))
+            np.add.at(edge, (ys[:, d], ys[:, d + 1]), prob)
+            np.testing.assert_allclose(edges[p.edge_offsets[i] + d], edge, atol=1e-10)
         # draws: only allowed labellings, at their probabilities
         codes = np.ravel_multi_index(draws[:, a:b].T, (5,) * (b - a))
         assert np.all(np.isfinite(scores[codes]))
