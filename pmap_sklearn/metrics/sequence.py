@@ -253,7 +253,9 @@ def flat_classification_report(y_true, y_pred, labels=None, *, unknown_label=-1,
     ----------
     y_true, y_pred : sequence of label arrays
     labels : list, optional
-        The labels reported, in this order (e.g. the entity tags without ``"O"``).
+        The labels reported, in this order (e.g. the entity tags without ``"O"``). By default
+        every label; entity tags (``"O"`` or ``PREFIX-TYPE``) grouped by type as crfsuite's
+        users read them (``B-LOC, I-LOC, B-PER, I-PER, ..., O``), other labels sorted.
     unknown_label : scalar or None, default=-1
         Nodes with this label in ``y_true`` are not counted.
     **kwargs
@@ -273,11 +275,39 @@ def flat_classification_report(y_true, y_pred, labels=None, *, unknown_label=-1,
     ... )
     >>> report.split()[:4]
     ['precision', 'recall', 'f1-score', 'support']
+    >>> tags = [["B-PER", "I-PER", "O", "B-LOC", "I-LOC"]]
+    >>> report = flat_classification_report(tags, tags)
+    >>> [line.split()[0] for line in report.splitlines()[2:7]]
+    ['B-LOC', 'I-LOC', 'B-PER', 'I-PER', 'O']
     """
     from sklearn.metrics import classification_report
 
     true, pred = _flat(y_true, y_pred, unknown_label)
+    if labels is None:
+        labels = _grouped_by_type(np.union1d(true, pred).tolist())
     return classification_report(true, pred, labels=labels, **kwargs)
+
+
+#: The order of the prefixes of one entity type's tags.
+_PREFIX_ORDER = {prefix: rank for rank, prefix in enumerate("BIELSU")}
+
+
+def _grouped_by_type(labels: list) -> list:
+    """Entity tags grouped by type (B before I, E, L, S, U), ``O`` last; other labels as
+    they are (sorted)."""
+
+    def key(tag):
+        prefix, dash, kind = tag.partition("-")
+        return (kind, _PREFIX_ORDER[prefix]) if dash else ("", 0)
+
+    entity_like = all(
+        isinstance(tag, str)
+        and (tag == "O" or (tag[:2] in {f"{p}-" for p in _PREFIX_ORDER} and len(tag) > 2))
+        for tag in labels
+    )
+    if not entity_like:
+        return labels
+    return sorted((t for t in labels if t != "O"), key=key) + [t for t in labels if t == "O"]
 
 
 def sequence_accuracy_score(y_true, y_pred, *, unknown_label=-1) -> float:

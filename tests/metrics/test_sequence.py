@@ -210,3 +210,14 @@ def test_entity_and_flat_scores_match_their_definitions(sentences):
         pooled_true, pooled_pred, labels=labels, average="weighted", zero_division=0
     )
     assert flat_f1_score(y_true, y_pred) == pytest.approx(expected_flat)
+
+
+def test_the_flat_report_groups_entity_tags_by_type_and_sorts_other_labels():
+    from pmap_sklearn.metrics import flat_classification_report
+
+    tags = [["O", "I-PER", "B-PER", "E-PER", "S-LOC", "B-LOC"]]
+    report = flat_classification_report(tags, tags)
+    rows = [line.split()[0] for line in report.splitlines()[2:8]]
+    assert rows == ["B-LOC", "S-LOC", "B-PER", "I-PER", "E-PER", "O"]
+    report = flat_classification_report([[2, 0, 1]], [[2, 0, 1]])
+    assert [line.split()[0] for line in report.splitlines()[2:5]] == ["0", "1", "2"]
