@@ -316,18 +316,24 @@ def log_forward_backward(unary, lengths, transition):
     # positions are masked out.
     with np.errstate(over="ignore", invalid="ignore"):
         node = np.where(mask[:, :, None], np.exp(alpha + beta - log_z[:, None, None]), 0.0)
-        # log P(y_d = i, y_{d+1} = j) = alpha_d(i) + T(i, j) + u_{d+1}(j) + beta_{d+1}(j) − A
-        log_pair = (
-            alpha[:, :-1, :, None]
-            + transition
-            + (unary[:, 1:] + beta[:, 1:])[:, :, None, :]
-            - log_z[:, None, None, None]
-        )
+        log_pair = _log_pair_marginals(alpha, beta, unary, transition, log_z)
         pair = np.where(mask[:, 1:, None, None], np.exp(log_pair), 0.0).sum(axis=1)
     return log_z, node, pair
 
 
-def forward_filtering_backward_sampling(unary, lengths, transition, n_draws, rng):
+def _log_pair_marginals(alpha, beta, unary, transition, log_z):
+    """``log P(y_d = i, y_{d+1} = j) = alpha_d(i) + T(i, j) + u_{d+1}(j) + beta_{d+1}(j) − A``
+    of a padded batch from its log-domain messages, shape (B, L − 1, K, K) (meaningless
+    beyond each chain's last edge)."""
+    return (
+        alpha[:, :-1, :, None]
+        + transition
+        + (unary[:, 1:] + beta[:, 1:])[:, :, None, :]
+        - log_z[:, None, None, None]
+    )
+
+
+def forward_filtering_backward_sampling(unary, lengths, transition, n_draws, rng, alpha=None):
     """Exact joint draws from chain CRFs: forward filtering, backward sampling (Carter & Kohn
     1994; the sampling counterpart of forward-backward).
 
@@ -343,6 +349,8 @@ def forward_filtering_backward_sampling(unary, lengths, transition, n_draws, rng
     transition : ndarray of shape (K, K)
     n_draws : int
     rng : numpy.random.Generator
+    alpha : ndarray of shape (B, L, K), optional
+        The log-domain forward messages, when the caller has them already.
 
     Returns
     -------
@@ -350,7 +358,8 @@ def forward_filtering_backward_sampling(unary, lengths, transition, n_draws, rng
         The labels of each draw; 0 beyond a chain's length.
     """
     n_chains, n_pos, n_states = unary.shape
-    alpha, _ = _messages(unary, lengths, transition, _logsumexp_step, backward=False)
+    if alpha is None:
+        alpha, _ = _messages(unary, lengths, transition, _logsumexp_step, backward=False)
     labels = np.zeros((n_draws, n_chains, n_pos), dtype=np.intp)
     for pos in range(n_pos - 1, -1, -1):
         last = lengths - 1 == pos  # chains whose last node is here
@@ -471,14 +480,16 @@ class ChainSolver(ExactEvents, Solver):
         return (*pad(unary, potentials.lengths), transition)
 
     @staticmethod
-    def _check_feasible(potentials, log_z) -> None:
+    def _check_feasible(log_z, samples=None) -> None:
         """Raise if a chain has no labelling of positive probability (``log_z = -inf``: its
-        constraints and clamps leave none)."""
-        infeasible = ~(log_z > -np.inf)
-        if infeasible.any():
+        constraints and clamps leave none); ``samples``: the chains of ``log_z`` (all by
+        default)."""
+        infeasible = np.flatnonzero(~(log_z > -np.inf))
+        if len(infeasible):
+            first = infeasible[0] if samples is None else samples[infeasible[0]]
             raise ValueError(
-                f"sample {int(np.flatnonzero(infeasible)[0])}: no labelling obeys the model's "
-                "transition constraints and the labels it is clamped to"
+                f"sample {int(first)}: no labelling obeys the model's transition constraints "
+                "and the labels it is clamped to"
             )
 
     def map(self, potentials, clamp=None, n_jobs=None):
@@ -492,10 +503,8 @@ class ChainSolver(ExactEvents, Solver):
             # Viterbi keeps to the allowed labellings if there is one: check there was
             scores = unary[np.arange(len(labels)), labels]
             broken = ~np.isfinite(scores) | ~constraints.allows(labels, potentials.node_offsets)
-            if broken.any():
-                log_z = np.zeros(potentials.n_samples)
-                log_z[potentials.node_sample[broken]] = -np.inf
-                self._check_feasible(potentials, log_z)
+            if broken.any():  # the first chain with a broken label has no allowed labelling
+                self._check_feasible(np.array([-np.inf]), potentials.node_sample[broken])
         return labels
 
     _incremental_sets = True
@@ -559,7 +568,7 @@ class ChainSolver(ExactEvents, Solver):
             log-partition of every chain.
         """
         marginals = self._forward_backward(potentials, clamp, chunk)
-        self._check_feasible(potentials, marginals.log_partition)
+        self._check_feasible(marginals.log_partition)
         return marginals
 
     def log_partition(self, potentials, clamp=None) -> np.ndarray:
@@ -609,16 +618,9 @@ class ChainSolver(ExactEvents, Solver):
             padded, _ = pad(unary[ranges(p.node_offsets, chains)], lengths)
             alpha, beta = _messages(padded, lengths, transition, _logsumexp_step)
             log_z = _logsumexp(alpha[np.arange(len(chains)), lengths - 1], axis=1)
-            feasible = np.zeros(p.n_samples)
-            feasible[chains] = log_z
-            self._check_feasible(p, feasible)
+            self._check_feasible(log_z, chains)
             with np.errstate(invalid="ignore"):  # -inf - -inf on padding: masked below
-                log_pair = (
-                    alpha[:, :-1, :, None]
-                    + transition
-                    + (padded[:, 1:] + beta[:, 1:])[:, :, None, :]
-                    - log_z[:, None, None, None]
-                )
+                log_pair = _log_pair_marginals(alpha, beta, padded, transition, log_z)
             inside = np.arange(padded.shape[1] - 1) < (lengths - 1)[:, None]
             out[ranges(p.edge_offsets, chains)] = np.exp(log_pair[inside])
         return out
@@ -686,11 +688,12 @@ class ChainSolver(ExactEvents, Solver):
         if p.n_nodes == 0:
             return np.zeros((n_draws, 0), dtype=np.intp)
         padded, position, transition = self._padded(p, clamp)
+        alpha, _ = _messages(padded, p.lengths, transition, _logsumexp_step, backward=False)
         if np.isneginf(padded).any():  # clamps or constraints: every chain must keep a labelling
-            alpha, _ = _messages(padded, p.lengths, transition, _logsumexp_step, backward=False)
-            ends = alpha[np.arange(p.n_samples), p.lengths - 1]
-            self._check_feasible(p, _logsumexp(ends, axis=1))
-        labels = forward_filtering_backward_sampling(padded, p.lengths, transition, n_draws, rng)
+            self._check_feasible(_logsumexp(alpha[np.arange(p.n_samples), p.lengths - 1], 1))
+        labels = forward_filtering_backward_sampling(
+            padded, p.lengths, transition, n_draws, rng, alpha=alpha
+        )
         return labels[:, p.node_sample, position]
 
     def span_log_probabilities(self, potentials, labels, spans, before, after) -> np.ndarray:
