@@ -121,16 +121,12 @@ def learner_params(params: dict, n_train: int) -> dict:
 
 def broken_bio_transitions(tag_sequences) -> int:
     """How many tags break the BIO (IOB2) scheme: an ``I-X`` that does not follow ``B-X`` or
-    ``I-X`` (a sentence's first tag included)."""
-    broken = 0
-    for tags in tag_sequences:
-        previous = "O"
-        for tag in tags:
-            tag = str(tag)
-            # "O"[2:] is "": an I-X after O breaks it too
-            broken += tag.startswith("I-") and previous[2:] != tag[2:]
-            previous = tag
-    return broken
+    ``I-X`` (a sentence's first tag included) — the tags ``to_bio_tags`` rewrites."""
+    from pmap_sklearn.metrics import to_bio_tags
+
+    return sum(
+        int(np.sum(np.asarray(tags, dtype=str) != to_bio_tags(tags))) for tags in tag_sequences
+    )
 
 
 def crfsuite_marginals(dicts, classes) -> np.ndarray:

@@ -288,26 +288,19 @@ def flat_classification_report(y_true, y_pred, labels=None, *, unknown_label=-1,
     return classification_report(true, pred, labels=labels, **kwargs)
 
 
-#: The order of the prefixes of one entity type's tags.
-_PREFIX_ORDER = {prefix: rank for rank, prefix in enumerate("BIELSU")}
+#: The order of one entity type's tags (their prefixes as :func:`_split_tag` reads them).
+_PREFIX_RANK = {"B": 0, "I": 1, "E": 2, "S": 3, "O": 4}
 
 
 def _grouped_by_type(labels: list) -> list:
-    """Entity tags grouped by type (B before I, E, L, S, U), ``O`` last; other labels as
+    """Entity tags grouped by type (B before I, E / L, S / U), ``O`` last; other labels as
     they are (sorted)."""
-
-    def key(tag):
-        prefix, dash, kind = tag.partition("-")
-        return (kind, _PREFIX_ORDER[prefix]) if dash else ("", 0)
-
-    entity_like = all(
-        isinstance(tag, str)
-        and (tag == "O" or (tag[:2] in {f"{p}-" for p in _PREFIX_ORDER} and len(tag) > 2))
-        for tag in labels
-    )
-    if not entity_like:
+    try:
+        parts = [_split_tag(tag, "O") for tag in labels]
+    except ValueError:  # not entity tags
         return labels
-    return sorted((t for t in labels if t != "O"), key=key) + [t for t in labels if t == "O"]
+    rank = [(prefix == "O", kind, _PREFIX_RANK[prefix]) for prefix, kind in parts]
+    return [labels[i] for i in sorted(range(len(labels)), key=rank.__getitem__)]
 
 
 def sequence_accuracy_score(y_true, y_pred, *, unknown_label=-1) -> float:

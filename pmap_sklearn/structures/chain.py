@@ -107,7 +107,7 @@ class ChainStructure(BaseStructure):
         if not len(broken):
             return
         node = int(broken[0])
-        sample = int(np.searchsorted(batch.node_offsets, node, side="right") - 1)
+        sample = int(batch.node_sample[node])
         position = node - int(batch.node_offsets[sample])
         names = self._classes_of_constraints.tolist()
         label, before = names[codes[node]], codes[node - 1] if position else -1
