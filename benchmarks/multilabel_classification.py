@@ -423,8 +423,6 @@ def write(run, rows, seed_rows, load_after, minutes):
         text,
         dict(
             **run.loads_record(minutes, load_after),
-            commit=notes["commit"],
-            uncommitted=notes["uncommitted"],
             run=notes,
             seeds=list(SEEDS),
             rows=rows,
