@@ -321,3 +321,32 @@ def test_feasibility_at_every_length_is_known_from_the_constraints():
     # only even lengths: a -> b -> a ..., starting at a and ending at b
     parity = {"transitions": [("a", "b"), ("b", "a")], "start": ["a"], "end": ["b"]}
     assert not resolve_constraints(parity, np.array(["a", "b"])).every_length
+
+
+def test_the_estimator_contract_holds_with_constraints():
+    """Warm start after switching the constraints on, a refit that fails on broken labels
+    leaving the fitted model as it was, clone, and n_jobs 1 and 2 alike."""
+    from sklearn.base import clone
+
+    X, y = _bio_corpus(0)
+    model = PerturbMAPCRF(ChainStructure(), random_state=0, max_iter=5, warm_start=True)
+    model.fit(X, y)
+    model.set_params(structure__constraints="BIO").fit(X, y)
+    forbidden = ~model.structure_.constraints_.transitions
+    assert np.all(model.structure_.transition(model.coef_)[forbidden] == 0)
+    before = [tags.copy() for tags in model.predict(X)]
+    broken = [tags.copy() for tags in y]
+    broken[0] = np.array(["I-PER"] * len(broken[0]))
+    with pytest.raises(ValueError, match="break constraints='BIO'"):
+        model.fit(X, broken)
+    for a, b in zip(model.predict(X), before, strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert clone(model).structure.constraints == "BIO"
+    one, two = (
+        PerturbMAPCRF(ChainStructure(constraints="BIO"), random_state=0, max_iter=3, n_jobs=n)
+        .fit(X, y)
+        .predict(X)
+        for n in (1, 2)
+    )
+    for a, b in zip(one, two, strict=True):
+        np.testing.assert_array_equal(a, b)
