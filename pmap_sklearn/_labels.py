@@ -25,10 +25,105 @@ def unknown_mask(values: np.ndarray, unknown_label) -> np.ndarray:
 
 
 def _textual(values: np.ndarray) -> bool:
-    """Whether label values are strings (the kind a string marker matches)."""
-    return values.dtype.kind in "US" or bool(
-        values.dtype.kind == "O" and values.size and isinstance(values.flat[0], str)
-    )
+    """Whether label values are strings (the kind a string marker matches); a set of labels
+    (:func:`is_label_set`) counts as the kind of its labels."""
+    if values.dtype.kind in "US":
+        return True
+    if values.dtype.kind != "O" or not values.size:
+        return False
+    first = values.flat[0]
+    if is_label_set(first) and first:
+        first = next(iter(first))
+    return isinstance(first, str)
+
+
+def is_label_set(value) -> bool:
+    """Whether a node's entry of ``y`` or ``known_labels`` is a set of labels (a ``set`` or
+    ``frozenset``): the node takes one of them."""
+    return isinstance(value, set | frozenset)
+
+
+def set_entries(values: np.ndarray) -> np.ndarray:
+    """Where an array of label entries holds sets of labels (only object arrays can)."""
+    if values.dtype != object or not values.size:
+        return np.zeros(values.shape, dtype=bool)
+    return np.frompyfunc(is_label_set, 1, 1)(values).astype(bool)
+
+
+def _natural(values) -> np.ndarray:
+    """Label values of one kind in the array numpy infers for them (strings, numbers), as
+    :func:`encode` reads labels; values of mixed kinds are an error."""
+    values = np.asarray(values, dtype=object)
+    flat = values.ravel().tolist()
+    textual = [isinstance(v, str) for v in flat]
+    if all(textual) or not any(textual):
+        return np.array(flat).reshape(values.shape) if flat else values
+    raise ValueError("y mixes numeric and string labels: give every sample labels of one kind")
+
+
+def encode_with_sets(y, unknown_label=-1, classes=None, n_states=None):
+    """:func:`encode`, where a node's entry may also be a set of labels (:func:`is_label_set`).
+
+    A set of one label is that label and a set of every class an unknown label; the other
+    sets get the codes ``-2, -3, ...``, rows of a table of the labels each allows, so that
+    every code below zero reads as "not one known label".
+
+    Parameters
+    ----------
+    y : sequence of array-like
+        One label array per sample.
+    unknown_label : scalar or None
+        The marker of an unknown label.
+    classes : ndarray, optional
+        Known classes: labels outside them (in a set too) are an error.
+    n_states : int, optional
+        As in :func:`encode`.
+
+    Returns
+    -------
+    codes : list of int arrays
+        Shaped like the label arrays.
+    classes : ndarray
+        Sorted; the labels of the sets count among them.
+    label_sets : ndarray of shape (n_sets, K) of bool or None
+        Row ``j``: the labels code ``-2 - j`` allows; None when no node holds such a set.
+    """
+    arrays = [np.asarray(yi) for yi in y]
+    entries = [set_entries(a) for a in arrays]
+    if not any(mask.any() for mask in entries):
+        codes, classes = encode(arrays, unknown_label, classes, n_states)
+        return codes, classes, None
+    filled, members, sizes = [], [], []
+    for i, (values, mask) in enumerate(zip(arrays, entries, strict=True)):
+        if mask.any():
+            values = values.copy()
+            for entry in values[mask].tolist():
+                if not entry:
+                    raise ValueError(f"sample {i}: an empty set of labels (a node takes one)")
+                members.extend(entry)
+                sizes.append(len(entry))
+            values[mask] = [next(iter(entry)) for entry in values[mask].tolist()]
+        filled.append(_natural(values) if values.dtype == object else values)
+    codes, classes = encode([*filled, _natural(members)], unknown_label, classes, n_states)
+    member_codes = codes.pop()
+    if (member_codes < 0).any():
+        raise ValueError(
+            f"a set of labels holds the unknown marker {unknown_label!r}: a set lists the "
+            "labels a node may take"
+        )
+    allowed = np.zeros((len(sizes), len(classes)), dtype=bool)
+    allowed[np.repeat(np.arange(len(sizes)), sizes), member_codes] = True
+    n_allowed = allowed.sum(axis=1)
+    several = (n_allowed > 1) & (n_allowed < len(classes))
+    label_sets, row = np.unique(allowed[several], axis=0, return_inverse=True)
+    set_codes = np.where(n_allowed == len(classes), -1, allowed.argmax(axis=1))
+    set_codes[several] = -2 - row.ravel()
+    start = 0
+    for code, mask in zip(codes, entries, strict=True):
+        n = int(mask.sum())
+        code[mask] = set_codes[start : start + n]
+        start += n
+    return codes, classes, label_sets if len(label_sets) else None
 
 
 def check_markers(y, **markers) -> None:
@@ -132,6 +227,7 @@ def encode(y, unknown_label=-1, classes=None, n_states=None):
             valid = np.zeros(known.shape, dtype=bool)
         if not np.all(valid):
             bad = known[~valid][0]
+            bad = bad.item() if isinstance(bad, np.generic) else bad
             marker = "" if unknown_label is None else f"; unknown labels are {unknown_label!r}"
             raise ValueError(
                 f"label {bad!r} is not one of the classes {np.asarray(classes).tolist()}{marker}"
@@ -171,14 +267,16 @@ def known_sequence(known_labels, n_samples: int) -> list:
     return known_labels
 
 
-def encode_known(known_labels, classes, markers=()) -> list[np.ndarray]:
+def encode_known(known_labels, classes, markers=()):
     """Codes of labels known at prediction time: ``-1`` where None or one of ``markers``
-    (a free node), the index in ``classes`` elsewhere; errors name the sample.
+    (a free node), the index in ``classes`` elsewhere, and a set of labels as
+    :func:`encode_with_sets` codes it; errors name the sample.
 
     Parameters
     ----------
     known_labels : sequence of array-like
-        One array per sample, None (or a marker) where the label is free.
+        One array per sample, None (or a marker) where the label is free, a set of labels
+        where the node takes one of them.
     classes : ndarray
         The estimator's ``classes_``.
     markers : tuple
@@ -186,25 +284,38 @@ def encode_known(known_labels, classes, markers=()) -> list[np.ndarray]:
 
     Returns
     -------
-    list of int arrays
+    codes : list of int arrays
         Shaped like the label arrays.
+    label_sets : ndarray of shape (n_sets, K) of bool or None
+        As :func:`encode_with_sets` gives them.
     """
-    codes = []
-    for i, labels in enumerate(known_labels):
+    codes, free_masks, kept = [], [], []
+    for labels in known_labels:
         values = np.asarray(labels, dtype=object)
         free = np.array(
-            [any(is_marker(v, m) for m in markers) or v is None for v in values.ravel().tolist()],
+            [
+                not is_label_set(v) and (v is None or any(is_marker(v, m) for m in markers))
+                for v in values.ravel().tolist()
+            ],
             dtype=bool,
         ).reshape(values.shape)
-        code = np.full(values.shape, -1, dtype=np.intp)
-        if (~free).any():
+        codes.append(np.full(values.shape, -1, dtype=np.intp))
+        free_masks.append(free)
+        kept.append(values[~free])
+    if not any(known.size for known in kept):
+        return codes, None
+    try:
+        known_codes, _, label_sets = encode_with_sets(kept, None, classes)
+    except ValueError:
+        for i, known in enumerate(kept):  # the first sample at fault, named
             try:
-                known, _ = encode([values[~free].tolist()], None, classes)
+                encode_with_sets([known], None, classes)
             except ValueError as error:
                 raise ValueError(f"known_labels of sample {i}: {error}") from None
-            code[~free] = known[0]
-        codes.append(code)
-    return codes
+        raise
+    for code, free, known in zip(codes, free_masks, known_codes, strict=True):
+        code[~free] = known
+    return codes, label_sets
 
 
 def _runs(keep: np.ndarray) -> list[tuple[int, int]]:

@@ -254,7 +254,7 @@ def _solve_pairwise(p: Potentials, clamp, difference, second) -> np.ndarray:
     """The exact MAP of convex-difference potentials by one minimum cut (``difference``,
     ``second``: :func:`_difference_costs` of their edges)."""
     k = p.n_states
-    costs = -(p.unary if clamp is None else finite_clamp_scores(p.unary, clamp, p.pairwise))
+    costs = -(p.unary if clamp is None else finite_clamp_scores(p, clamp))
     thresholds = _Thresholds(np.full(p.n_nodes, k))
     tails, heads = thresholds.chain_edges()
     capacities = np.full(len(tails), np.inf)

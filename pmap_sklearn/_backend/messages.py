@@ -564,7 +564,7 @@ class MessagePassingSolver(Solver):
     def _propagate(self, potentials, clamp, epsilon):
         self._check(potentials, clamp)
         if clamp is not None:
-            unary = finite_clamp_scores(potentials.unary, clamp, potentials.pairwise)
+            unary = finite_clamp_scores(potentials, clamp)
             potentials = replace(potentials, unary=unary)
         bp = self.beliefs(potentials, epsilon)
         bp.run(self.max_sweeps, self.tol)

@@ -755,31 +755,40 @@ def clamp_mask(shape: tuple, clamp: np.ndarray) -> np.ndarray:
     return forbidden
 
 
-def finite_clamp_scores(unary: np.ndarray, clamp: np.ndarray, pairwise: np.ndarray) -> np.ndarray:
-    """:func:`clamp_scores` with a finite score instead of ``-inf``, for solvers whose
-    arithmetic needs finite numbers (cuts, message passing).
+def finite_clamp_scores(potentials: Potentials, clamp: np.ndarray) -> np.ndarray:
+    """:func:`clamp_scores` of ``potentials.unary`` with a finite score instead of ``-inf``,
+    for solvers whose arithmetic needs finite numbers (cuts, message passing).
 
     The forbidden labels score as in :func:`forbid_states`.
     """
-    return forbid_states(unary, clamp_mask(unary.shape, clamp), pairwise)
+    p = potentials
+    return forbid_states(p.unary, clamp_mask(p.unary.shape, clamp), p.pairwise, p.n_edges)
 
 
-def forbid_states(unary: np.ndarray, forbidden: np.ndarray, pairwise: np.ndarray) -> np.ndarray:
+def forbid_states(
+    unary: np.ndarray, forbidden: np.ndarray, pairwise: np.ndarray, n_edges: int | None
+) -> np.ndarray:
     """Node scores with the ``forbidden`` (node, label) entries at a finite score below every
-    labelling that avoids them: ``−(2 S + 1000)`` with ``S`` the sum of all absolute scores.
+    labelling that avoids them: ``−(2 S + 1000)`` with ``S`` a bound on the absolute score of
+    any labelling (the absolute node scores summed, and each edge's largest absolute pairwise
+    score).
 
     Set-valued clamps (a node restricted to some labels: the states of its visible label, the
-    hidden states of a hidden node) take this form, and so do single-label clamps for solvers
-    whose arithmetic needs finite numbers (:func:`finite_clamp_scores`). A labelling with a
-    forbidden entry scores below every labelling without one, and its probability under
-    ``exp f`` is below ``e^-1000`` (zero in floating point).
+    hidden states of a hidden node, a set of allowed labels) take this form, and so do
+    single-label clamps for solvers whose arithmetic needs finite numbers
+    (:func:`finite_clamp_scores`). A labelling with a forbidden entry scores below every
+    labelling without one by at least 1000, so its probability under ``exp f`` is below
+    ``e^-1000`` of theirs (zero in floating point).
 
     Parameters
     ----------
     unary : ndarray of shape (n_nodes, K)
     forbidden : ndarray of shape (n_nodes, K) of bool
-    pairwise : ndarray
+    pairwise : ndarray of shape (E,), (K, K) or (E, K, K)
         The pairwise scores of the model (their size enters ``S``).
+    n_edges : int or None
+        The number of edges, which a shared (K, K) table scores once each; None when
+        ``pairwise`` is per edge.
 
     Returns
     -------
@@ -789,6 +798,15 @@ def forbid_states(unary: np.ndarray, forbidden: np.ndarray, pairwise: np.ndarray
     if not forbidden.any():
         return unary
     scores = np.array(unary, dtype=float)
-    spread = np.abs(unary).sum() + np.abs(pairwise).sum()
+    pairwise = np.abs(np.asarray(pairwise, dtype=float))
+    if pairwise.ndim == 2:  # one table shared by the edges
+        if n_edges is None:
+            raise ValueError("forbid_states needs n_edges with a shared (K, K) pairwise table")
+        edge_bound = n_edges * (pairwise.max() if pairwise.size else 0.0)
+    elif pairwise.ndim == 3:
+        edge_bound = pairwise.reshape(len(pairwise), -1).max(axis=1, initial=0.0).sum()
+    else:
+        edge_bound = pairwise.sum()
+    spread = np.abs(unary[np.isfinite(unary)]).sum() + edge_bound
     scores[forbidden] = -(2.0 * spread + 1e3)
     return scores

@@ -343,7 +343,9 @@ class Solver:
             else:
                 clamp, forbidden = None, np.zeros(replicated.unary.shape, dtype=bool)
                 forbidden[clamped] = ~sets[labels[chunk]]
-                unary = forbid_states(replicated.unary, forbidden, replicated.pairwise)
+                unary = forbid_states(
+                    replicated.unary, forbidden, replicated.pairwise, replicated.n_edges
+                )
                 replicated = replace(replicated, unary=unary)
             start = {}
             if self.capabilities.warm_start:  # each clamped copy starts from the MAP

@@ -657,7 +657,7 @@ class TRWSSolver(Solver):
         init = None if init is None else check_labels(init, p, "init", free=False)
         if clamp is not None:
             clamp = np.asarray(clamp, dtype=np.intp)
-            p = replace(p, unary=finite_clamp_scores(p.unary, clamp, p.pairwise))
+            p = replace(p, unary=finite_clamp_scores(p, clamp))
             if init is not None:
                 init = np.where(clamp >= 0, clamp, init)
         schedule = _schedule(p, self._order())

@@ -94,6 +94,8 @@ class BaseStructuredEstimator(StructuredQueries, BaseEstimator):
     _parameter_constraints: dict = SHARED_CONSTRAINTS
     #: Whether the optimiser learns structures with hidden states (a label a set of states).
     _learns_hidden_states = False
+    #: Whether the optimiser learns from sets of labels in ``y`` (a node takes one of a set).
+    _learns_label_sets = False
     #: The parameters a warm start's state depends on (those the estimator has): a warm start
     #: after a change of one of them, or of the training data, fits afresh (:meth:`_fitted_on`).
     _warm_start_depends_on: tuple = (
@@ -189,11 +191,13 @@ class BaseStructuredEstimator(StructuredQueries, BaseEstimator):
         else:
             rng = check_generator(getattr(self, "random_state", None))
         self._check_structure(structure, problem.has_unknown)
+        self._check_label_sets(problem)
         self.classes_ = problem.classes
         self.structure_ = structure
         if not warm:
             state = self._new_state(rng)
-        state = self._fit_batch(problem.batch, problem.labels, state, rng)
+        sets = {} if problem.label_sets is None else {"label_sets": problem.label_sets}
+        state = self._fit_batch(problem.batch, problem.labels, state, rng, **sets)
         state.fitted_on = fitted_on
         self._state = state
         self.coef_ = state.estimate.copy()
@@ -254,6 +258,15 @@ class BaseStructuredEstimator(StructuredQueries, BaseEstimator):
         need = structure.requirements(**self._solver_needs(has_unknown))
         check_capabilities(structure.solver_, need, type(self).__name__)
 
+    def _check_label_sets(self, problem) -> None:
+        """Refuse sets of labels in ``y`` unless the optimiser learns from them."""
+        if problem.label_sets is not None and not self._learns_label_sets:
+            raise ValueError(
+                f"{type(self).__name__} does not learn from sets of labels in y (a set or "
+                "frozenset at a node): use ChainCRF (exact marginal likelihood on chains) or "
+                "MarginalPerturbMAPCRF, or give one label (or unknown_label) per node"
+            )
+
     def _solver_needs(self, has_unknown: bool) -> dict:
         """The queries the optimiser makes of the solver, as keywords of
         :meth:`~pmap_sklearn.structures.BaseStructure.requirements`: by default, clamps to fill
@@ -264,11 +277,13 @@ class BaseStructuredEstimator(StructuredQueries, BaseEstimator):
         """The optimiser's initial state (with ``estimate``, ``n_iter`` and ``rng``)."""
         raise NotImplementedError
 
-    def _fit_batch(self, batch: SampleBatch, labels: np.ndarray, state, rng):
+    def _fit_batch(self, batch: SampleBatch, labels: np.ndarray, state, rng, label_sets=None):
         """Fit on the batch, self-training in two stages when labels are unknown (in one
         stage with hidden states, where an unknown label is the set of every label's states,
-        summed over or imputed like the hidden states themselves)."""
-        unknown = np.bincount(batch.node_sample, labels < 0, minlength=batch.n_samples) > 0
+        summed over or imputed like the hidden states themselves). Samples whose nodes are
+        labelled or hold sets of labels (codes below -1, ``label_sets``) count as labelled in
+        the first stage, their sets filled in with the unknown labels in the second."""
+        unknown = np.bincount(batch.node_sample, labels == -1, minlength=batch.n_samples) > 0
         if self.structure_.has_hidden_states_:
             unknown[:] = False
         complete = np.flatnonzero(~unknown)
@@ -290,11 +305,14 @@ class BaseStructuredEstimator(StructuredQueries, BaseEstimator):
         every = len(supervised) == batch.n_samples
         sub = batch if every else batch.subset(supervised)
         sub_labels = labels if every else labels[batch.node_index(supervised)]
-        self._optimise(sub, self._targets(sub, sub_labels, None, rng), state, rng, validation_score)
+        sets = {} if label_sets is None else {"label_sets": label_sets}
+        targets = self._targets(sub, sub_labels, None, rng)
+        self._optimise(sub, targets, state, rng, validation_score)
         self.supervised_coef_ = state.estimate.copy()
-        if len(supervised) < len(train):  # Alg. 3: continue from w_1 on all samples
+        if len(supervised) < len(train) or sets:  # Alg. 3: continue from w_1 on all samples
             sub = batch.subset(train)
-            targets = self._targets(sub, labels[batch.node_index(train)], state.estimate, rng)
+            sub_labels = labels[batch.node_index(train)]
+            targets = self._targets(sub, sub_labels, state.estimate, rng, **sets)
             self._optimise(sub, targets, state, rng, validation_score)
         return state
 

@@ -17,7 +17,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from .._backend import GIBBS_SWEEPS, Potentials, check_capabilities, sample_labellings
-from .._labels import as_samples, known_sequence
+from .._labels import set_entries, as_samples, known_sequence
 from .._parallel import in_chunks, one_blas_thread, prediction_chunks
 from ..metrics.hamming import mean_hamming_loss
 from ..perturbation import perturb_and_map, perturbed_maps
@@ -50,20 +50,22 @@ class StructuredQueries:
         """The markers of nodes that scores and calibration leave out: unknown and ignored."""
         return (self.unknown_label, getattr(self, "ignore_label", None))
 
-    def _restricted_potentials(self, batch: SampleBatch, w: np.ndarray, clamp=None):
-        """The batch's potentials under weights ``w`` and the clamps (label codes or -1),
-        restricted to the states of the known labels (the structure's hidden states)."""
+    def _restricted_potentials(self, batch: SampleBatch, w: np.ndarray, clamp=None, label_sets=None):
+        """The batch's potentials under weights ``w`` and the clamps (label codes or -1, the
+        codes of ``label_sets`` below), restricted to the states of the known labels (the
+        structure's hidden states) and of the sets of labels."""
         structure = self.structure_
-        return structure.restrict(structure.potentials(batch, w), clamp)
+        return structure.restrict(structure.potentials(batch, w), clamp, label_sets)
 
     def _marginal_weights(self) -> np.ndarray:
         """The weights of the estimator's distribution: ``coef_`` at the temperature that
         :meth:`calibrate_marginals` fitted (1 before)."""
         return self.coef_ / getattr(self, "marginal_temperature_", 1.0)
 
-    def _map(self, batch: SampleBatch, w: np.ndarray, clamp=None) -> np.ndarray:
-        """MAP labels (flat) of the batch under weights ``w``."""
-        potentials, clamp = self._restricted_potentials(batch, w, clamp)
+    def _map(self, batch: SampleBatch, w: np.ndarray, clamp=None, label_sets=None) -> np.ndarray:
+        """MAP labels (flat) of the batch under weights ``w`` (given the clamps, as in
+        :meth:`_restricted_potentials`)."""
+        potentials, clamp = self._restricted_potentials(batch, w, clamp, label_sets)
         solver = self.structure_.solver_
         return solver.map(potentials, clamp, n_jobs=getattr(self, "n_jobs", None))
 
@@ -136,8 +138,10 @@ class StructuredQueries:
         known_labels : sequence of label arrays, optional
             Labels already known at prediction time (e.g. from a rule or a gazetteer), shaped
             like the predictions, with None (or ``unknown_label``) where the label is to be
-            predicted: the known nodes keep their labels and the others are decoded given them
-            (constrained decoding, through the solver's clamps).
+            predicted, or a set of labels (``{"B-PER", "I-PER"}``, a ``set`` or ``frozenset``)
+            where the node takes one of them: the known nodes keep their labels, the others
+            are decoded given them and the nodes of a set take one of its labels (constrained
+            decoding, through the solver's clamps).
 
         Returns
         -------
@@ -161,7 +165,8 @@ class StructuredQueries:
         def predict(index, known, _):
             problem = self._prediction_problem(X, index, known)
             batch, clamp = problem.batch, problem.labels
-            codes = self.structure_.visible_labels(self._map(batch, self.coef_, clamp))
+            codes = self._map(batch, self.coef_, clamp, problem.label_sets)
+            codes = self.structure_.visible_labels(codes)
             return self.structure_.format_labels(batch, codes, self.classes_)
 
         return self._in_chunks(predict, X, known_labels)
@@ -190,7 +195,8 @@ class StructuredQueries:
         def predict(index, known, _):
             problem = self._prediction_problem(X, index, known)
             batch, clamp = problem.batch, problem.labels
-            return as_samples(batch.split(self._map(batch, self.coef_, clamp)))
+            states = self._map(batch, self.coef_, clamp, problem.label_sets)
+            return as_samples(batch.split(states))
 
         return self._in_chunks(predict, X, known_labels)
 
@@ -230,7 +236,7 @@ class StructuredQueries:
         known_labels : sequence of label arrays, optional
             Labels known at prediction time (None elsewhere), as in
             :meth:`predict`: the marginals are then conditional on them (one-hot at the known
-            nodes).
+            nodes, zero outside a node's set of labels).
         n_sweeps : int, optional
             The sweeps of each Gibbs chain of ``method="gibbs"`` (default 20); refused with the
             other methods.
@@ -301,8 +307,8 @@ class StructuredQueries:
         n_draws : int, default=100
             Draws per sample.
         known_labels : sequence of label arrays, optional
-            Labels known at prediction time (None elsewhere), as in :meth:`predict`: every
-            draw keeps them and is drawn conditionally on them.
+            Labels known at prediction time (None elsewhere; sets of labels), as in
+            :meth:`predict`: every draw keeps them and is drawn conditionally on them.
         method : {"perturb", "exact", "gibbs"}, optional
             Defaults to the estimator's model, as in :meth:`predict_marginals`.
         random_state : int, Generator, RandomState or None, optional
@@ -331,7 +337,9 @@ class StructuredQueries:
         structure = self.structure_
         problem = self._prediction_problem(X, known_labels=known_labels)
         batch, clamp = problem.batch, problem.labels
-        potentials, clamp = self._restricted_potentials(batch, self._marginal_weights(), clamp)
+        potentials, clamp = self._restricted_potentials(
+            batch, self._marginal_weights(), clamp, problem.label_sets
+        )
         if random_state is None:
             random_state = getattr(self, "random_state", None)
         if method == "exact":
@@ -383,7 +391,7 @@ class StructuredQueries:
             problem = self._prediction_problem(X, index, known)
             batch, clamp = problem.batch, problem.labels
             node = self._node_marginals(
-                batch, w, method, n_perturbations, clamp, random_state, n_sweeps
+                batch, w, method, n_perturbations, clamp, random_state, n_sweeps, problem.label_sets
             )
             return output(batch, self.structure_.visible_marginals(node))
 
@@ -391,14 +399,22 @@ class StructuredQueries:
         return self._in_chunks(predict, X, known_labels, randomised)
 
     def _node_marginals(
-        self, batch, w, method, n_perturbations, clamp=None, random_state=None, n_sweeps=None
+        self,
+        batch,
+        w,
+        method,
+        n_perturbations,
+        clamp=None,
+        random_state=None,
+        n_sweeps=None,
+        label_sets=None,
     ) -> np.ndarray:
         """Marginals (n_nodes, n_states) of the batch under weights ``w`` by ``method`` (with
-        ``clamp``, label codes or -1, conditional on those labels; ``random_state``: the
-        perturbations' instead of the estimator's, e.g. the seeds of a chunk; ``n_sweeps``: the
-        Gibbs chains' of ``method="gibbs"``)."""
+        ``clamp``, label codes or -1 and the codes of ``label_sets``, conditional on those
+        labels; ``random_state``: the perturbations' instead of the estimator's, e.g. the seeds
+        of a chunk; ``n_sweeps``: the Gibbs chains' of ``method="gibbs"``)."""
         structure = self.structure_
-        potentials, clamp = self._restricted_potentials(batch, w, clamp)
+        potentials, clamp = self._restricted_potentials(batch, w, clamp, label_sets)
         if method == "exact":
             if not structure.solver_.has_marginals:
                 raise ValueError(
@@ -548,6 +564,11 @@ class StructuredQueries:
         -------
         float
         """
+        if any(set_entries(np.asarray(labels, dtype=object)).any() for labels in y):
+            raise ValueError(
+                "y holds sets of labels: the score counts nodes of one known label; give "
+                "unknown_label at the nodes of a set to leave them out"
+            )
         return 1.0 - mean_hamming_loss(y, self.predict(X), unknown_label=self._not_counted())
 
 

@@ -244,12 +244,12 @@ class BaseStructuredSGD(BaseStructuredEstimator):
             squares = np.zeros(self.structure_.size_ // width)
         return _sgd.ProximalAdaGrad(eta0, squares, width)
 
-    def _perturbed_marginals(self, batch, w, rng, clamp=None) -> np.ndarray:
+    def _perturbed_marginals(self, batch, w, rng, clamp=None, label_sets=None) -> np.ndarray:
         """Marginals (n_nodes, K) from ``n_perturbations`` perturbed MAPs per sample under
-        ``w``; with ``clamp`` (flat labels, ``-1`` = free) the conditional marginals
-        ``q(y_d | y_given)`` of the free nodes."""
+        ``w``; with ``clamp`` (flat labels, ``-1`` = free, the codes of ``label_sets`` below)
+        the conditional marginals ``q(y_d | y_given)`` of the free nodes."""
         structure = self.structure_
-        potentials, clamp = self._restricted_potentials(batch, w, clamp)
+        potentials, clamp = self._restricted_potentials(batch, w, clamp, label_sets)
         marginals = perturb_and_map(
             structure.solver_,
             potentials,

@@ -178,6 +178,8 @@ class ChainCRF(BaseStructuredEstimator):
         "all_possible_states",
     )
 
+    _learns_label_sets = True
+
     def __init__(
         self,
         structure="chain",
@@ -207,20 +209,21 @@ class ChainCRF(BaseStructuredEstimator):
                 f"unary={structure.unary!r} with {structure.n_node_weight_sets_} weight sets"
             )
 
-    def _free_weights(self, batch, labels) -> np.ndarray | None:
+    def _free_weights(self, batch, labels, label_sets=None) -> np.ndarray | None:
         """Where the weights may be non-zero: None (everywhere) with ``all_possible_states``,
-        else the (feature, label) pairs seen in the known training labels and every pairwise
-        weight."""
+        else the (feature, label) pairs seen in the known training labels (a set of labels:
+        each of its labels) and every pairwise weight."""
         if self.all_possible_states:
             return None
         free = np.ones(self.structure_.size_, dtype=bool)
         unary, _ = self.structure_.unpack(free)
         structure = self.structure_
-        states = (
-            structure.allowed_states(labels)
-            if structure.has_hidden_states_
-            else onehot(labels, structure.n_states_)
-        )
+        if structure.has_hidden_states_:
+            states = structure.allowed_states(labels, label_sets)
+        else:
+            states = onehot(labels, structure.n_states_)
+            in_set = labels < -1
+            states[in_set] = label_sets[-2 - labels[in_set]]
         seen = abs(batch.features).T @ states.astype(float)
         unary[...] = np.asarray(seen) != 0
         return free
@@ -235,11 +238,12 @@ class ChainCRF(BaseStructuredEstimator):
         self.objective_ = state.recorded("objective")[-1]
         self.n_nonzero_ = int(np.count_nonzero(state.estimate))
 
-    def _log_likelihood(self, batch, labels, w, observed_feature=None):
+    def _log_likelihood(self, batch, labels, w, observed_feature=None, label_sets=None):
         r"""Mean log-likelihood of the labelled batch and its gradient (unregularised).
 
         Nodes labelled -1 are summed over (exact marginal likelihood of the known labels): ``log
-        P(y_known | x) = A(x | y_known) − A(x)``, with gradient ``E[Ψ | y_known] − E[Ψ]``. When
+        P(y_known | x) = A(x | y_known) − A(x)``, with gradient ``E[Ψ | y_known] − E[Ψ]``; a
+        node with a set of labels (code below -1, ``label_sets``) over the labels of its set. When
         every label is known the clamped terms are simply ``f(y)`` and :math:`\Psi (y)`; pass
         ``observed_feature = Σ_n Ψ(x_n, y_n)`` to skip the second forward-backward pass.
         """
@@ -250,13 +254,14 @@ class ChainCRF(BaseStructuredEstimator):
         if observed_feature is not None:  # Σ_n f(y_n | x_n) = w · Σ_n Ψ(x_n, y_n)
             clamped, clamped_log_z = observed_feature, w @ observed_feature
         else:  # with hidden states: summed over the states of each label
-            given = structure.solver_.marginals(*structure.restrict(potentials, labels))
+            restricted = structure.restrict(potentials, labels, label_sets)
+            given = structure.solver_.marginals(*restricted)
             clamped = structure.joint_feature_of(batch, given.statistics)
             clamped_log_z = given.log_partition.sum()
         n = batch.n_samples
         return float(clamped_log_z - marginals.log_partition.sum()) / n, (clamped - expected) / n
 
-    def _fit_batch(self, batch, labels, state, rng):
+    def _fit_batch(self, batch, labels, state, rng, label_sets=None):
         """L-BFGS (OWL-QN with ``l1_ratio > 0``) on the exact regularised conditional
         log-likelihood, from ``state.coef``."""
         self.alpha_ = alpha = self._resolved_alpha(batch)
@@ -267,7 +272,7 @@ class ChainCRF(BaseStructuredEstimator):
             # Ψ(x_n, y_n) does not depend on w: compute it once
             observed = structure.joint_feature(batch, labels)
 
-        free = self._free_weights(batch, labels)
+        free = self._free_weights(batch, labels, label_sets)
         if structure.has_hidden_states_ and not state.coef.any():
             # the likelihood is flat across alike states: start them apart (logistic
             # regressions of their first guess, the k-means split of each label)
@@ -275,7 +280,7 @@ class ChainCRF(BaseStructuredEstimator):
         start = state.coef if free is None else np.where(free, state.coef, 0.0)
 
         def negative_objective(w):
-            value, gradient = self._log_likelihood(batch, labels, w, observed)
+            value, gradient = self._log_likelihood(batch, labels, w, observed, label_sets)
             gradient = gradient - l2 * w
             if free is not None:  # the weights held at zero do not move (L-BFGS and OWL-QN
                 gradient[~free] = 0.0  # steps are combinations of gradients)

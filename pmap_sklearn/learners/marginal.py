@@ -175,6 +175,8 @@ class MarginalPerturbMAPCRF(BaseStructuredSGD):
         "dynamic": ["boolean"],
     }
 
+    _learns_label_sets = True
+
     def __init__(
         self,
         structure="chain",
@@ -221,19 +223,22 @@ class MarginalPerturbMAPCRF(BaseStructuredSGD):
         class_weight = class_weight_by_code(self.class_weight, self.classes_)
         return loss_weights(distribution, batch.node_sizes, batch.node_sample, class_weight)
 
-    def _targets(self, batch, labels, w_supervised, rng):
+    def _targets(self, batch, labels, w_supervised, rng, label_sets=None):
         r"""The coefficients :math:`C_d(k) = \theta_d(k) q_d(k)` (× κ on unknown nodes), (n_nodes,
-        K)."""
+        K). A node with a set of labels (a code below -1) is filled in like an unknown one,
+        from :math:`q` given every label and set (so within its set), and weighs as a labelled
+        node: its term is then the expected log-marginal of its labels under :math:`q`, the
+        self-training form of :math:`\log P(y_d \in S_d)`."""
         structure = self.structure_
         distribution = onehot(structure.visible_codes(labels), structure.n_labels_)
         unknown = labels < 0
         self.target_distributions_ = None
         if w_supervised is not None and unknown.any():
             # Alg. 3 step 2: conditional marginals q(y_d | y_given) under w_1, computed once.
-            q = self._perturbed_marginals(batch, w_supervised, rng, clamp=labels)
+            q = self._perturbed_marginals(batch, w_supervised, rng, labels, label_sets)
             distribution[unknown] = q[unknown]
             self.target_distributions_ = batch.split(distribution)
-        scale = np.where(unknown, self.unlabeled_weight, 1.0)
+        scale = np.where(labels == -1, self.unlabeled_weight, 1.0)
         return self._node_weights(batch, distribution) * distribution * scale[:, None]
 
     def _node_targets(self, coefficients):

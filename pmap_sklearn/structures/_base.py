@@ -38,6 +38,7 @@ from .._labels import (
     check_markers,
     encode,
     encode_known,
+    encode_with_sets,
     is_marker,
     known_sequence,
     without_ignored,
@@ -70,18 +71,22 @@ class Problem:
         The samples' node features, edges and edge features as flat arrays with offsets.
     labels : ndarray of shape (n_nodes,) or None
         Label codes of every node: ``0..K-1`` (indices in ``classes``), ``-1`` unknown (or not
-        counted), ``K`` a hidden node; None when no labels were given.
+        counted), ``K`` a hidden node, ``-2 - j`` one of the labels of ``label_sets[j]``;
+        None when no labels were given.
     classes : ndarray of shape (K,) or None
         The labels the codes index.
+    label_sets : ndarray of shape (n_sets, K) of bool or None
+        The labels each set of labels allows (None when no node has one).
     """
 
     batch: SampleBatch
     labels: np.ndarray | None = None
     classes: np.ndarray | None = None
+    label_sets: np.ndarray | None = None
 
     @property
     def has_unknown(self) -> bool:
-        """Whether some visible node's label is unknown (``-1``)."""
+        """Whether some visible node's label is not one known label (unknown or a set)."""
         return self.labels is not None and bool(np.any(self.labels < 0))
 
 
@@ -164,7 +169,9 @@ class BaseStructure(HiddenStates, JointFeature, BaseEstimator):
                 )
             X, y = self._without_ignored(X, y, ignore_label)
         if classes is None:
-            codes, classes = encode(y, unknown_label, n_states=self.fixed_n_states())
+            codes, classes, label_sets = encode_with_sets(
+                y, unknown_label, n_states=self.fixed_n_states()
+            )
             if len(classes) < 2:
                 raise ValueError(
                     f"y holds {len(classes)} class{'es' if len(classes) != 1 else ''} "
@@ -173,9 +180,10 @@ class BaseStructure(HiddenStates, JointFeature, BaseEstimator):
             self._fit(X, codes)
             self._fit_classes(classes)
         else:
-            codes, _ = encode(y, unknown_label, classes)
+            codes, _, label_sets = encode_with_sets(y, unknown_label, classes)
         batch = self._prepare_checked(X)
-        return Problem(batch, self.prepare_labels(batch, codes, allow_unknown=True), classes)
+        labels = self.prepare_labels(batch, codes, allow_unknown=True, label_sets=label_sets)
+        return Problem(batch, labels, classes, label_sets)
 
     def problem(
         self, X, *, index=None, labels=None, known_labels=None, classes=None, markers=()
@@ -192,8 +200,8 @@ class BaseStructure(HiddenStates, JointFeature, BaseEstimator):
             The labels of every node (``markers`` where a node is not counted), e.g. the
             held-out labels a temperature is fitted on.
         known_labels : sequence of label arrays, optional
-            The labels known at prediction, None (or a marker) where a label is free: the clamps
-            of constrained decoding.
+            The labels known at prediction, None (or a marker) where a label is free, a set of
+            labels where the node takes one of them: the clamps of constrained decoding.
         classes : ndarray, optional
             The estimator's ``classes_`` (needed with labels).
         markers : tuple, default=()
@@ -205,13 +213,16 @@ class BaseStructure(HiddenStates, JointFeature, BaseEstimator):
             The batch, and the label codes (``-1`` where unknown or free) when labels were given.
         """
         batch = self.prepare(X, index)
+        label_sets = None
         if labels is not None:
             codes, _ = encode(labels, markers, classes)
         elif known_labels is not None:
-            codes = encode_known(known_sequence(known_labels, batch.n_samples), classes, markers)
+            known = known_sequence(known_labels, batch.n_samples)
+            codes, label_sets = encode_known(known, classes, markers)
         else:
             return Problem(batch, None, classes)
-        return Problem(batch, self.prepare_labels(batch, codes, allow_unknown=True), classes)
+        labels = self.prepare_labels(batch, codes, allow_unknown=True, label_sets=label_sets)
+        return Problem(batch, labels, classes, label_sets)
 
     def check_input(self, X, y, ignore_label=None):
         """``X`` and ``y`` as an estimator's ``fit`` received them, checked once at the API
@@ -576,7 +587,9 @@ class BaseStructure(HiddenStates, JointFeature, BaseEstimator):
             stacked = np.hstack([stacked, np.ones((len(stacked), 1))])
         return np.ascontiguousarray(stacked)
 
-    def prepare_labels(self, batch: SampleBatch, y, allow_unknown: bool = False) -> np.ndarray:
+    def prepare_labels(
+        self, batch: SampleBatch, y, allow_unknown: bool = False, label_sets=None
+    ) -> np.ndarray:
         """Validate integer labels ``0..K-1`` against the batch.
 
         Parameters
@@ -586,7 +599,9 @@ class BaseStructure(HiddenStates, JointFeature, BaseEstimator):
         y : sequence of int arrays
             One label per node of each sample (label codes, not classes).
         allow_unknown : bool, default=False
-            Whether ``-1`` (unknown label) is accepted.
+            Whether ``-1`` (unknown label) is accepted, and the codes of ``label_sets``.
+        label_sets : ndarray of shape (n_sets, K) of bool, optional
+            The sets of labels codes ``-2, -3, ...`` stand for.
 
         Returns
         -------
@@ -595,7 +610,8 @@ class BaseStructure(HiddenStates, JointFeature, BaseEstimator):
         """
         if len(y) != batch.n_samples:
             raise ValueError(f"X has {batch.n_samples} samples but y has {len(y)} label arrays")
-        low = -1 if allow_unknown else 0
+        n_sets = 0 if label_sets is None else len(label_sets)
+        low = -1 - n_sets if allow_unknown else 0
         n_labels = self.n_labels_
         hidden = (
             np.zeros(batch.n_samples, np.intp)
@@ -705,7 +721,9 @@ class BaseStructure(HiddenStates, JointFeature, BaseEstimator):
         pairwise = self._pairwise_potentials(batch, pairwise_weights)
         if batch.hidden is not None:  # visible nodes take visible states, hidden ones hidden
             hidden_state = self.state_labels_ < 0
-            unary = forbid_states(unary, batch.hidden[:, None] != hidden_state, pairwise)
+            unary = forbid_states(
+                unary, batch.hidden[:, None] != hidden_state, pairwise, len(batch.edges)
+            )
         return Potentials(
             unary,
             batch.edges,

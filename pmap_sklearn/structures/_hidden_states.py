@@ -67,14 +67,17 @@ class HiddenStates:
         """Whether some label has more than one state, or hidden nodes have states."""
         return self.n_states_ != self.n_labels_
 
-    def allowed_states(self, codes: np.ndarray) -> np.ndarray:
+    def allowed_states(self, codes: np.ndarray, label_sets=None) -> np.ndarray:
         """The states each node may take given its label code.
 
         Parameters
         ----------
         codes : ndarray of shape (n_nodes,)
             Label codes (:meth:`prepare_labels`): ``0..K-1``, ``-1`` for an unknown label (any
-            state of a label), ``K`` for a hidden node (its hidden states).
+            state of a label), ``K`` for a hidden node (its hidden states), ``-2 - j`` for the
+            labels of ``label_sets[j]`` (any state of one of them).
+        label_sets : ndarray of shape (n_sets, K) of bool, optional
+            The sets of labels (:class:`~pmap_sklearn.structures.Problem`).
 
         Returns
         -------
@@ -82,10 +85,18 @@ class HiddenStates:
         """
         visible = (self.state_labels_ >= 0)[None, :]
         allowed = self.label_states_[np.maximum(codes, 0)]
-        return np.where((codes < 0)[:, None], visible, allowed)
+        allowed = np.where((codes < 0)[:, None], visible, allowed)
+        in_set = np.flatnonzero(codes < -1)
+        if len(in_set):
+            if label_sets is None:
+                raise ValueError("label codes below -1 need the label_sets they index")
+            labels_allowed = label_sets[-2 - codes[in_set]].astype(np.intp)
+            allowed[in_set] = labels_allowed @ self.label_states_[: self.n_labels_] > 0
+        return allowed
 
     def visible_codes(self, codes: np.ndarray) -> np.ndarray:
-        """Label codes with the hidden nodes' code replaced by -1 (no label to score).
+        """Label codes with the hidden nodes' code and the sets of labels replaced by -1 (no
+        one label to score).
 
         Parameters
         ----------
@@ -96,7 +107,7 @@ class HiddenStates:
         -------
         ndarray of shape (n_nodes,)
         """
-        return np.where(codes < self.n_labels_, codes, -1)
+        return np.where((codes >= 0) & (codes < self.n_labels_), codes, -1)
 
     def initial_states(self, batch: SampleBatch, codes: np.ndarray, rng) -> np.ndarray:
         """A starting state for every node, given its label: where learners that impute the
@@ -154,7 +165,9 @@ class HiddenStates:
             states[members] = label_states[clustering.fit_predict(stacked)]
         return states
 
-    def restrict(self, potentials: Potentials, codes) -> tuple[Potentials, np.ndarray | None]:
+    def restrict(
+        self, potentials: Potentials, codes, label_sets=None
+    ) -> tuple[Potentials, np.ndarray | None]:
         """What a solver needs to solve ``potentials`` with each node restricted to its label.
 
         Parameters
@@ -162,19 +175,23 @@ class HiddenStates:
         potentials : Potentials
         codes : ndarray of shape (n_nodes,) or None
             Label codes (``-1``: free among the labels; see :meth:`allowed_states`).
+        label_sets : ndarray of shape (n_sets, K) of bool, optional
+            The sets of labels of the codes below -1.
 
         Returns
         -------
         potentials : Potentials
-            Without hidden states, ``potentials`` itself; with them, the same model with the
-            states outside each node's set forbidden (set-valued clamps).
+            Without hidden states nor sets of labels, ``potentials`` itself; with them, the
+            same model with the states outside each node's set forbidden (set-valued clamps:
+            scores below every labelling that keeps to the sets).
         clamp : ndarray of shape (n_nodes,) or None
-            The solver's ``clamp`` argument: ``codes`` without hidden states (a label is one
-            state), None with them.
+            The solver's ``clamp`` argument: ``codes`` when each is one state or free, None
+            with set-valued clamps.
         """
-        if codes is None or not self.has_hidden_states_:
+        if codes is None or not (self.has_hidden_states_ or (codes < -1).any()):
             return potentials, codes
-        unary = forbid_states(potentials.unary, ~self.allowed_states(codes), potentials.pairwise)
+        forbidden = ~self.allowed_states(codes, label_sets)
+        unary = forbid_states(potentials.unary, forbidden, potentials.pairwise, potentials.n_edges)
         return replace(potentials, unary=unary), None
 
     def visible_labels(self, states: np.ndarray) -> np.ndarray:
