@@ -199,7 +199,8 @@ class GibbsChains:
     def __init__(self, part, seeds, clamp, n_sweeps: int, gumbel):
         if clamp is not None and (clamp >= 0).any():
             others = (clamp[:, None] >= 0) & (np.arange(part.n_states) != clamp[:, None])
-            part = replace(part, unary=forbid_states(part.unary, others, part.pairwise, part.n_edges))
+            unary = forbid_states(part.unary, others, part.pairwise, part.n_edges)
+            part = replace(part, unary=unary)
         self.part, self.n_sweeps, self.gumbel = part, int(n_sweeps), gumbel
         self.colour = sample_colours(part)
         self.streams = [np.random.default_rng([seed, 1]) for seed in seeds]

@@ -17,7 +17,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from .._backend import GIBBS_SWEEPS, Potentials, check_capabilities, sample_labellings
-from .._labels import set_entries, as_samples, known_sequence
+from .._labels import as_samples, known_sequence, set_entries
 from .._parallel import in_chunks, one_blas_thread, prediction_chunks
 from ..metrics.hamming import mean_hamming_loss
 from ..perturbation import perturb_and_map, perturbed_maps
@@ -50,7 +50,9 @@ class StructuredQueries:
         """The markers of nodes that scores and calibration leave out: unknown and ignored."""
         return (self.unknown_label, getattr(self, "ignore_label", None))
 
-    def _restricted_potentials(self, batch: SampleBatch, w: np.ndarray, clamp=None, label_sets=None):
+    def _restricted_potentials(
+        self, batch: SampleBatch, w: np.ndarray, clamp=None, label_sets=None
+    ):
         """The batch's potentials under weights ``w`` and the clamps (label codes or -1, the
         codes of ``label_sets`` below), restricted to the states of the known labels (the
         structure's hidden states) and of the sets of labels."""

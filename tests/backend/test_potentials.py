@@ -106,7 +106,8 @@ def test_forbidden_states_lose_to_every_allowed_labelling(rng):
     p = _random_chains(rng, n_chains=1, length=5, k=3)
     forbidden = rng.random(p.unary.shape) < 0.4
     forbidden[np.arange(5), rng.integers(0, 3, 5)] = False  # every node keeps a state
-    masked = Potentials(forbid_states(p.unary, forbidden, p.pairwise, p.n_edges), p.edges, p.pairwise)
+    unary = forbid_states(p.unary, forbidden, p.pairwise, p.n_edges)
+    masked = Potentials(unary, p.edges, p.pairwise)
     labellings, scores = scores_of(masked)
     legal = ~forbidden[np.arange(5), labellings].any(axis=1)
     assert scores[~legal].max() < scores[legal].min() - 999

@@ -63,8 +63,9 @@ def test_known_sets_name_the_sample_and_the_label():
 
 
 def _chain_model(k=3, n_states_per_label=None, random_state=0):
-    data = make_chain_data(n_samples=30, n_states=k, n_features=4, length=(4, 5),
-                           random_state=random_state)
+    data = make_chain_data(
+        n_samples=30, n_states=k, n_features=4, length=(4, 5), random_state=random_state
+    )
     structure = ChainStructure(n_states_per_label=n_states_per_label)
     return ChainCRF(structure).fit(data.data, data.target), data.data
 
@@ -140,8 +141,9 @@ def test_forbidden_states_lose_on_long_chains_with_strong_transitions():
     transition = np.array([[30.0, -30.0], [-30.0, 30.0]])
     forbidden = np.zeros((n, 2), dtype=bool)
     forbidden[0, 0] = True  # node 0 may only be 1: every node follows it
-    p = Potentials(forbid_states(unary, forbidden, transition, n - 1), np.c_[:n - 1, 1:n],
-                   transition)
+    p = Potentials(
+        forbid_states(unary, forbidden, transition, n - 1), np.c_[: n - 1, 1:n], transition
+    )
     np.testing.assert_array_equal(ChainSolver().map(p), np.ones(n))
     assert ChainSolver().marginals(p).node[0, 0] < 1e-300
 
@@ -160,7 +162,8 @@ def test_chain_likelihood_of_sets_is_the_probability_of_the_sets():
     value, gradient = model._log_likelihood(batch, labels, w, label_sets=sets)
     expected = 0.0
     for i, x in enumerate(X):
-        labellings, scores = scores_of(model.structure_.potentials(model.structure_.prepare([x]), w))
+        structure = model.structure_
+        labellings, scores = scores_of(structure.potentials(structure.prepare([x]), w))
         codes = labels[batch.node_offsets[i] : batch.node_offsets[i + 1]]
         keep = _keeps(labellings, codes, sets)
         expected += np.logaddexp.reduce(scores[keep]) - np.logaddexp.reduce(scores)
@@ -175,8 +178,9 @@ def test_chain_likelihood_of_sets_is_the_probability_of_the_sets():
 
 
 def _partially_labelled(n_train, seed, share=0.6, k=5, n_complete=10):
-    data = make_chain_data(n_samples=n_train + 300, n_states=k, n_features=6, noise=2.5,
-                           random_state=seed)
+    data = make_chain_data(
+        n_samples=n_train + 300, n_states=k, n_features=6, noise=2.5, random_state=seed
+    )
     X, y = list(data.data), list(data.target)
     rng = np.random.default_rng(seed)
     with_sets, unknown = [], []
