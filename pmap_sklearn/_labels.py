@@ -47,7 +47,7 @@ def set_entries(values: np.ndarray) -> np.ndarray:
     """Where an array of label entries holds sets of labels (only object arrays can)."""
     if values.dtype != object or not values.size:
         return np.zeros(values.shape, dtype=bool)
-    return np.frompyfunc(is_label_set, 1, 1)(values).astype(bool)
+    return np.asarray(np.frompyfunc(is_label_set, 1, 1)(values), dtype=bool)
 
 
 def _natural(values) -> np.ndarray:

@@ -150,7 +150,10 @@ class BaseStructuredEstimator(StructuredQueries, BaseEstimator):
         y : sequence of label arrays
             One label per node, of any discrete kind (ints, strings, bools); ``classes_`` is
             the sorted set of the labels seen. ``unknown_label`` (default ``-1``) marks an
-            unknown label (see the estimator for how it is used).
+            unknown label (see the estimator for how it is used); learners that learn from
+            partial annotation (:class:`~pmap_sklearn.ChainCRF`,
+            :class:`~pmap_sklearn.MarginalPerturbMAPCRF`) also take a ``set`` of labels at a
+            node, which takes one of them (:ref:`label-sets`).
 
         Returns
         -------
