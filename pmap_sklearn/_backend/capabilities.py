@@ -93,6 +93,9 @@ class Capabilities:
         Whether it honours the forbidden transitions and first / last labels of a chain
         (:class:`~pmap_sklearn.solvers.TransitionConstraints` on the potentials' layout) in
         every query: those labellings get probability zero.
+    infinite_scores : bool, default=False
+        Whether it takes ``-inf`` node scores as labels of probability zero, exactly, in every
+        query (a restriction to sets of labels then needs no finite stand-in).
     map_quality : str, default="exact"
         How good its MAP is, in words (shown in the capabilities table of the user guide).
     """
@@ -108,6 +111,7 @@ class Capabilities:
     warm_start: bool = False
     group_max: bool = False
     constraints: bool = False
+    infinite_scores: bool = False
     map_quality: str = "exact"
 
     def row(self) -> dict:

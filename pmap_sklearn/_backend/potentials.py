@@ -804,7 +804,7 @@ def forbid_states(
             raise ValueError("forbid_states needs n_edges with a shared (K, K) pairwise table")
         edge_bound = n_edges * (pairwise.max() if pairwise.size else 0.0)
     elif pairwise.ndim == 3:
-        edge_bound = pairwise.reshape(len(pairwise), -1).max(axis=1, initial=0.0).sum()
+        edge_bound = pairwise.max(axis=(1, 2), initial=0.0).sum()
     else:
         edge_bound = pairwise.sum()
     spread = np.abs(unary[np.isfinite(unary)]).sum() + edge_bound

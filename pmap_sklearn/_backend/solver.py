@@ -211,8 +211,10 @@ class Solver:
             )
         for name in ("unary", "pairwise"):
             values = getattr(potentials, name)
+            if name == "unary" and self.capabilities.infinite_scores:
+                values = np.where(values == -np.inf, 0.0, values)  # labels of probability zero
             if values.size and not np.isfinite(values).all():
-                sample = _first_bad_sample(potentials, name)
+                sample = _first_bad_sample(potentials, name, values)
                 raise NonFiniteError(
                     f"the {name} scores of sample {sample} are not finite (NaN or overflow): "
                     "scale the features (e.g. with NodeTransformer(StandardScaler())) or "
@@ -478,8 +480,7 @@ class ExactEvents:
         return self.marginals(potentials, clamp).log_partition
 
 
-def _first_bad_sample(potentials: Potentials, name: str) -> int:
-    values = getattr(potentials, name)
+def _first_bad_sample(potentials: Potentials, name: str, values: np.ndarray) -> int:
     if name == "unary":
         bad = ~np.isfinite(values).all(axis=1)
         return int(potentials.node_sample[np.flatnonzero(bad)[0]])

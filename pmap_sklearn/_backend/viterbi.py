@@ -438,6 +438,7 @@ class ChainSolver(ExactEvents, Solver):
         graphs=GraphKind.CHAIN,
         marginals=True,
         constraints=True,
+        infinite_scores=True,
     )
 
     def _check(self, potentials: Potentials, clamp=None) -> None:
@@ -638,8 +639,9 @@ class ChainSolver(ExactEvents, Solver):
         # forbidden transition is a zero of the scaled recursion, not a score to span).
         allowed = np.isfinite(transition)
         with np.errstate(invalid="ignore"):  # (label-major, the ranges of rows are 3× faster)
-            columns = np.ascontiguousarray(p.unary.T)
-            spread = columns.max(axis=0) - columns.min(axis=0) + np.ptp(p.pairwise[allowed])
+            columns = np.ascontiguousarray(p.unary.T)  # (-inf: a label of probability zero)
+            low = np.where(columns > -np.inf, columns, np.inf).min(axis=0)
+            spread = columns.max(axis=0) - low + np.ptp(p.pairwise[allowed])
         wide = ~(spread < _SCALED_MAX_SPREAD)
         wide_chain = np.bincount(p.node_sample, wide, minlength=p.n_samples) > 0
         # The others longest first, in groups of at most PACKED_ENTRIES node scores.

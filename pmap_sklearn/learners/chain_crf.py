@@ -222,8 +222,9 @@ class ChainCRF(BaseStructuredEstimator):
             states = structure.allowed_states(labels, label_sets)
         else:
             states = onehot(labels, structure.n_states_)
-            in_set = labels < -1
-            states[in_set] = label_sets[-2 - labels[in_set]]
+            if label_sets is not None:
+                in_set = labels < -1
+                states[in_set] = label_sets[-2 - labels[in_set]]
         seen = abs(batch.features).T @ states.astype(float)
         unary[...] = np.asarray(seen) != 0
         return free

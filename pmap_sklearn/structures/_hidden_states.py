@@ -183,7 +183,8 @@ class HiddenStates:
         potentials : Potentials
             Without hidden states nor sets of labels, ``potentials`` itself; with them, the
             same model with the states outside each node's set forbidden (set-valued clamps:
-            scores below every labelling that keeps to the sets).
+            ``-inf`` for a solver that takes infinite scores, else scores below every
+            labelling that keeps to the sets).
         clamp : ndarray of shape (n_nodes,) or None
             The solver's ``clamp`` argument: ``codes`` when each is one state or free, None
             with set-valued clamps.
@@ -191,7 +192,12 @@ class HiddenStates:
         if codes is None or not (self.has_hidden_states_ or (codes < -1).any()):
             return potentials, codes
         forbidden = ~self.allowed_states(codes, label_sets)
-        unary = forbid_states(potentials.unary, forbidden, potentials.pairwise, potentials.n_edges)
+        if self.solver_.capabilities.infinite_scores:  # exactly zero, no finite stand-in
+            unary = np.where(forbidden, -np.inf, potentials.unary)
+        else:
+            unary = forbid_states(
+                potentials.unary, forbidden, potentials.pairwise, potentials.n_edges
+            )
         return replace(potentials, unary=unary), None
 
     def visible_labels(self, states: np.ndarray) -> np.ndarray:

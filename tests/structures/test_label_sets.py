@@ -230,3 +230,14 @@ def test_score_refuses_sets_of_labels():
     y[1][0] = {0, 1}
     with pytest.raises(ValueError, match="sets of labels"):
         model.score(X[:2], y)
+
+
+def test_observed_states_count_every_label_of_a_set():
+    """With ``all_possible_states=False`` a feature seen at a node of a set may weigh on each
+    of its labels, and on no other."""
+    X = [np.array([[1.0, 0.0], [0.0, 1.0], [0.0, 1.0]]), np.array([[0.0, 1.0], [0.0, 1.0]])]
+    y = [np.array([{0, 1}, 2, 2], dtype=object), np.array([2, 2])]
+    model = ChainCRF(ChainStructure(bias=False), all_possible_states=False).fit(X, y)
+    unary, _ = model.structure_.unpack(model.coef_)
+    assert unary[0, 2] == 0.0 and unary[0, :2].all()  # feature 0: only at the set {0, 1}
+    np.testing.assert_array_equal(unary[1, :2], 0.0)  # feature 1: only with label 2
