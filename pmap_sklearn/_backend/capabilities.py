@@ -93,6 +93,9 @@ class Capabilities:
         Whether it honours the forbidden transitions and first / last labels of a chain
         (:class:`~pmap_sklearn.solvers.TransitionConstraints` on the potentials' layout) in
         every query: those labellings get probability zero.
+    k_best : bool, default=False
+        Whether it lists the k most probable labellings of every sample exactly, with their
+        probabilities (``k_best(potentials, k, clamp)``: list Viterbi on chains, enumeration).
     map_quality : str, default="exact"
         How good its MAP is, in words (shown in the capabilities table of the user guide).
     """
@@ -108,6 +111,7 @@ class Capabilities:
     warm_start: bool = False
     group_max: bool = False
     constraints: bool = False
+    k_best: bool = False
     map_quality: str = "exact"
 
     def row(self) -> dict:
@@ -152,6 +156,8 @@ class Requirements:
         The estimator will ask MAPs of group-maximum level models.
     constraints : bool, default=False
         The models forbid some transitions or first / last labels.
+    k_best : bool, default=False
+        The estimator will ask for the k most probable labellings.
     """
 
     n_states: int
@@ -164,6 +170,7 @@ class Requirements:
     marginal_map: bool = False
     group_max: bool = False
     constraints: bool = False
+    k_best: bool = False
 
 
 _TERMS_IN_WORDS = {
@@ -184,6 +191,7 @@ _QUERIES = {
     "marginal_map": "answers no marginal-MAP queries",
     "group_max": "solves no group-maximum models",
     "constraints": "honours no transition constraints",
+    "k_best": "lists no k-best labellings",
 }
 
 
