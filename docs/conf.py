@@ -88,6 +88,7 @@ def _write_solver_table() -> None:
         ("beliefs", "belief sessions"),
         ("marginal_map", "marginal MAP"),
         ("group_max", "group maxima"),
+        ("k_best", "k-best"),
         ("map_quality", "MAP"),
     ]
     lines = [".. list-table::", "   :header-rows: 1", ""]
