@@ -19,8 +19,9 @@ import numpy as np
 def top_k(scores: np.ndarray, k: int):
     """The indices of the ``k`` largest entries of the last axis of ``scores``, largest first
     (all of them, sorted, when there are fewer), and those entries."""
-    if scores.shape[-1] > k:
-        keep = np.argpartition(-scores, k - 1, axis=-1)[..., :k]
+    size = scores.shape[-1]
+    if size > k:  # the k largest are the last k after a partition at size - k
+        keep = np.argpartition(scores, size - k, axis=-1)[..., size - k :]
     else:
         keep = np.broadcast_to(np.arange(scores.shape[-1]), scores.shape).copy()
     values = np.take_along_axis(scores, keep, axis=-1)
