@@ -107,8 +107,8 @@ def main():
     for r in rows[1:]:
         lines.append(
             f"| {r['query']} | {r['k']} | {r['seconds']:.2f} | {r['ratio']:.1f} | "
-            f"{'yes' if r['first_is_map'] else 'no'} | {r['first']:.3f} | {r['second']:.3f} | "
-            f"{r['listed']:.3f} |"
+            f"{'yes' if r['first_is_map'] else 'no'} | {r['first']:.3f} | "
+            f"{'' if r['k'] == 1 else format(r['second'], '.3f')} | {r['listed']:.3f} |"
         )
     lines += ["", rerun(notes)]
     run.publish(
