@@ -88,6 +88,7 @@ def _write_solver_table() -> None:
         ("beliefs", "belief sessions"),
         ("marginal_map", "marginal MAP"),
         ("group_max", "group maxima"),
+        ("k_best", "k-best"),
         ("map_quality", "MAP"),
     ]
     lines = [".. list-table::", "   :header-rows: 1", ""]
@@ -192,6 +193,7 @@ _NEEDS = {
     "plot_crfsuite_tutorial": "conll2002/esp.train.gz",
     "plot_sparse_l1": "conll2002/esp.train.gz",
     "plot_active_learning": "conll2002/esp.train.gz",
+    "plot_tag_uncertainty": "conll2002/esp.train.gz",
     "plot_scene_segmentation": "camvid/testannot",
     "plot_multilabel_classification": "multilabel/scene-train.arff.gz",
 }

@@ -9,6 +9,7 @@ from sklearn.utils import Bunch
 from sklearn.utils.validation import check_is_fitted
 
 from ._docstrings import shared_docstring
+from ._k_best_labellings import k_best_labellings
 from ._labels import as_samples
 
 __all__ = [
@@ -17,6 +18,7 @@ __all__ = [
     "transition_features",
     "entity_probabilities",
     "sequence_probabilities",
+    "k_best_labellings",
     "edge_marginals",
     "region_probabilities",
     "marginal_entropy",
@@ -680,11 +682,13 @@ def _exact_solver(model, capability: str, method: str | None = None):
     """The model's solver where it answers ``capability`` exactly for the distribution of
     ``method`` (None: the estimator's default marginals) — that method is the solver's exact
     marginals and no label has hidden states — else None (the probabilities are then
-    frequencies over draws)."""
+    frequencies over draws). A capability the solvers declare (``k_best``) is read from the
+    solver's capabilities, the others from its methods."""
     solver = model.structure_.solver_
     method = model._default_marginal_method() if method is None else method
+    able = getattr(solver.capabilities, capability, None)
     if (
-        hasattr(solver, capability)
+        (hasattr(solver, capability) if able is None else able)
         and method == "exact"
         and model.structure_.n_states_ == len(model.classes_)
     ):
@@ -712,9 +716,17 @@ def _labelling_codes(model, batch, X, y) -> np.ndarray:
 
 def _drawn_codes(model, X, n_draws: int, random_state, method) -> list:
     """Per sample, the label codes of ``n_draws`` draws of :meth:`sample`, (n_draws, D)."""
-    draws = model.sample(X, n_draws=n_draws, method=method, random_state=random_state)
+    return [codes for _, codes in _drawn(model, X, n_draws, random_state, method)]
+
+
+def _drawn(model, X, n_draws: int, random_state, method, known_labels=None) -> list:
+    """Per sample, ``n_draws`` draws of :meth:`sample` (given ``known_labels``) as it returns
+    them, and their label codes, (n_draws, D)."""
+    draws = model.sample(
+        X, n_draws=n_draws, known_labels=known_labels, method=method, random_state=random_state
+    )
     lookup = np.asarray(model.classes_)
-    return [np.searchsorted(lookup, np.asarray(d).reshape(n_draws, -1)) for d in draws]
+    return [(d, np.searchsorted(lookup, np.asarray(d).reshape(n_draws, -1))) for d in draws]
 
 
 def _regions(batch, codes: np.ndarray):

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from scipy import ndimage
 from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.exceptions import NotFittedError
 from sklearn.pipeline import make_pipeline
 
 from pmap_sklearn import (
@@ -31,6 +32,7 @@ from pmap_sklearn.inspection import (
     edge_marginals,
     entity_probabilities,
     explain_weights,
+    k_best_labellings,
     marginal_entropy,
     region_probabilities,
     sequence_probabilities,
@@ -524,3 +526,137 @@ def test_edge_marginals_sum_to_the_node_marginals_and_count_the_draws(short_chai
         for d in range(codes.shape[1] - 1):
             np.add.at(expected[d], (codes[:, d], codes[:, d + 1]), 1 / 50)
         np.testing.assert_allclose(pair, expected)
+
+
+# ---- k-best labellings -----------------------------------------------------------------------
+def _top_of_enumeration(probability, labellings, k):
+    """The k most probable labellings of an enumeration with their probabilities."""
+    order = np.argsort(-probability, kind="stable")[:k]
+    order = order[probability[order] > 0]
+    return [labellings[i] for i in order], probability[order]
+
+
+@pytest.mark.parametrize("k", [1, 4, 81, 100])
+@pytest.mark.parametrize(
+    "make", [lambda: ChainCRF(alpha=0.1), lambda: PerturbMAPCRF(random_state=0)]
+)
+def test_k_best_labellings_are_the_top_of_the_enumeration_on_chains(short_chains, make, k):
+    """Exact on chains: the k labellings of largest exp(score − log Z), the MAP first; all 81
+    of a 4-node, 3-label chain for k >= 81, their probabilities summing to 1."""
+    X, y = short_chains
+    model = make().fit(X, y)
+    labellings_of, probabilities_of = k_best_labellings(model, X[:3], k=k, method="exact")
+    for x, labellings, probability, best in zip(
+        X[:3], labellings_of, probabilities_of, model.predict(X[:3]), strict=True
+    ):
+        every = _labellings(model.classes_, len(x))
+        expected, expected_p = _top_of_enumeration(
+            np.exp(_log_probabilities(model, x, every)), every, k
+        )
+        assert labellings.shape == (min(k, 81), len(x))
+        np.testing.assert_allclose(probability, expected_p, atol=1e-6)
+        np.testing.assert_array_equal(labellings, expected)
+        np.testing.assert_array_equal(labellings[0], best)
+        assert probability.sum() <= 1 + 1e-9
+        if k >= 81:
+            assert probability.sum() == pytest.approx(1.0, abs=1e-9)
+
+
+def test_k_best_labellings_keep_to_the_scheme_and_the_known_labels():
+    """BIO constraints and known labels: the top of the enumeration of the labellings they
+    allow, with probabilities conditional on the known labels, fewer than k where fewer are
+    allowed (then summing to 1)."""
+    X = [np.eye(3)[[0, 1, 2]] + 0.3, np.eye(3)[[2, 0, 1]], np.eye(3)[[1, 1, 0]]] * 8
+    y = [np.array(["B-X", "I-X", "O"]), np.array(["O", "B-X", "I-X"]), np.array(["O"] * 3)] * 8
+    model = ChainCRF(ChainStructure(constraints="BIO"), alpha=0.1).fit(X, y)
+    x = X[2]
+    every = _labellings(model.classes_, 3)
+    joint = sequence_probabilities(model, [x] * len(every), every)
+    assert np.sum(joint == 0) > 0  # the scheme forbids some
+    labellings, probability = k_best_labellings(model, [x], k=30)
+    allowed = int(np.sum(joint > 0))
+    assert len(labellings[0]) == allowed < 30
+    expected, expected_p = _top_of_enumeration(joint, every, 30)
+    np.testing.assert_array_equal(labellings[0], expected)
+    np.testing.assert_allclose(probability[0], expected_p, atol=1e-6)
+    assert probability[0].sum() == pytest.approx(1.0, abs=1e-9)
+    known = [np.array([None, "I-X", None], dtype=object)]
+    keeps = np.array([t[1] == "I-X" for t in every])
+    conditional = np.where(keeps, joint, 0.0) / joint[keeps].sum()
+    labellings, probability = k_best_labellings(model, [x], k=3, known_labels=known)
+    expected, expected_p = _top_of_enumeration(conditional, every, 3)
+    np.testing.assert_array_equal(labellings[0], expected)
+    np.testing.assert_allclose(probability[0], expected_p, atol=1e-6)
+    assert (labellings[0][0] == model.predict([x], known_labels=known)[0]).all()
+
+
+def test_k_best_labellings_do_not_depend_on_the_chunks(chain_crf, short_chains, monkeypatch):
+    X, _ = short_chains
+    whole = k_best_labellings(chain_crf, X[:9], k=6)
+    monkeypatch.setattr(_parallel, "PREDICT_NODES", 9)
+    chunked = k_best_labellings(chain_crf, X[:9], k=6)
+    for a, b in zip(whole[0], chunked[0], strict=True):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_allclose(np.stack(chunked[1]), np.stack(whole[1]), rtol=1e-12)
+
+
+def test_k_best_labellings_of_perturbed_maps_are_their_ranked_frequencies():
+    """On a grid (graph cuts) the distinct perturbed MAPs of sample, ranked by frequency."""
+    data = make_grid_data(n_samples=6, shape=(2, 3), noise=1.5, random_state=0)
+    model = PerturbMAPCRF(GridStructure(), random_state=0).fit(data.data, data.target)
+    labellings, probability = k_best_labellings(
+        model, data.data[:2], k=4, n_draws=300, random_state=1
+    )
+    draws = model.sample(data.data[:2], n_draws=300, random_state=1)
+    for listed, p, drawn in zip(labellings, probability, draws, strict=True):
+        counts = {}
+        for labelling in drawn:
+            counts[labelling.tobytes()] = counts.get(labelling.tobytes(), 0) + 1
+        ranked = sorted(counts.values(), reverse=True)[:4]
+        assert listed.shape == (len(ranked), 2, 3)
+        np.testing.assert_allclose(p, np.array(ranked) / 300)
+        assert [counts[labelling.tobytes()] for labelling in listed] == ranked
+    known = [np.array([[None, 1, None], [None, None, None]], dtype=object)]
+    labellings, _ = k_best_labellings(
+        model, data.data[:1], k=4, known_labels=known, n_draws=100, random_state=1
+    )
+    assert np.all(labellings[0][:, 0, 1] == 1)
+
+
+def test_k_best_frequencies_agree_with_the_enumeration(chain_crf, short_chains, monkeypatch):
+    """The frequency path over exact draws of a tiny chain model (forward filtering, backward
+    sampling) against the enumeration: within Monte-Carlo error, and in the same order where
+    the probabilities are apart."""
+    X, _ = short_chains
+    x = X[:1]
+    every = _labellings(chain_crf.classes_, 4)
+    p = np.exp(_log_probabilities(chain_crf, x[0], every))
+    expected, e = _top_of_enumeration(p, every, 4)
+    monkeypatch.setattr(inspection, "_exact_solver", lambda model, capability, method: None)
+    n = 20_000
+    drawn, drawn_p = k_best_labellings(chain_crf, x, k=3, n_draws=n, random_state=0)
+    tolerance = 5 * np.sqrt(e * (1 - e) / n)
+    np.testing.assert_array_less(np.abs(drawn_p[0] - e[:3]), tolerance[:3])
+    # the ranks whose probability is apart from both neighbours' come in the same order
+    gaps = -np.diff(e, prepend=1.0)
+    apart = (gaps[:3] > 2 * tolerance[:3]) & (gaps[1:] > 2 * tolerance[:3])
+    assert apart.all()
+    np.testing.assert_array_equal(drawn[0], expected[:3])
+
+
+def test_k_best_labellings_errors(short_chains, chain_crf):
+    X, y = short_chains
+    for k in (0, -2, 1.5, True):
+        with pytest.raises(ValueError, match="k must be an int >= 1"):
+            k_best_labellings(chain_crf, X[:1], k=k)
+    with pytest.raises(NotFittedError):
+        k_best_labellings(ChainCRF(), X[:1])
+    hidden = ChainCRF(ChainStructure(n_states_per_label=2), alpha=0.1, max_iter=5).fit(X, y)
+    with pytest.raises(ValueError, match="hidden states.*method='perturb'"):
+        k_best_labellings(hidden, X[:1])
+    data = make_grid_data(n_samples=4, shape=(3, 3), random_state=0)
+    grid = PerturbMAPCRF(GridStructure(), random_state=0, max_iter=2).fit(data.data, data.target)
+    with pytest.raises(ValueError, match="graph_cut.*computes no marginals"):
+        k_best_labellings(grid, data.data[:1], method="exact")
+    with pytest.raises(ValueError, match="StructuredSVM has no marginals"):
+        k_best_labellings(StructuredSVM(max_iter=2).fit(X, y), X[:1])

@@ -15,6 +15,7 @@ from dataclasses import replace
 import numpy as np
 
 from .capabilities import Capabilities, PairwiseKind
+from .k_best import top_k
 from .messages import pairwise_statistics
 from .potentials import Potentials, Statistics, clamp_mask, clamp_scores, pair_statistics
 from .shared_graphs import GraphCache, GraphGroup, graph_groups
@@ -81,7 +82,7 @@ class BruteForceSolver(ExactEvents, Solver):
     """
 
     name = "brute_force"
-    capabilities = Capabilities(marginals=True, map_quality="exact; tiny models only")
+    capabilities = Capabilities(marginals=True, k_best=True, map_quality="exact; tiny models only")
 
     def __init__(self, max_labellings: int = 1 << 24):
         self.max_labellings = check_count(max_labellings, "max_labellings")
@@ -177,6 +178,48 @@ class BruteForceSolver(ExactEvents, Solver):
                 parts = [np.logaddexp.reduce(scores) for _, scores in enumerate_scores(sample)]
                 out[i] = np.logaddexp.reduce(parts)
         return out
+
+    def k_best(self, potentials, k, clamp=None):
+        """The ``k`` most probable labellings of every sample by enumeration, with their
+        log-probabilities (see :meth:`Solver.k_best`).
+
+        Parameters
+        ----------
+        potentials : Potentials
+            Tiny models (K^D labellings are enumerated per sample).
+        k : int
+            Labellings per sample (>= 1).
+        clamp : ndarray of shape (n_nodes,), optional
+            A label ``>= 0`` fixes the node's label; ``-1`` leaves it free.
+
+        Returns
+        -------
+        labels : ndarray of shape (k, n_nodes)
+        log_probabilities : ndarray of shape (n_samples, k)
+            ``-inf`` where a sample has fewer than r + 1 labellings of positive probability.
+        """
+        groups = self._groups(potentials, clamp)
+        k = check_count(k, "k")
+        labels = np.zeros((k, potentials.n_nodes), dtype=np.intp)
+        log_p = np.full((potentials.n_samples, k), -np.inf)
+        for group, table in groups:
+            if table is not None:
+                for rows, scores in self._scores(potentials, clamp, group, table):
+                    best, top = top_k(scores, k)
+                    labels[: best.shape[1], group.nodes[rows]] = table[0][best.T]
+                    log_z = np.logaddexp.reduce(scores, axis=1)
+                    log_p[group.samples[rows], : best.shape[1]] = top - log_z[:, None]
+                continue
+            for i, sample in self._samples(potentials, clamp, group.samples):
+                kept, top, log_z = np.zeros((0, sample.n_nodes), np.intp), np.zeros(0), -np.inf
+                for y, scores in enumerate_scores(sample):  # the best so far, and this chunk
+                    best, top = top_k(np.concatenate([top, scores]), k)
+                    kept = np.concatenate([kept, y])[best]
+                    log_z = np.logaddexp(log_z, np.logaddexp.reduce(scores))
+                nodes = slice(potentials.node_offsets[i], potentials.node_offsets[i + 1])
+                labels[: len(kept), nodes] = kept
+                log_p[i, : len(top)] = top - log_z
+        return labels, log_p
 
     def marginals(self, potentials, clamp=None):
         groups = self._groups(potentials, clamp)

@@ -96,6 +96,9 @@ class Capabilities:
     infinite_scores : bool, default=False
         Whether it takes ``-inf`` node scores as labels of probability zero, exactly, in every
         query (a restriction to sets of labels then needs no finite stand-in).
+    k_best : bool, default=False
+        Whether it lists the k most probable labellings of every sample exactly, with their
+        probabilities (``k_best(potentials, k, clamp)``: list Viterbi on chains, enumeration).
     map_quality : str, default="exact"
         How good its MAP is, in words (shown in the capabilities table of the user guide).
     """
@@ -112,6 +115,7 @@ class Capabilities:
     group_max: bool = False
     constraints: bool = False
     infinite_scores: bool = False
+    k_best: bool = False
     map_quality: str = "exact"
 
     def row(self) -> dict:
@@ -156,6 +160,8 @@ class Requirements:
         The estimator will ask MAPs of group-maximum level models.
     constraints : bool, default=False
         The models forbid some transitions or first / last labels.
+    k_best : bool, default=False
+        The estimator will ask for the k most probable labellings.
     """
 
     n_states: int
@@ -168,6 +174,7 @@ class Requirements:
     marginal_map: bool = False
     group_max: bool = False
     constraints: bool = False
+    k_best: bool = False
 
 
 _TERMS_IN_WORDS = {
@@ -188,6 +195,7 @@ _QUERIES = {
     "marginal_map": "answers no marginal-MAP queries",
     "group_max": "solves no group-maximum models",
     "constraints": "honours no transition constraints",
+    "k_best": "lists no k-best labellings",
 }
 
 

@@ -120,7 +120,9 @@ class Solver:
         super().__init_subclass__(**kwargs)
         if "capabilities" not in cls.__dict__:
             cls.capabilities = replace(
-                cls.capabilities, marginals=cls.marginals is not Solver.marginals
+                cls.capabilities,
+                marginals=cls.marginals is not Solver.marginals,
+                k_best=cls.k_best is not Solver.k_best,
             )
         legacy = {name: cls.__dict__[name] for name in _LEGACY if name in cls.__dict__}
         if legacy:  # the protocol before capabilities: translate, and say so
@@ -388,6 +390,38 @@ class Solver:
             f"the {self.name} solver computes no marginals: use a solver with exact marginals "
             "(forward-backward on chains, brute force on tiny models) or perturb-and-MAP "
             "estimates"
+        )
+
+    def k_best(self, potentials: Potentials, k: int, clamp=None):
+        """The ``k`` most probable labellings of every sample, exactly (solvers with the
+        ``k_best`` capability).
+
+        Parameters
+        ----------
+        potentials : Potentials
+        k : int
+            Labellings per sample (>= 1).
+        clamp : ndarray of shape (n_nodes,), optional
+            A label ``>= 0`` fixes the node's label; ``-1`` leaves it free.
+
+        Returns
+        -------
+        labels : ndarray of shape (k, n_nodes)
+            Row r: the labelling of rank r of every sample (the MAP first).
+        log_probabilities : ndarray of shape (n_samples, k)
+            Non-increasing along a row; ``-inf`` where a sample has fewer than r + 1
+            labellings of positive probability.
+
+        Raises
+        ------
+        ValueError
+            If the solver lists no k-best labellings (all but list Viterbi on chains and
+            enumeration on tiny models).
+        """
+        raise ValueError(
+            f"the {self.name} solver lists no k-best labellings: use a solver that does "
+            "(ChainStructure(solver='viterbi'), solver='brute_force' on tiny models) or the "
+            "frequencies of perturbed MAPs"
         )
 
 

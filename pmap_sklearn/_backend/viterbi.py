@@ -21,6 +21,7 @@ import numpy as np
 from .._parallel import chunks_by_size
 from .._utils import ranges
 from .capabilities import Capabilities, GraphKind, PairwiseKind
+from .k_best import list_viterbi
 from .potentials import (
     ChainLayout,
     Potentials,
@@ -28,7 +29,14 @@ from .potentials import (
     add_clamped_differences,
     clamp_scores,
 )
-from .solver import ClampedSolution, ExactEvents, Marginals, Solver, solved_queries
+from .solver import (
+    ClampedSolution,
+    ExactEvents,
+    Marginals,
+    Solver,
+    check_count,
+    solved_queries,
+)
 
 
 def _logsumexp(a: np.ndarray, axis: int) -> np.ndarray:
@@ -439,6 +447,7 @@ class ChainSolver(ExactEvents, Solver):
         marginals=True,
         constraints=True,
         infinite_scores=True,
+        k_best=True,
     )
 
     def _check(self, potentials: Potentials, clamp=None) -> None:
@@ -547,6 +556,45 @@ class ChainSolver(ExactEvents, Solver):
                 statistics, p, map_labels, chains[chunk], clamped[valid], weights[chunk]
             )
         return ClampedSolution(map_labels, solved, statistics)
+
+    def k_best(self, potentials, k, clamp=None):
+        """The ``k`` most probable labellings of every chain by list Viterbi
+        (:func:`~pmap_sklearn._backend.k_best.list_viterbi`), with their log-probabilities
+        ``f(y) − log Z`` (forward-backward).
+
+        Parameters
+        ----------
+        potentials : Potentials
+        k : int
+            Labellings per chain (>= 1).
+        clamp : ndarray of shape (n_nodes,), optional
+            A label ``>= 0`` fixes the node's label: the labellings keep it and their
+            probabilities are conditional on it.
+
+        Returns
+        -------
+        labels : ndarray of shape (k, n_nodes)
+            Row r: the labelling of rank r of every chain (the MAP first).
+        log_probabilities : ndarray of shape (n_samples, k)
+            Non-increasing along a row; ``-inf`` where a chain has fewer than r + 1 labellings
+            its constraints and clamps allow (a chain without nodes has one, the empty one).
+        """
+        self._check(potentials, clamp)
+        k = check_count(k, "k")
+        p = potentials
+        labels = np.zeros((k, p.n_nodes), dtype=np.intp)
+        log_p = np.full((p.n_samples, k), -np.inf)
+        log_p[:, 0] = 0.0  # chains without nodes: the empty labelling
+        filled = np.flatnonzero(p.lengths > 0)
+        if len(filled):
+            unary, transition = self._scores(p, clamp)
+            labels, scores = list_viterbi(unary, p.lengths[filled], transition, k)
+            chains = p if len(filled) == p.n_samples else p.take(filled)  # same nodes
+            with np.errstate(invalid="ignore", divide="ignore"):
+                log_z = self._forward_backward(chains, clamp).log_partition
+            self._check_feasible(log_z, filled)
+            log_p[filled] = scores - log_z[:, None]
+        return labels, log_p
 
     def marginals(self, potentials, clamp=None, chunk=256):
         """Exact marginals and log-partition of every chain by forward-backward.

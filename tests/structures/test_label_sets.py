@@ -16,6 +16,7 @@ from pmap_sklearn import (
 from pmap_sklearn._backend import ChainSolver, forbid_states
 from pmap_sklearn._labels import encode_known, encode_with_sets
 from pmap_sklearn.datasets import make_chain_data
+from pmap_sklearn.inspection import k_best_labellings
 
 from ..helpers import exact_distribution, scores_of
 
@@ -102,6 +103,10 @@ def test_chain_queries_equal_enumeration_over_the_labellings_the_sets_allow():
     frequencies = np.stack([(draws == k).mean(axis=0) for k in range(3)], axis=1)
     assert np.abs(frequencies - expected).max() < 0.04  # 3000 draws: s.e. below 0.01
     assert set(draws[:, 0]) <= {0, 2} and set(draws[:, 3]) <= {1, 2}
+    best, probability = k_best_labellings(model, [x], k=4, known_labels=[known])
+    top = np.argsort(-p, kind="stable")[:4]
+    np.testing.assert_array_equal(best[0], labellings[top])
+    np.testing.assert_allclose(probability[0], p[top], atol=1e-9)
 
 
 def test_sets_restrict_the_labels_of_hidden_states():
