@@ -504,7 +504,21 @@ class ChainSolver(ExactEvents, Solver):
     def perturbed_rounds(self, potentials, perturbations, clamp=None):
         """The labellings of :meth:`map` of every round's perturbed model, from one Viterbi
         pass over the rounds' chains stacked as one batch: one loop over the positions for
-        all the rounds, which is what a round of a few short chains costs."""
+        all the rounds, which is what a round of a few short chains costs.
+
+        Parameters
+        ----------
+        potentials : Potentials
+            Chain models (a shared K×K transition table).
+        perturbations : ndarray of shape (R, n_nodes, K)
+            Each round's addition to the unary scores (finite).
+        clamp : ndarray of shape (n_nodes,), optional
+            A label ``>= 0`` fixes the node's label; ``-1`` leaves it free.
+
+        Returns
+        -------
+        labels : ndarray of shape (R, n_nodes)
+        """
         self._check(potentials, clamp)
         n_rounds = len(perturbations)
         if potentials.n_nodes == 0:
