@@ -61,6 +61,21 @@ FRAGMENTS = {
     "event_estimator": r"""estimator : fitted estimator or Pipeline
     A learner with marginals, a pipeline ending in one (the steps before it transform
     ``X``) or a :class:`~pmap_sklearn.TwoStageCRF`.""",
+    "event_draws": r"""n_draws : int, default=1000
+    The most draws of a sample where the probability is a frequency.
+tol : float, default=0.03
+    Where the probabilities are frequencies over draws, each sample is drawn in rounds
+    until every one of its probabilities has a standard error of at most ``tol``, or it has
+    ``n_draws`` draws: a first round of about ``1 / tol`` draws (enough for an event that
+    holds in every draw or in none), then more for the samples that need them, each as many
+    as its least precise event asks. The error of a frequency over n draws is
+    :math:`\sqrt{\tilde p (1 - \tilde p) / n}`, :math:`\tilde p` the frequency with one
+    draw added that holds the event and one that does not. 0: ``n_draws`` draws of every
+    sample, those of :meth:`sample` with the same ``random_state``.
+random_state : int, Generator or None, optional
+    The draws' randomness (see :meth:`sample`): a sample's probabilities from perturbed
+    MAPs depend on it and on that sample's own draws only (not on the other samples, nor
+    on ``n_jobs``).""",
     "unknown_label_known": r"""unknown_label : int, float, str or None, default=-1
     The label that marks an unknown node in ``y`` (use e.g. ``"?"`` with string labels;
     None: every label is known).""",

@@ -9,6 +9,7 @@ from sklearn.utils import Bunch
 from sklearn.utils.validation import check_is_fitted
 
 from ._docstrings import shared_docstring
+from ._event_draws import check_tol, event_frequencies
 from ._k_best_labellings import k_best_labellings
 from ._labels import as_samples
 
@@ -208,8 +209,9 @@ def transition_features(estimator) -> dict:
     }
 
 
+@shared_docstring
 def entity_probabilities(
-    estimator, X, *, method=None, outside="O", n_draws=1000, random_state=None
+    estimator, X, *, method=None, outside="O", n_draws=1000, tol=0.03, random_state=None
 ) -> list:
     """The predicted entities of each sequence with the probability the model gives them.
 
@@ -220,8 +222,10 @@ def entity_probabilities(
     ``E``) and a tag after it that does not extend it. For the exact model on chains
     (:class:`~pmap_sklearn.ChainCRF`, ``method="exact"``) the probability is exact, by
     forward-backward constrained to the span; elsewhere it is the frequency of that event
-    over ``n_draws`` draws of :meth:`sample`. The usual substitute, the product or mean of the
-    span's token marginals, ignores how the tags depend on each other.
+    over draws of :meth:`sample`, each sentence drawn until its entities' standard errors are
+    at most ``tol`` (at most ``n_draws`` draws; "Entity confidence" in the user guide gives
+    the cost). The usual substitute, the product or mean of the span's token marginals,
+    ignores how the tags depend on each other.
 
     Parameters
     ----------
@@ -232,10 +236,10 @@ def entity_probabilities(
         As the estimator (or the pipeline) takes them.
     method : {"perturb", "exact"}, optional
         The distribution the labellings are drawn from, as in :meth:`sample`: ``"perturb"``,
-        the perturbed MAP labellings (a frequency over ``n_draws`` of them, one MAP call
-        each); ``"exact"``, the distribution of the estimator's marginals of that name (the
-        exact ones by forward-backward on chains: fast, and no draws). By default, the
-        distribution the estimator was fitted to: ``"perturb"`` for the perturb-and-MAP
+        the perturbed MAP labellings (a frequency over up to ``n_draws`` of them, one MAP
+        of the sentence each); ``"exact"``, the distribution of the estimator's marginals of
+        that name (the exact ones by forward-backward on chains: fast, and no draws). By
+        default, the distribution the estimator was fitted to: ``"perturb"`` for the perturb-and-MAP
         learners (:class:`~pmap_sklearn.PerturbMAPCRF`,
         :class:`~pmap_sklearn.MarginalPerturbMAPCRF`), whose stochastic gradient matches the
         features of the training labels to their expectation under the perturbed MAPs
@@ -245,10 +249,7 @@ def entity_probabilities(
         for them).
     outside : str, default="O"
         The tag outside every entity.
-    n_draws : int, default=1000
-        Draws per sequence where the probability is a frequency.
-    random_state : int, Generator or None, optional
-        The draws' randomness (see :meth:`sample`).
+    {{event_draws}}
 
     Returns
     -------
@@ -268,6 +269,8 @@ def entity_probabilities(
     """
     from .metrics.sequence import _split_tag, entity_spans
 
+    _check_n_draws(n_draws)
+    tol = check_tol(tol)
     model, X = _joint_model(estimator, X, "entities")
     method = _event_method(model, method)
     predicted = model.predict(X)
@@ -309,20 +312,26 @@ def entity_probabilities(
 
         probability = model._in_chunks(chunk_probabilities, X)
     else:
-        draws = model.sample(X, n_draws=n_draws, method=method, random_state=random_state)
-        lookup = np.asarray(model.classes_)
-        probability = np.empty(len(spans))
-        coded = {}
-        for j, (sample, start, end, codes) in enumerate(spans):
-            if sample not in coded:  # the draws of a sample as label codes, once
-                coded[sample] = np.searchsorted(lookup, draws[sample])
-            drawn = coded[sample]
-            held = (drawn[:, start:end] == codes).all(axis=1)
-            if start > 0:
-                held &= ~before[j][drawn[:, start - 1]]
-            if end < drawn.shape[1]:
-                held &= ~after[j][drawn[:, end]]
-            probability[j] = held.mean()
+        sample_of = np.array([s[0] for s in spans], dtype=np.intp)
+        first_span = np.searchsorted(sample_of, np.arange(len(predicted) + 1))
+
+        def held(i, drawn):  # the draws that hold each entity of sequence i
+            out = []
+            for j in range(first_span[i], first_span[i + 1]):
+                _, start, end, codes = spans[j]
+                held = (drawn[:, start:end] == codes).all(axis=1)
+                if start > 0:
+                    held &= ~before[j][drawn[:, start - 1]]
+                if end < drawn.shape[1]:
+                    held &= ~after[j][drawn[:, end]]
+                out.append(held)
+            return np.stack(out, axis=1)
+
+        batch = model._prediction_problem(X).batch
+        frequencies = _event_frequencies(
+            model, batch, np.diff(first_span), held, method, n_draws, tol, random_state
+        )
+        probability = np.concatenate(frequencies)
     result = [[] for _ in range(len(predicted))]
     for (sample, start, end, codes), p in zip(spans, probability, strict=True):
         kind = split[codes[0]][1]
@@ -333,7 +342,7 @@ def entity_probabilities(
 # ---- structured uncertainty: whole labellings, regions, uncertainty maps ---------------------
 @shared_docstring
 def sequence_probabilities(
-    estimator, X, y=None, *, method=None, n_draws: int = 1000, random_state=None
+    estimator, X, y=None, *, method=None, n_draws: int = 1000, tol=0.03, random_state=None
 ) -> np.ndarray:
     """The probability the model gives a whole labelling of each sample.
 
@@ -343,7 +352,8 @@ def sequence_probabilities(
     ``solver="brute_force"``; :class:`~pmap_sklearn.ChainCRF`'s model) it is exact:
     :math:`\\exp(f(y) - \\log Z)`, the labelling's score minus the log-partition function
     (forward–backward on chains). Elsewhere it is the frequency
-    of the labelling over ``n_draws`` draws of :meth:`sample`, which only estimates a
+    of the labelling over draws of :meth:`sample` (to the standard error ``tol``, at most
+    ``n_draws`` draws), which only estimates a
     probability that is not tiny: on a long sequence or a large graph almost every labelling,
     the MAP included, is rarer than one draw in a thousand and gets 0. Use it there on short
     sequences or tiny graphs, and :func:`~pmap_sklearn.inspection.region_probabilities` or
@@ -358,10 +368,7 @@ def sequence_probabilities(
         A labelling of each sample, of the estimator's ``classes_`` and shaped as its labels;
         by default the predicted one.
     {{event_method}}
-    n_draws : int, default=1000
-        Draws per sample where the probability is a frequency.
-    random_state : int, Generator or None, optional
-        The draws' randomness (see :meth:`sample`).
+    {{event_draws}}
 
     Returns
     -------
@@ -389,6 +396,7 @@ def sequence_probabilities(
     True
     """
     _check_n_draws(n_draws)
+    tol = check_tol(tol)
     model, X = _joint_model(estimator, X, "labellings")
     structure = model.structure_
     batch = model._prediction_problem(X).batch
@@ -408,14 +416,14 @@ def sequence_probabilities(
             solver.event_log_probabilities(potentials, nodes, codes, event)
         )
         return probability
-    targets = structure._visible_split(batch, codes)
-    drawn = _drawn_codes(model, X, n_draws, random_state, method)
-    return np.array(
-        [
-            (draws == target.ravel()).all(axis=1).mean()
-            for target, draws in zip(targets, drawn, strict=True)
-        ]
-    )
+    targets = [t.ravel() for t in structure._visible_split(batch, codes)]
+
+    def held(i, drawn):  # the draws that are sample i's labelling
+        return (drawn == targets[i]).all(axis=1)[:, None]
+
+    ones = np.ones(batch.n_samples, dtype=np.intp)
+    frequencies = _event_frequencies(model, batch, ones, held, method, n_draws, tol, random_state)
+    return np.concatenate(frequencies)
 
 
 @shared_docstring
@@ -495,7 +503,9 @@ def edge_marginals(
 
 
 @shared_docstring
-def region_probabilities(estimator, X, *, method=None, n_draws: int = 1000, random_state=None):
+def region_probabilities(
+    estimator, X, *, method=None, n_draws: int = 1000, tol=0.03, random_state=None
+):
     """The regions of each predicted segmentation, with the probability the model keeps each.
 
     A region is a connected set of nodes with the same predicted (MAP) label: a connected
@@ -507,7 +517,8 @@ def region_probabilities(estimator, X, *, method=None, n_draws: int = 1000, rand
     (``method="exact"`` on chains, forests and with ``solver="brute_force"``) the probability
     is exact, :math:`Z(y_R = k) / Z`, a log-partition with the region clamped; elsewhere
     (perturbed MAPs; graph cuts, α-expansion, TRW-S) it is the frequency of the event over
-    ``n_draws`` draws of :meth:`sample`, within about :math:`\\sqrt{p (1 - p) / n_{draws}}`.
+    draws of :meth:`sample`, each sample drawn until the standard error of each of its
+    regions is at most ``tol`` (or it has ``n_draws`` draws).
 
     Parameters
     ----------
@@ -515,10 +526,7 @@ def region_probabilities(estimator, X, *, method=None, n_draws: int = 1000, rand
     X : sequence of samples
         As the estimator (or the pipeline) takes them.
     {{event_method}}
-    n_draws : int, default=1000
-        Draws per sample where the probability is a frequency.
-    random_state : int, Generator or None, optional
-        The draws' randomness (see :meth:`sample`).
+    {{event_draws}}
 
     Returns
     -------
@@ -547,6 +555,7 @@ def region_probabilities(estimator, X, *, method=None, n_draws: int = 1000, rand
     ((8, 8), True)
     """
     _check_n_draws(n_draws)
+    tol = check_tol(tol)
     model, X = _joint_model(estimator, X, "regions")
     structure = model.structure_
     batch = model._prediction_problem(X).batch
@@ -561,23 +570,25 @@ def region_probabilities(estimator, X, *, method=None, n_draws: int = 1000, rand
     else:
         from scipy import sparse
 
-        probability = np.empty(offsets[-1])
-        pieces = zip(
-            structure._visible_split(batch, codes),
-            structure._visible_split(batch, region),
-            _drawn_codes(model, X, n_draws, random_state, method),
-            strict=True,
-        )
-        for i, (labels, regions, draws) in enumerate(pieces):
+        labels = [t.ravel() for t in structure._visible_split(batch, codes)]
+        members = []
+        for i, regions in enumerate(structure._visible_split(batch, region)):
             local = regions.ravel() - offsets[i]
-            n_regions = offsets[i + 1] - offsets[i]
-            # the draws' wrong nodes counted per region: a draw keeps the regions with none
-            member = sparse.csr_matrix(
-                (np.ones(len(local)), (np.arange(len(local)), local)),
-                shape=(len(local), n_regions),
+            members.append(
+                sparse.csr_matrix(
+                    (np.ones(len(local)), (np.arange(len(local)), local)),
+                    shape=(len(local), offsets[i + 1] - offsets[i]),
+                )
             )
-            wrong = member.T @ (draws != labels.ravel()).T.astype(float)
-            probability[offsets[i] : offsets[i + 1]] = (wrong == 0).mean(axis=1)
+
+        def held(i, drawn):  # a draw keeps the regions of sample i where it has no wrong node
+            return (members[i].T @ (drawn != labels[i]).T.astype(float)).T == 0
+
+        probability = np.concatenate(
+            _event_frequencies(
+                model, batch, np.diff(offsets), held, method, n_draws, tol, random_state
+            )
+        )
     local = region - offsets[batch.node_sample]
     regions = as_samples(structure._visible_split(batch, local))
     probabilities = as_samples(
@@ -712,6 +723,23 @@ def _labelling_codes(model, batch, X, y) -> np.ndarray:
     except ValueError as error:
         raise ValueError(f"y: {error}") from None
     return model.structure_.prepare_labels(batch, codes)
+
+
+def _event_frequencies(model, batch, n_events, held, method, n_draws, tol, random_state):
+    """Per sample, the frequency of each of its ``n_events`` events over draws of the model
+    (``held(i, codes)``: which of sample i's events each draw holds), drawn in rounds to the
+    tolerance ``tol`` (:func:`~pmap_sklearn._event_draws.event_frequencies`)."""
+    structure = model.structure_
+    method, n_sweeps = model._draw_method(method, None)
+    if random_state is None:
+        random_state = getattr(model, "random_state", None)
+
+    def draw(part, n, seeds):
+        states = model._batch_draws(part, n, method, seeds, n_sweeps=n_sweeps)
+        nodes = structure._visible_split(part, np.arange(part.n_nodes))  # shaped as labels
+        return structure.visible_labels(states), [n.ravel() for n in nodes]
+
+    return event_frequencies(draw, batch, n_events, held, n_draws, tol, random_state)[0]
 
 
 def _drawn_codes(model, X, n_draws: int, random_state, method) -> list:

@@ -508,14 +508,48 @@ class ChainSolver(ExactEvents, Solver):
             return np.zeros(0, dtype=np.intp)
         unary, transition = self._scores(potentials, clamp)
         labels = viterbi(unary, potentials.lengths, transition)
+        self._check_allowed(potentials, clamp, unary, labels)
+        return labels
+
+    def perturbed_rounds(self, potentials, perturbations, clamp=None):
+        """The labellings of :meth:`map` of every round's perturbed model, from one Viterbi
+        pass over the rounds' chains stacked as one batch: one loop over the positions for
+        all the rounds, which is what a round of a few short chains costs.
+
+        Parameters
+        ----------
+        potentials : Potentials
+            Chain models (a shared K×K transition table).
+        perturbations : ndarray of shape (R, n_nodes, K)
+            Each round's addition to the unary scores (finite).
+        clamp : ndarray of shape (n_nodes,), optional
+            A label ``>= 0`` fixes the node's label; ``-1`` leaves it free.
+
+        Returns
+        -------
+        labels : ndarray of shape (R, n_nodes)
+        """
+        self._check(potentials, clamp)
+        n_rounds = len(perturbations)
+        if potentials.n_nodes == 0:
+            return np.zeros((n_rounds, 0), dtype=np.intp)
+        unary, transition = self._scores(potentials, clamp)  # -inf stays -inf when perturbed
+        stacked = (unary + perturbations).reshape(-1, unary.shape[1])
+        labels = viterbi(stacked, np.tile(potentials.lengths, n_rounds), transition)
+        labels = labels.reshape(n_rounds, -1)
+        # a finite perturbation changes no chain's allowed labellings: the first round tells
+        self._check_allowed(potentials, clamp, unary, labels[0])
+        return labels
+
+    def _check_allowed(self, potentials, clamp, unary, labels) -> None:
+        """Raise if the Viterbi labelling of a chain breaks its constraints or clamps: Viterbi
+        keeps to the allowed labellings where there is one, so that chain has none."""
         constraints = getattr(potentials.layout, "constraints", None)
         if constraints is not None and (clamp is not None or not constraints.every_length):
-            # Viterbi keeps to the allowed labellings if there is one: check there was
             scores = unary[np.arange(len(labels)), labels]
             broken = ~np.isfinite(scores) | ~constraints.allows(labels, potentials.node_offsets)
             if broken.any():  # the first chain with a broken label has no allowed labelling
                 self._check_feasible(np.array([-np.inf]), potentials.node_sample[broken])
-        return labels
 
     _incremental_sets = True
 

@@ -18,7 +18,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._backend import GIBBS_SWEEPS, Potentials, check_capabilities, sample_labellings
 from .._labels import as_samples, known_sequence, set_entries
-from .._parallel import in_chunks, one_blas_thread, prediction_chunks
+from .._parallel import SampleSeeds, in_chunks, one_blas_thread, prediction_chunks
 from ..metrics.hamming import mean_hamming_loss
 from ..perturbation import perturb_and_map, perturbed_maps
 from ..samples import SampleBatch
@@ -330,33 +330,15 @@ class StructuredQueries:
         if isinstance(n_draws, bool) or not isinstance(n_draws, Integral) or n_draws < 1:
             raise ValueError(f"n_draws must be an int >= 1, got {n_draws!r}")
         check_is_fitted(self, "coef_")
-        method = self._default_marginal_method() if method is None else method
-        drawn = ("perturb", "exact", "gibbs")
-        if method not in drawn or method not in self._marginal_methods:
-            options = [m for m in self._marginal_methods if m in drawn]
-            raise ValueError(f"method must be one of {options}, got {method!r}")
-        n_sweeps = _gibbs_sweeps(method, n_sweeps)
+        method, n_sweeps = self._draw_method(method, n_sweeps)
         structure = self.structure_
         problem = self._prediction_problem(X, known_labels=known_labels)
         batch, clamp = problem.batch, problem.labels
-        potentials, clamp = self._restricted_potentials(
-            batch, self._marginal_weights(), clamp, problem.label_sets
-        )
         if random_state is None:
             random_state = getattr(self, "random_state", None)
-        if method == "exact":
-            states = sample_labellings(structure.solver_, potentials, n_draws, random_state, clamp)
-        else:
-            states = perturbed_maps(
-                structure.solver_,
-                potentials,
-                n_draws,
-                random_state,
-                self._perturbation,
-                clamp,
-                n_jobs=getattr(self, "n_jobs", None),
-                n_sweeps=n_sweeps,
-            )
+        states = self._batch_draws(
+            batch, n_draws, method, random_state, clamp, n_sweeps, problem.label_sets
+        )
         draws = [
             structure.format_labels(batch, structure.visible_labels(states_), self.classes_)
             for states_ in states
@@ -364,6 +346,42 @@ class StructuredQueries:
         if isinstance(draws[0], np.ndarray) and draws[0].dtype != object:
             return np.stack(draws, axis=1)  # scikit-learn's multi-label arrays
         return as_samples([np.stack(per_sample) for per_sample in zip(*draws, strict=True)])
+
+    def _draw_method(self, method, n_sweeps) -> tuple:
+        """The ``method`` of :meth:`sample` (checked; by default the estimator's model) and
+        its Gibbs sweeps (:func:`_gibbs_sweeps`)."""
+        method = self._default_marginal_method() if method is None else method
+        drawn = ("perturb", "exact", "gibbs")
+        if method not in drawn or method not in self._marginal_methods:
+            options = [m for m in self._marginal_methods if m in drawn]
+            raise ValueError(f"method must be one of {options}, got {method!r}")
+        return method, _gibbs_sweeps(method, n_sweeps)
+
+    def _batch_draws(
+        self, batch, n_draws, method, random_state, clamp=None, n_sweeps=0, label_sets=None
+    ):
+        """The states of every node of ``n_draws`` draws of :meth:`sample` (a checked
+        ``method``) from a prepared batch, (n_draws, n_nodes), given the clamps (as in
+        :meth:`_restricted_potentials`). With the seeds of a
+        :class:`~pmap_sklearn._parallel.SampleSeeds` the perturbed MAPs and Gibbs chains of a
+        sample come from its seed alone; the exact draws from one generator seeded by them."""
+        solver = self.structure_.solver_
+        weights = self._marginal_weights()
+        potentials, clamp = self._restricted_potentials(batch, weights, clamp, label_sets)
+        if method == "exact":
+            if isinstance(random_state, SampleSeeds):
+                random_state = np.random.default_rng(random_state.seeds)
+            return sample_labellings(solver, potentials, n_draws, random_state, clamp)
+        return perturbed_maps(
+            solver,
+            potentials,
+            n_draws,
+            random_state,
+            self._perturbation,
+            clamp,
+            n_jobs=getattr(self, "n_jobs", None),
+            n_sweeps=n_sweeps,
+        )
 
     def _label_marginals(self, X, method, n_perturbations, known_labels, output, n_sweeps=None):
         """``output(batch, marginals)`` of each chunk of ``X`` (:meth:`_in_chunks`),

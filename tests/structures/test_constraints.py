@@ -136,6 +136,35 @@ def test_every_chain_query_is_exact_over_the_allowed_labellings(seed, clamped, c
     assert np.all(marginals.statistics.pairwise[forbidden] == 0)
 
 
+@pytest.mark.parametrize("clamped", [False, True])
+def test_stacked_perturbed_rounds_are_the_maps_of_each_round(clamped):
+    """The viterbi solver's rounds as one stacked pass: each round's labelling is the MAP of
+    that round's perturbed model, constraints and clamps kept; a chain with no allowed
+    labelling is named."""
+    from pmap_sklearn._backend.solver import Solver
+    from pmap_sklearn.perturbation import draw
+
+    rng = np.random.default_rng(0)
+    constraints = resolve_constraints("BIO", np.array(ENTITY_LABELS))
+    p = _chains(rng, [1, 5, 3, 8, 2], constraints)
+    clamp = None
+    if clamped:
+        clamp = np.full(p.n_nodes, -1)
+        clamp[[2, 7]] = ENTITY_LABELS.index("B-PER"), ENTITY_LABELS.index("O")
+    block = np.stack([draw(rng, p.n_nodes, p.n_states) for _ in range(6)])
+    solver = ChainSolver()
+    stacked = solver.perturbed_rounds(p, block, clamp)
+    np.testing.assert_array_equal(stacked, Solver.perturbed_rounds(solver, p, block, clamp))
+    for labels, perturbation in zip(stacked, block, strict=True):
+        assert np.isfinite(p.add_unary(perturbation).score(labels)).all()
+        np.testing.assert_array_equal(labels, solver.map(p.add_unary(perturbation), clamp))
+    assert solver.perturbed_rounds(p.take(np.arange(0)), block[:, :0]).shape == (6, 0)
+    clamp = np.full(p.n_nodes, -1)
+    clamp[6] = ENTITY_LABELS.index("I-PER")  # sample 2 starts at node 6: I-PER cannot open it
+    with pytest.raises(ValueError, match="sample 2: no labelling obeys"):
+        solver.perturbed_rounds(p, block, clamp)
+
+
 def test_scores_of_forbidden_labellings_are_minus_infinity():
     constraints = resolve_constraints("BIO", np.array(ENTITY_LABELS))
     p = _chains(np.random.default_rng(0), [3], constraints)
