@@ -69,9 +69,10 @@ def event_frequencies(draw, batch, n_events, held, n_draws: int, tol: float, ran
     Parameters
     ----------
     draw : callable
-        ``draw(part, n, seeds) -> (codes, nodes)``: the (n, part.n_nodes) label codes of
-        ``n`` draws of the samples of the batch ``part``, each sample's from its seed (a
-        :class:`SampleSeeds`), and per sample the columns of its visible nodes, in order.
+        ``draw(part, n, seeds, members) -> (codes, nodes)``: the (n, part.n_nodes) label
+        codes of ``n`` draws of the samples ``members`` of the batch (the batch ``part``),
+        each sample's from its seed (a :class:`SampleSeeds`), and per sample the columns of
+        its visible nodes, in order.
     batch : SampleBatch
         All samples.
     n_events : ndarray of shape (n_samples,)
@@ -107,7 +108,7 @@ def event_frequencies(draw, batch, n_events, held, n_draws: int, tol: float, ran
         for start, stop in np.unique(groups, axis=0):
             members = todo[(drawn[todo] == start) & (target[todo] == stop)]
             round_seeds = SampleSeeds(_round_seeds(seeds, members, calls))
-            codes, nodes = draw(batch.subset(members), int(stop - start), round_seeds)
+            codes, nodes = draw(batch.subset(members), int(stop - start), round_seeds, members)
             for i, columns in zip(members, nodes, strict=True):
                 counts[i] += held(i, codes[:, columns]).sum(axis=0)
         drawn[todo] = target[todo]
@@ -118,6 +119,33 @@ def event_frequencies(draw, batch, n_events, held, n_draws: int, tol: float, ran
                 target[i] = grid[np.searchsorted(grid, need)] if need <= n_draws else n_draws
     frequencies = [c / max(n, 1) for c, n in zip(counts, drawn, strict=True)]
     return frequencies, drawn
+
+
+def conditioned_potentials(model, problem):
+    """The model's potentials of ``problem``'s batch conditioned on its known labels and sets
+    (folded into the node scores), for the exact solvers' event queries."""
+    weights = model._marginal_weights()
+    labels, sets = problem.labels, problem.label_sets
+    return model._restricted_potentials(problem.batch, weights, labels, sets, fold=True)[0]
+
+
+def model_event_frequencies(model, problem, n_events, held, method, n_draws, tol, random_state):
+    """Per sample of ``problem``, the frequency of each of its ``n_events`` events over draws
+    of the model given its known labels (``held(i, codes)``: which of sample i's events each
+    draw holds), drawn in rounds to the tolerance ``tol``
+    (:func:`event_frequencies`)."""
+    structure, batch = model.structure_, problem.batch
+    method, n_sweeps = model._draw_method(method, None)
+    if random_state is None:
+        random_state = getattr(model, "random_state", None)
+
+    def draw(part, n, seeds, members):
+        known = None if problem.labels is None else problem.labels[batch.node_index(members)]
+        states = model._batch_draws(part, n, method, seeds, known, n_sweeps, problem.label_sets)
+        nodes = structure._visible_split(part, np.arange(part.n_nodes))  # shaped as labels
+        return structure.visible_labels(states), [n.ravel() for n in nodes]
+
+    return event_frequencies(draw, batch, n_events, held, n_draws, tol, random_state)[0]
 
 
 def _round_seeds(seeds: np.ndarray, members: np.ndarray, calls: np.ndarray) -> np.ndarray:

@@ -9,7 +9,7 @@ from sklearn.utils import Bunch
 from sklearn.utils.validation import check_is_fitted
 
 from ._docstrings import shared_docstring
-from ._event_draws import check_tol, event_frequencies
+from ._event_draws import check_tol, conditioned_potentials, model_event_frequencies
 from ._k_best_labellings import k_best_labellings
 from ._labels import as_samples
 
@@ -211,7 +211,15 @@ def transition_features(estimator) -> dict:
 
 @shared_docstring
 def entity_probabilities(
-    estimator, X, *, method=None, outside="O", n_draws=1000, tol=0.03, random_state=None
+    estimator,
+    X,
+    *,
+    known_labels=None,
+    method=None,
+    outside="O",
+    n_draws=1000,
+    tol=0.03,
+    random_state=None,
 ) -> list:
     """The predicted entities of each sequence with the probability the model gives them.
 
@@ -249,6 +257,7 @@ def entity_probabilities(
         for them).
     outside : str, default="O"
         The tag outside every entity.
+    {{event_known_labels}}
     {{event_draws}}
 
     Returns
@@ -273,7 +282,7 @@ def entity_probabilities(
     tol = check_tol(tol)
     model, X = _joint_model(estimator, X, "entities")
     method = _event_method(model, method)
-    predicted = model.predict(X)
+    predicted = model.predict(X, known_labels=known_labels)
     classes = model.classes_.tolist()
     split = [_split_tag(tag, outside) for tag in classes]  # names the tags it cannot read
     code = {tag: i for i, tag in enumerate(classes)}
@@ -296,21 +305,19 @@ def entity_probabilities(
     elif exact:  # sequences in chunks of bounded memory, as the predictions take them
         where = np.array([s[:3] for s in spans], dtype=np.intp)
 
-        def chunk_probabilities(index, *_):
+        def chunk_probabilities(index, known, _):
             first, stop = (0, len(predicted)) if index is None else (index.start, index.stop)
             chosen = (where[:, 0] >= first) & (where[:, 0] < stop)
             if not chosen.any():
                 return np.zeros(0)
-            potentials, _ = model._restricted_potentials(
-                model._prediction_problem(X, index).batch, model._marginal_weights()
-            )
+            potentials = conditioned_potentials(model, model._prediction_problem(X, index, known))
             labels = np.searchsorted(model.classes_, np.concatenate(list(predicted[first:stop])))
             log_p = structure.solver_.span_log_probabilities(
                 potentials, labels, where[chosen] - [first, 0, 0], before[chosen], after[chosen]
             )
             return np.exp(log_p)
 
-        probability = model._in_chunks(chunk_probabilities, X)
+        probability = model._in_chunks(chunk_probabilities, X, known_labels)
     else:
         sample_of = np.array([s[0] for s in spans], dtype=np.intp)
         first_span = np.searchsorted(sample_of, np.arange(len(predicted) + 1))
@@ -327,9 +334,9 @@ def entity_probabilities(
                 out.append(held)
             return np.stack(out, axis=1)
 
-        batch = model._prediction_problem(X).batch
-        frequencies = _event_frequencies(
-            model, batch, np.diff(first_span), held, method, n_draws, tol, random_state
+        problem = model._prediction_problem(X, known_labels=known_labels)
+        frequencies = model_event_frequencies(
+            model, problem, np.diff(first_span), held, method, n_draws, tol, random_state
         )
         probability = np.concatenate(frequencies)
     result = [[] for _ in range(len(predicted))]
@@ -342,7 +349,15 @@ def entity_probabilities(
 # ---- structured uncertainty: whole labellings, regions, uncertainty maps ---------------------
 @shared_docstring
 def sequence_probabilities(
-    estimator, X, y=None, *, method=None, n_draws: int = 1000, tol=0.03, random_state=None
+    estimator,
+    X,
+    y=None,
+    *,
+    known_labels=None,
+    method=None,
+    n_draws: int = 1000,
+    tol=0.03,
+    random_state=None,
 ) -> np.ndarray:
     """The probability the model gives a whole labelling of each sample.
 
@@ -367,6 +382,7 @@ def sequence_probabilities(
     y : sequence of label arrays, optional
         A labelling of each sample, of the estimator's ``classes_`` and shaped as its labels;
         by default the predicted one.
+    {{event_known_labels}}
     {{event_method}}
     {{event_draws}}
 
@@ -399,9 +415,11 @@ def sequence_probabilities(
     tol = check_tol(tol)
     model, X = _joint_model(estimator, X, "labellings")
     structure = model.structure_
-    batch = model._prediction_problem(X).batch
+    problem = model._prediction_problem(X, known_labels=known_labels)
+    batch = problem.batch
     if y is None:
-        codes = structure.visible_labels(model._map(batch, model.coef_))
+        codes = model._map(batch, model.coef_, problem.labels, problem.label_sets)
+        codes = structure.visible_labels(codes)
     else:
         codes = _labelling_codes(model, batch, X, y)
     method = _event_method(model, method)
@@ -410,7 +428,7 @@ def sequence_probabilities(
         probability = np.ones(batch.n_samples)  # a sample without nodes: its empty labelling
         filled = batch.lengths > 0
         event = (np.cumsum(filled) - 1)[batch.node_sample]
-        potentials, _ = model._restricted_potentials(batch, model._marginal_weights())
+        potentials = conditioned_potentials(model, problem)
         nodes = np.arange(batch.n_nodes)
         probability[filled] = np.exp(
             solver.event_log_probabilities(potentials, nodes, codes, event)
@@ -422,13 +440,15 @@ def sequence_probabilities(
         return (drawn == targets[i]).all(axis=1)[:, None]
 
     ones = np.ones(batch.n_samples, dtype=np.intp)
-    frequencies = _event_frequencies(model, batch, ones, held, method, n_draws, tol, random_state)
+    frequencies = model_event_frequencies(
+        model, problem, ones, held, method, n_draws, tol, random_state
+    )
     return np.concatenate(frequencies)
 
 
 @shared_docstring
 def edge_marginals(
-    estimator, X, *, method=None, n_draws: int = 1000, random_state=None
+    estimator, X, *, known_labels=None, method=None, n_draws: int = 1000, random_state=None
 ) -> np.ndarray:
     """The pairwise marginals of every edge, :math:`P(y_i = a, y_j = b)`: on chains the
     transition marginals :math:`P(y_d = a, y_{d+1} = b)`.
@@ -445,6 +465,7 @@ def edge_marginals(
     {{event_estimator}}
     X : sequence of samples
         As the estimator (or the pipeline) takes them.
+    {{event_known_labels}}
     {{event_method}}
     n_draws : int, default=1000
         Draws per sample where the marginals are frequencies.
@@ -479,18 +500,18 @@ def edge_marginals(
     """
     _check_n_draws(n_draws)
     model, X = _joint_model(estimator, X, "edges")
-    batch = model._prediction_problem(X).batch
+    problem = model._prediction_problem(X, known_labels=known_labels)
+    batch = problem.batch
     if batch.hidden is not None and batch.hidden.any():
         raise ValueError("the model has hidden nodes: their edges have no labels to count")
     method = _event_method(model, method)
     solver = _exact_solver(model, "edge_marginals", method)
     if solver is not None:
-        potentials, _ = model._restricted_potentials(batch, model._marginal_weights())
-        pair = solver.edge_marginals(potentials)
+        pair = solver.edge_marginals(conditioned_potentials(model, problem))
     else:
         k = len(model.classes_)
         pair = np.zeros((len(batch.edges), k, k))
-        drawn = _drawn_codes(model, X, n_draws, random_state, method)
+        drawn = [c for _, c in _drawn(model, X, n_draws, random_state, method, known_labels)]
         for i, draws in enumerate(drawn):
             edges = slice(batch.edge_offsets[i], batch.edge_offsets[i + 1])
             ends = batch.edges[edges] - batch.node_offsets[i]
@@ -504,7 +525,14 @@ def edge_marginals(
 
 @shared_docstring
 def region_probabilities(
-    estimator, X, *, method=None, n_draws: int = 1000, tol=0.03, random_state=None
+    estimator,
+    X,
+    *,
+    known_labels=None,
+    method=None,
+    n_draws: int = 1000,
+    tol=0.03,
+    random_state=None,
 ):
     """The regions of each predicted segmentation, with the probability the model keeps each.
 
@@ -525,6 +553,7 @@ def region_probabilities(
     {{event_estimator}}
     X : sequence of samples
         As the estimator (or the pipeline) takes them.
+    {{event_known_labels}}
     {{event_method}}
     {{event_draws}}
 
@@ -558,13 +587,15 @@ def region_probabilities(
     tol = check_tol(tol)
     model, X = _joint_model(estimator, X, "regions")
     structure = model.structure_
-    batch = model._prediction_problem(X).batch
-    codes = structure.visible_labels(model._map(batch, model.coef_))
+    problem = model._prediction_problem(X, known_labels=known_labels)
+    batch = problem.batch
+    codes = model._map(batch, model.coef_, problem.labels, problem.label_sets)
+    codes = structure.visible_labels(codes)
     region, offsets = _regions(batch, codes)
     method = _event_method(model, method)
     solver = _exact_solver(model, "event_log_probabilities", method)
     if solver is not None:  # every region one event: its nodes clamped to its label
-        potentials, _ = model._restricted_potentials(batch, model._marginal_weights())
+        potentials = conditioned_potentials(model, problem)
         nodes = np.arange(batch.n_nodes)
         probability = np.exp(solver.event_log_probabilities(potentials, nodes, codes, region))
     else:
@@ -585,8 +616,8 @@ def region_probabilities(
             return (members[i].T @ (drawn != labels[i]).T.astype(float)).T == 0
 
         probability = np.concatenate(
-            _event_frequencies(
-                model, batch, np.diff(offsets), held, method, n_draws, tol, random_state
+            model_event_frequencies(
+                model, problem, np.diff(offsets), held, method, n_draws, tol, random_state
             )
         )
     local = region - offsets[batch.node_sample]
@@ -723,28 +754,6 @@ def _labelling_codes(model, batch, X, y) -> np.ndarray:
     except ValueError as error:
         raise ValueError(f"y: {error}") from None
     return model.structure_.prepare_labels(batch, codes)
-
-
-def _event_frequencies(model, batch, n_events, held, method, n_draws, tol, random_state):
-    """Per sample, the frequency of each of its ``n_events`` events over draws of the model
-    (``held(i, codes)``: which of sample i's events each draw holds), drawn in rounds to the
-    tolerance ``tol`` (:func:`~pmap_sklearn._event_draws.event_frequencies`)."""
-    structure = model.structure_
-    method, n_sweeps = model._draw_method(method, None)
-    if random_state is None:
-        random_state = getattr(model, "random_state", None)
-
-    def draw(part, n, seeds):
-        states = model._batch_draws(part, n, method, seeds, n_sweeps=n_sweeps)
-        nodes = structure._visible_split(part, np.arange(part.n_nodes))  # shaped as labels
-        return structure.visible_labels(states), [n.ravel() for n in nodes]
-
-    return event_frequencies(draw, batch, n_events, held, n_draws, tol, random_state)[0]
-
-
-def _drawn_codes(model, X, n_draws: int, random_state, method) -> list:
-    """Per sample, the label codes of ``n_draws`` draws of :meth:`sample`, (n_draws, D)."""
-    return [codes for _, codes in _drawn(model, X, n_draws, random_state, method)]
 
 
 def _drawn(model, X, n_draws: int, random_state, method, known_labels=None) -> list:

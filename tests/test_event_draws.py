@@ -7,7 +7,7 @@ import copy
 import numpy as np
 import pytest
 
-from pmap_sklearn import ChainCRF, PerturbMAPCRF, inspection
+from pmap_sklearn import ChainCRF, PerturbMAPCRF, _event_draws, inspection
 from pmap_sklearn._event_draws import first_round, needed_draws, standard_errors
 from pmap_sklearn.datasets import make_chain_data
 from pmap_sklearn.inspection import (
@@ -43,14 +43,14 @@ def perturbed():
 def _spy(monkeypatch):
     """Record the draws of each sample of the next event probabilities."""
     seen = {}
-    original = inspection.event_frequencies
+    original = _event_draws.event_frequencies
 
     def spy(*args, **kwargs):
         frequencies, drawn = original(*args, **kwargs)
         seen["drawn"] = drawn
         return frequencies, drawn
 
-    monkeypatch.setattr(inspection, "event_frequencies", spy)
+    monkeypatch.setattr(_event_draws, "event_frequencies", spy)
     return seen
 
 

@@ -51,13 +51,14 @@ class StructuredQueries:
         return (self.unknown_label, getattr(self, "ignore_label", None))
 
     def _restricted_potentials(
-        self, batch: SampleBatch, w: np.ndarray, clamp=None, label_sets=None
+        self, batch: SampleBatch, w: np.ndarray, clamp=None, label_sets=None, fold=False
     ):
         """The batch's potentials under weights ``w`` and the clamps (label codes or -1, the
         codes of ``label_sets`` below), restricted to the states of the known labels (the
-        structure's hidden states) and of the sets of labels."""
+        structure's hidden states) and of the sets of labels (``fold``: the single labels
+        too, :meth:`~pmap_sklearn.structures.BaseStructure.restrict`)."""
         structure = self.structure_
-        return structure.restrict(structure.potentials(batch, w), clamp, label_sets)
+        return structure.restrict(structure.potentials(batch, w), clamp, label_sets, fold)
 
     def _marginal_weights(self) -> np.ndarray:
         """The weights of the estimator's distribution: ``coef_`` at the temperature that

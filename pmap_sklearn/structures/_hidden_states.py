@@ -166,7 +166,7 @@ class HiddenStates:
         return states
 
     def restrict(
-        self, potentials: Potentials, codes, label_sets=None
+        self, potentials: Potentials, codes, label_sets=None, fold: bool = False
     ) -> tuple[Potentials, np.ndarray | None]:
         """What a solver needs to solve ``potentials`` with each node restricted to its label.
 
@@ -177,6 +177,9 @@ class HiddenStates:
             Label codes (``-1``: free among the labels; see :meth:`allowed_states`).
         label_sets : ndarray of shape (n_sets, K) of bool, optional
             The sets of labels of the codes below -1.
+        fold : bool, default=False
+            Fold the single-label clamps into the node scores too (no ``clamp`` returned):
+            for queries of the solvers that take no clamp (event probabilities).
 
         Returns
         -------
@@ -189,7 +192,7 @@ class HiddenStates:
             The solver's ``clamp`` argument: ``codes`` when each is one state or free, None
             with set-valued clamps.
         """
-        if codes is None or not (self.has_hidden_states_ or (codes < -1).any()):
+        if codes is None or not (fold or self.has_hidden_states_ or (codes < -1).any()):
             return potentials, codes
         forbidden = ~self.allowed_states(codes, label_sets)
         if self.solver_.capabilities.infinite_scores:  # exactly zero, no finite stand-in

@@ -246,3 +246,61 @@ def test_observed_states_count_every_label_of_a_set():
     unary, _ = model.structure_.unpack(model.coef_)
     assert unary[0, 2] == 0.0 and unary[0, :2].all()  # feature 0: only at the set {0, 1}
     np.testing.assert_array_equal(unary[1, :2], 0.0)  # feature 1: only with label 2
+
+
+def test_event_probabilities_are_conditional_on_known_labels_and_sets():
+    """Sequence, region and edge probabilities given known labels and sets equal those of
+    enumeration of the labellings that keep to them; draws never break them."""
+    from pmap_sklearn.inspection import (
+        edge_marginals,
+        region_probabilities,
+        sequence_probabilities,
+    )
+
+    model, X = _chain_model()
+    x = X[0]
+    D = len(x)
+    known = np.array([None] * D, dtype=object)
+    known[0], known[2] = {0, 2}, 1
+    codes = np.array([-2, -1, 1] + [-1] * (D - 3))
+    labellings, p = exact_distribution(model.potentials([x]))
+    p = p * _keeps(labellings, codes, np.array([[True, False, True]]))
+    p /= p.sum()
+    some = [labellings[np.argmax(p)], labellings[np.argsort(p)[-2]], np.ones(D, dtype=int)]
+    for labelling in some:  # the last breaks the set at node 0
+        index = np.flatnonzero((labellings == labelling).all(axis=1))[0]
+        given = sequence_probabilities(model, [x], [labelling], known_labels=[known])
+        assert given[0] == pytest.approx(p[index], abs=1e-9)
+    assert sequence_probabilities(model, [x], known_labels=[known])[0] == pytest.approx(p.max())
+    pair = edge_marginals(model, [x], known_labels=[known])[0]
+    for d in range(D - 1):
+        expected = np.zeros((3, 3))
+        np.add.at(expected, (labellings[:, d], labellings[:, d + 1]), p)
+        np.testing.assert_allclose(pair[d], expected, atol=1e-9)
+    regions, probabilities = region_probabilities(model, [x], known_labels=[known])
+    best = labellings[np.argmax(p)]
+    for r, probability in enumerate(probabilities[0]):
+        members = np.flatnonzero(regions[0] == r)
+        keeps = (labellings[:, members] == best[members]).all(axis=1)
+        assert probability == pytest.approx(p[keeps].sum(), abs=1e-9)
+    drawn = PerturbMAPCRF(max_iter=3, random_state=0).fit(X, [model.predict([z])[0] for z in X])
+    frequency = sequence_probabilities(drawn, [x], [some[2]], known_labels=[known], tol=0.05)
+    assert frequency[0] == 0.0  # no draw breaks the set
+
+
+def test_entity_probabilities_given_every_tag_are_one():
+    X = [np.eye(3)[[0, 1, 2, 2]] + 0.1, np.eye(3)[[0, 2, 2]] + 0.1] * 6
+    y = [["B-PER", "I-PER", "O", "O"], ["B-PER", "O", "O"]] * 6
+    model = ChainCRF(alpha=0.1).fit(X, y)
+    from pmap_sklearn.inspection import entity_probabilities
+
+    known = [np.array([{"B-PER", "O"}, "O", "O", "O"], dtype=object)]
+    entities = entity_probabilities(model, X[:1], known_labels=known)[0]
+    assert [e[:3] for e in entities] in ([("PER", 0, 1)], [])
+    given = [np.array(["B-PER", "I-PER", "O", "O"], dtype=object)]
+    (entity,) = entity_probabilities(model, X[:1], known_labels=given)[0]
+    assert entity[:3] == ("PER", 0, 2) and entity[3] == pytest.approx(1.0)
+    draws = entity_probabilities(
+        PerturbMAPCRF(random_state=0).fit(X, y), X[:1], known_labels=given, tol=0.05
+    )
+    assert draws[0][0][3] == pytest.approx(1.0)
