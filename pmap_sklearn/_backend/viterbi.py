@@ -224,7 +224,20 @@ _SCALED_MAX_SPREAD = 600.0
 PACKED_ENTRIES = 2**18
 
 
-def packed_forward_backward(unary: np.ndarray, lengths: np.ndarray, transition: np.ndarray):
+def _packed_layout(lengths: np.ndarray):
+    """The packed position-major layout of chains given longest first: ``reaching[d]`` (the
+    chains that reach position d), the first row ``offsets[d]`` of each position's block, and
+    ``rows``, the packed row of each node of the chains one after the other (node d of chain b
+    is row ``offsets[d] + b``)."""
+    reaching = _longest_first(lengths, lengths[0])[2]
+    offsets = np.concatenate([[0], np.cumsum(reaching)])
+    chain, position, _ = _node_positions(lengths)
+    return reaching, offsets, offsets[position] + chain
+
+
+def packed_forward_backward(
+    unary: np.ndarray, lengths: np.ndarray, transition: np.ndarray, packed: bool = False
+):
     """Log-partition, node marginals and summed edge marginals of chains given longest first,
     by the scaled forward-backward of HMMs in a packed position-major layout.
 
@@ -232,74 +245,86 @@ def packed_forward_backward(unary: np.ndarray, lengths: np.ndarray, transition: 
     per score instead of one per message entry and step): with ``U_d = exp(u_d − max u_d)``
     and ``E = exp(T − max T)``, ``a_d ∝ (a_{d-1} E) ∘ U_d`` normalised by ``c_d`` (so
     ``a_d = P(y_d | nodes 0..d)``), ``b_{d-1} = E (U_d ∘ b_d) / c_d``, node marginals
-    ``a_d ∘ b_d`` and ``log Z = Σ_d (log c_d + max u_d) + (D − 1) max T``. Every entry is at
-    least ``exp(−spread) / K²`` of the largest one, with spread the range of a node's finite
-    scores plus the range of T: the caller sends chains with a spread over ~600 nats, which
-    could underflow, to :func:`log_forward_backward`.
+    ``a_d ∘ b_d``, summed pair marginals ``E ∘ Σ_d a_{d-1}ᵀ (U_d ∘ b_d / c_d)`` and ``log Z
+    = Σ_d (log c_d + max u_d) + (D − 1) max T`` (Rabiner 1989, §V.A). Every entry is at least
+    ``exp(−spread) / K²`` of the largest one, with spread the range of a node's finite scores
+    plus the range of T: the caller sends chains with a spread over ~600 nats, which could
+    underflow, to :func:`log_forward_backward`.
 
-    Row ``offsets[d] + b`` of the packed arrays is node d of chain b; the chains that reach d
-    are a prefix of the sorted chains, so the nodes of position d are a contiguous block
-    whose first rows continue the block of d − 1, and each step is one matrix product over
-    every chain of the group (the Python loop runs over the positions once per group).
+    Row ``offsets[d] + b`` of the packed arrays is node d of chain b (:func:`_packed_layout`);
+    the chains that reach d are a prefix of the sorted chains, so the nodes of position d are
+    a contiguous block whose first rows continue the block of d − 1, and each step is one
+    matrix product over every chain of the group (the Python loop runs over the positions
+    once per group). The exponentials are taken once, in place; each step writes into the
+    packed arrays (no temporary the size of a block) and the pair marginals are summed in
+    the backward loop, from the blocks it has at hand.
 
     Parameters
     ----------
     unary : ndarray of shape (n_nodes, K)
-        Node scores, chains one after the other (``-inf``: a label clamped out).
+        Node scores, chains one after the other (``-inf``: a label clamped out); with
+        ``packed``, in the packed layout instead.
     lengths : ndarray of shape (B,)
         Chain lengths, non-increasing.
     transition : ndarray of shape (K, K)
+    packed : bool, default=False
+        Whether ``unary`` is in the packed layout, and the node marginals are wanted in it
+        (the solver gathers its nodes into it once, and scatters the marginals back once).
 
     Returns
     -------
     log_z : ndarray of shape (B,)
         ``A(x) = log sum_y exp f(y)``.
     node_marginals : ndarray of shape (n_nodes, K)
-        ``P(y_d = k)``.
+        ``P(y_d = k)``, in the order of ``unary``.
     transition_marginals : ndarray of shape (K, K)
         ``sum_d P(y_d = i, y_{d+1} = j)`` summed over the chains: the expected transition
         counts.
     """
-    reaching = _longest_first(lengths, lengths[0])[2]
-    offsets = np.concatenate([[0], np.cumsum(reaching)])
-    chain, position, starts = _node_positions(lengths)
-    rows = offsets[position] + chain  # node → packed row
-    scores = np.empty_like(unary)
-    scores[rows] = unary
-    shift = scores.max(axis=1)
+    reaching, offsets, rows = _packed_layout(lengths)
+    if packed:
+        potentials = np.array(unary, dtype=float)
+    else:
+        potentials = np.empty_like(unary, dtype=float)
+        potentials[rows] = unary
+    n_nodes, n_states = potentials.shape
+    shift = potentials.max(axis=1)
     with np.errstate(invalid="ignore"):  # -inf - finite: a clamped-out label, exp → 0
-        potentials = np.exp(scores - shift[:, None])
+        potentials -= shift[:, None]
+    np.exp(potentials, out=potentials)  # U_d
     top = transition.max()
     matrix = np.exp(transition - top)  # E(i, j)
+    ones = np.ones(n_states)
     alpha = np.empty_like(potentials)
-    norm = np.empty(len(potentials))
-    norm[: reaching[0]] = potentials[: reaching[0]].sum(axis=1)
-    alpha[: reaching[0]] = potentials[: reaching[0]] / norm[: reaching[0], None]
-    # Each step writes into the packed arrays (out=): no temporary the size of a position's
-    # block, whose allocation costs page faults on every step while the blocks are large.
+    norm = np.empty(n_nodes)
+    first = slice(0, reaching[0])
+    np.matmul(potentials[first], ones, out=norm[first])
+    np.divide(potentials[first], norm[first, None], out=alpha[first])
     for d in range(1, len(reaching)):  # a_d ∝ (a_{d-1} E) ∘ U_d
         here = slice(offsets[d], offsets[d + 1])
         before = slice(offsets[d - 1], offsets[d - 1] + reaching[d])  # the same chains at d − 1
         message = np.matmul(alpha[before], matrix, out=alpha[here])
         message *= potentials[here]
-        np.sum(message, axis=1, out=norm[here])
+        np.matmul(message, ones, out=norm[here])  # the row sums, by one product
         message /= norm[here, None]
-    beta = np.ones_like(potentials)
-    after = np.empty_like(potentials)  # U_d ∘ b_d / c_d: the evidence from node d on
+    potentials /= norm[:, None]  # U_d / c_d, then U_d ∘ b_d / c_d: the evidence from d on
+    beta = np.empty_like(potentials)
+    beta[offsets[lengths - 1] + np.arange(len(lengths))] = 1.0  # each chain's last node
     backward = matrix.T
+    pair = np.zeros((n_states, n_states))
     for d in range(len(reaching) - 1, 0, -1):
         here = slice(offsets[d], offsets[d + 1])
         before = slice(offsets[d - 1], offsets[d - 1] + reaching[d])
-        evidence = np.multiply(potentials[here], beta[here], out=after[here])
-        evidence /= norm[here, None]
+        evidence = potentials[here]
+        evidence *= beta[here]
         np.matmul(evidence, backward, out=beta[before])
-    per_node = np.log(norm) + shift
-    log_z = np.add.reduceat(per_node[rows], starts) + (lengths - 1) * top
-    # Σ_d P(y_d = i, y_{d+1} = j) = E(i, j) Σ_d a_d(i) after_{d+1}(j), over all edges at once
-    later = np.arange(offsets[1], offsets[-1])
-    earlier = later - np.repeat(reaching[:-1], reaching[1:])
-    pair = (alpha[earlier].T @ after[offsets[1] : offsets[-1]]) * matrix
-    return log_z, (alpha * beta)[rows], pair
+        pair += alpha[before].T @ evidence  # Σ a_{d-1}(i) evidence_d(j), E(i, j) below
+    pair *= matrix
+    chain = np.arange(n_nodes) - np.repeat(offsets[:-1], reaching)
+    log_z = np.bincount(chain, np.log(norm) + shift, minlength=len(lengths))
+    log_z += (lengths - 1) * top
+    alpha *= beta
+    return log_z, alpha if packed else alpha[rows], pair
 
 
 def log_forward_backward(unary, lengths, transition):
@@ -720,22 +745,30 @@ class ChainSolver(ExactEvents, Solver):
         # (the spread of the unclamped scores bounds that of the labels a clamp leaves; a
         # forbidden transition is a zero of the scaled recursion, not a score to span).
         allowed = np.isfinite(transition)
-        with np.errstate(invalid="ignore"):  # (label-major, the ranges of rows are 3× faster)
-            columns = np.ascontiguousarray(p.unary.T)  # (-inf: a label of probability zero)
-            low = np.where(columns > -np.inf, columns, np.inf).min(axis=0)
-            spread = columns.max(axis=0) - low + np.ptp(p.pairwise[allowed])
-        wide = ~(spread < _SCALED_MAX_SPREAD)
-        wide_chain = np.bincount(p.node_sample, wide, minlength=p.n_samples) > 0
+        pair_spread = np.ptp(p.pairwise[allowed])
+        finite = p.unary > -np.inf  # (-inf: a label of probability zero, not a score to span)
+        with np.errstate(invalid="ignore"):  # the range of every score bounds each node's
+            overall = p.unary.max(initial=-np.inf) - p.unary.min(initial=np.inf, where=finite)
+        if overall + pair_spread < _SCALED_MAX_SPREAD:
+            wide_chain = np.zeros(p.n_samples, dtype=bool)
+        else:
+            with np.errstate(invalid="ignore"):  # (label-major: the ranges of rows are 3× faster)
+                columns = np.ascontiguousarray(p.unary.T)
+                low = np.where(columns > -np.inf, columns, np.inf).min(axis=0)
+                spread = columns.max(axis=0) - low + pair_spread
+            wide = ~(spread < _SCALED_MAX_SPREAD)
+            wide_chain = np.bincount(p.node_sample, wide, minlength=p.n_samples) > 0
         # The others longest first, in groups of at most PACKED_ENTRIES node scores.
         order = np.argsort(-p.lengths, kind="stable")
         order = order[~wide_chain[order]]
         sizes = p.lengths[order] * p.n_states
         for group in chunks_by_size(sizes, PACKED_ENTRIES):
             chains = order[group]
-            nodes = ranges(p.node_offsets, chains)
             lengths = p.lengths[chains]
+            nodes = np.empty(lengths.sum(), dtype=np.intp)  # packed row → node
+            nodes[_packed_layout(lengths)[2]] = ranges(p.node_offsets, chains)
             log_z[chains], node[nodes], group_pair = packed_forward_backward(
-                unary[nodes], lengths, transition
+                unary[nodes], lengths, transition, packed=True
             )
             pair += group_pair
         wide_chains = np.flatnonzero(wide_chain)

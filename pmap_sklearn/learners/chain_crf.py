@@ -8,6 +8,7 @@ import numpy as np
 from sklearn.utils._param_validation import StrOptions
 
 from .._docstrings import shared_docstring
+from .._optim import defaults
 from .._optim.lbfgs import minimise
 from .._state import FitState
 from .._utils import onehot, store_parameters
@@ -78,6 +79,13 @@ class ChainCRF(BaseStructuredEstimator):
     (``-1``) are marginalised exactly: their sample contributes ``log Σ_{y agreeing with the known
     labels} exp f(y) − A(x)``.
 
+    On sparse token features the defaults are crfsuite's model and its tutorial's setting
+    (Okazaki 2007; sklearn-crfsuite's ``CRF(c1=0.1, c2=0.1, max_iterations=100)``): weights for
+    the observed (feature, label) pairs only, ``c1 = c2 = 0.1`` by OWL-QN, 100 iterations —
+    crfsuite's accuracy, non-zero weights and fit time on the treebank (see "Defaults on token
+    features" in the user guide). On dense features: every pair, L2 only, up to 1000
+    iterations.
+
     Any structure whose solver computes exact marginals works (a chain, or a tiny grid / graph
     with ``solver="brute_force"``). The fit is deterministic and vectorised over the samples;
     ``random_state`` seeds the draws of :meth:`sample`.
@@ -86,23 +94,30 @@ class ChainCRF(BaseStructuredEstimator):
     ----------
     structure : {"chain", "grid", "graph"} or structure instance, default="chain"
     alpha : float or "auto", default="auto"
-        Regularisation strength. "auto": ``0.2 / n_samples`` with sparse node features
-        (crfsuite's ``c2 = 0.1`` on the summed likelihood with ``l1_ratio=0``), 0.1 on
-        multi-label data (:class:`~pmap_sklearn.MultiLabelStructure`: chosen by
-        cross-validation on the training splits of yeast and scene), 1e-4 otherwise.
-        crfsuite's ``c1``, ``c2`` are ``alpha = (c1 + 2 c2) / n_samples`` and ``l1_ratio = c1 /
-        (c1 + 2 c2)``: see :func:`~pmap_sklearn.crfsuite_penalty`.
-    l1_ratio : float in [0, 1], default=0.0
+        Regularisation strength. "auto": ``0.3 / n_samples`` with sparse node features
+        (crfsuite's tutorial penalty ``c1 = c2 = 0.1`` on the summed likelihood, with
+        ``l1_ratio="auto"``), 0.1 on multi-label data
+        (:class:`~pmap_sklearn.MultiLabelStructure`: chosen by cross-validation on the
+        training splits of yeast and scene), 1e-4 otherwise. crfsuite's ``c1``, ``c2`` are
+        ``alpha = (c1 + 2 c2) / n_samples`` and ``l1_ratio = c1 / (c1 + 2 c2)``: see
+        :func:`~pmap_sklearn.crfsuite_penalty`.
+    l1_ratio : float in [0, 1] or "auto", default="auto"
         The share of L1 in the penalty (0: L2 only, by L-BFGS-B; > 0: OWL-QN, sparse weights).
-    all_possible_states : bool, default=True
+        "auto": 1/3 with sparse node features (crfsuite's ``c1 = c2 = 0.1``), 0 otherwise.
+    all_possible_states : bool or "auto", default="auto"
         Whether every (node feature, label) pair has a weight. False: only the pairs seen in
         the training labels (a feature non-zero at a node of that label) do, the others stay
         at zero — crfsuite's default model (sklearn-crfsuite's ``all_possible_states=False``),
-        fewer weights to fit and to store. Needs the linear unary model of a structure with
-        one table of node weights.
-    max_iter : int, default=1000
-        L-BFGS (OWL-QN) iterations at most; the fit stops at ``tol`` (the OCR words' chains
-        take 390 iterations on one fold of training words, 490 on nine).
+        fewer weights to fit and to store; the optimiser then works on those weights only.
+        Needs the linear unary model of a structure with one table of node weights. "auto":
+        False with sparse node features (token features), True otherwise (dense features,
+        multi-label rows, other unary models): see "Defaults on token features" in the user
+        guide.
+    max_iter : int or "auto", default="auto"
+        L-BFGS (OWL-QN) iterations at most; the fit stops at ``tol`` if it comes first.
+        "auto": 100 with sparse node features (crfsuite's tutorial budget, its fit time and
+        accuracy on the treebank), 1000 otherwise (the OCR words' chains stop at ``tol`` in
+        390 iterations on one fold of training words, 490 on nine).
     tol : float, default=1e-6
         L-BFGS tolerance on the projected gradient (OWL-QN: on the largest entry of the
         pseudo-gradient; it also stops when ten iterations gain less than L-BFGS-B's
@@ -133,6 +148,10 @@ class ChainCRF(BaseStructuredEstimator):
         L-BFGS iterations of the last fit.
     alpha_ : float
         The regularisation strength of the last fit (``alpha`` with "auto" resolved).
+    l1_ratio_ : float
+        ``l1_ratio`` of the last fit, "auto" resolved.
+    all_possible_states_ : bool
+        ``all_possible_states`` of the last fit, "auto" resolved.
     objective_ : float
         Final regularised mean log-likelihood.
     n_nonzero_ : int
@@ -148,6 +167,8 @@ class ChainCRF(BaseStructuredEstimator):
        models for segmenting and labeling sequence data. ICML 2001.
     .. [2] G. Andrew and J. Gao. Scalable training of L1-regularized log-linear models. ICML
        2007 (OWL-QN).
+    .. [3] N. Okazaki. CRFsuite: a fast implementation of conditional random fields (CRFs).
+       2007 (its L-BFGS trainer and default model).
 
     Examples
     --------
@@ -167,8 +188,9 @@ class ChainCRF(BaseStructuredEstimator):
         **RANDOMISED_CONSTRAINTS,
         **PARALLEL_CONSTRAINTS,
         "alpha": [NumberInterval(Real, 0, None, closed="left"), StrOptions({"auto"})],
-        "l1_ratio": [NumberInterval(Real, 0, 1, closed="both")],
-        "all_possible_states": ["boolean"],
+        "l1_ratio": [NumberInterval(Real, 0, 1, closed="both"), StrOptions({"auto"})],
+        "all_possible_states": ["boolean", StrOptions({"auto"})],
+        "max_iter": [NumberInterval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
     }
     _marginal_methods = ("exact",)
     _learns_hidden_states = True
@@ -185,9 +207,9 @@ class ChainCRF(BaseStructuredEstimator):
         structure="chain",
         *,
         alpha="auto",
-        l1_ratio=0.0,
-        all_possible_states=True,
-        max_iter=1000,
+        l1_ratio="auto",
+        all_possible_states="auto",
+        max_iter="auto",
         tol=1e-6,
         warm_start=False,
         random_state=None,
@@ -198,22 +220,56 @@ class ChainCRF(BaseStructuredEstimator):
     ):
         store_parameters(self, locals())
 
+    @staticmethod
+    def _has_one_weight_table(structure) -> bool:
+        """Whether the node weights are one (feature, label) table read linearly: what
+        ``all_possible_states=False`` needs."""
+        return structure.unary == "linear" and structure.n_node_weight_sets_ == 1
+
     def _check_structure(self, structure, has_unknown) -> None:
         super()._check_structure(structure, has_unknown)
-        if not self.all_possible_states and (
-            structure.unary != "linear" or structure.n_node_weight_sets_ != 1
-        ):
+        if self.all_possible_states is False and not self._has_one_weight_table(structure):
             raise ValueError(
                 "all_possible_states=False needs one table of node weights (the linear unary "
                 f"model, tied weights); {type(structure).__name__} has "
                 f"unary={structure.unary!r} with {structure.n_node_weight_sets_} weight sets"
             )
 
-    def _free_weights(self, batch, labels, label_sets=None) -> np.ndarray | None:
+    def _token_features(self, batch) -> bool:
+        """Whether the rules for sparse node features apply: token features (one table of
+        node weights read through sparse features), not multi-label rows."""
+        structure = self.structure_
+        return (
+            structure.sample_kind != "multilabel"
+            and structure.has_sparse_features(batch)
+            and self._has_one_weight_table(structure)
+        )
+
+    def _resolved_settings(self, batch) -> tuple[float, float, bool, int]:
+        """``alpha``, ``l1_ratio``, ``all_possible_states`` and ``max_iter`` of this fit,
+        each "auto" resolved from what the data is: on token features
+        :data:`~pmap_sklearn._optim.defaults.CHAIN_CRF_SPARSE` (crfsuite's default model and
+        its tutorial's penalty and budget), else
+        :data:`~pmap_sklearn._optim.defaults.CHAIN_CRF_DENSE` and the common ``alpha`` rule."""
+        auto = dict(defaults.CHAIN_CRF_DENSE, alpha=self._resolved_alpha(batch))
+        if self._token_features(batch):
+            auto = dict(defaults.CHAIN_CRF_SPARSE)
+            auto["alpha"], auto["l1_ratio"] = crfsuite_penalty(
+                *auto.pop("crfsuite_c"), batch.n_samples
+            )
+        settings = [auto["alpha"] if self.alpha == "auto" else self.alpha]
+        for name in ("l1_ratio", "all_possible_states", "max_iter"):
+            value = getattr(self, name)
+            settings.append(auto[name] if isinstance(value, str) else value)
+        return float(settings[0]), float(settings[1]), bool(settings[2]), int(settings[3])
+
+    def _free_weights(
+        self, batch, labels, all_possible_states, label_sets=None
+    ) -> np.ndarray | None:
         """Where the weights may be non-zero: None (everywhere) with ``all_possible_states``,
         else the (feature, label) pairs seen in the known training labels (a set of labels:
         each of its labels) and every pairwise weight."""
-        if self.all_possible_states:
+        if all_possible_states:
             return None
         free = np.ones(self.structure_.size_, dtype=bool)
         unary, _ = self.structure_.unpack(free)
@@ -265,37 +321,42 @@ class ChainCRF(BaseStructuredEstimator):
     def _fit_batch(self, batch, labels, state, rng, label_sets=None):
         """L-BFGS (OWL-QN with ``l1_ratio > 0``) on the exact regularised conditional
         log-likelihood, from ``state.coef``."""
-        self.alpha_ = alpha = self._resolved_alpha(batch)
-        l1, l2 = alpha * self.l1_ratio, alpha * (1.0 - self.l1_ratio)
+        alpha, l1_ratio, all_states, max_iter = self._resolved_settings(batch)
+        self.alpha_, self.l1_ratio_, self.all_possible_states_ = alpha, l1_ratio, all_states
+        l1, l2 = alpha * l1_ratio, alpha * (1.0 - l1_ratio)
         structure = self.structure_
         observed = None
         if (labels >= 0).all() and not structure.has_hidden_states_:
             # Ψ(x_n, y_n) does not depend on w: compute it once
             observed = structure.joint_feature(batch, labels)
 
-        free = self._free_weights(batch, labels, label_sets)
+        free = self._free_weights(batch, labels, all_states, label_sets)
         if structure.has_hidden_states_ and not state.coef.any():
             # the likelihood is flat across alike states: start them apart (logistic
             # regressions of their first guess, the k-means split of each label)
             self._start_from_logistic(batch, labels, state.coef, np.random.default_rng(0), l2)
-        start = state.coef if free is None else np.where(free, state.coef, 0.0)
+        # The optimiser works on the free weights only (the others stay at zero): its vector
+        # operations and its curvature pairs cost the free weights, not the whole table.
+        index = slice(None) if free is None else np.flatnonzero(free)
+        w = np.zeros_like(state.coef)
 
-        def negative_objective(w):
+        def negative_objective(free_w):
+            w[index] = free_w
             value, gradient = self._log_likelihood(batch, labels, w, observed, label_sets)
-            gradient = gradient - l2 * w
-            if free is not None:  # the weights held at zero do not move (L-BFGS and OWL-QN
-                gradient[~free] = 0.0  # steps are combinations of gradients)
-            return -(value - 0.5 * l2 * w @ w), -gradient
+            gradient = gradient[index] - l2 * free_w
+            return -(value - 0.5 * l2 * free_w @ free_w), -gradient
 
-        w, n_iter, value = minimise(
+        free_w, n_iter, value = minimise(
             negative_objective,
-            start,
+            state.coef[index],
             name=type(self).__name__,
-            max_iter=self.max_iter,
+            max_iter=max_iter,
             tol=self.tol,
             verbose=self.verbose,
             l1=l1,
         )
+        w = np.zeros_like(state.coef)
+        w[index] = free_w
         state = FitState(coef=w, n_iter=n_iter)
         state.record(objective=-value)
         return state

@@ -82,6 +82,41 @@ def test_packed_marginals_in_groups_with_wide_chains_match_brute_force(seed, mon
         )
 
 
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), forbid=st.booleans())
+def test_packed_forward_backward_matches_the_log_domain_on_long_chains(seed, forbid):
+    """Chains of 1 to 60 nodes and 17 labels, too long to enumerate, some labels clamped out
+    and (``forbid``) transitions forbidden as constraints forbid them: the scaled recursion,
+    in either layout, gives the log-domain recursion's log-partition, node and summed pair
+    marginals."""
+    rng = np.random.default_rng(seed)
+    k = 17
+    lengths = np.sort(rng.choice([1, 2, 5, 17, 60], size=int(rng.integers(1, 9))))[::-1]
+    unary = 3 * rng.normal(size=(lengths.sum(), k))
+    unary[rng.random(unary.shape) < 0.1] = -np.inf
+    transition = rng.normal(size=(k, k))
+    if forbid:
+        transition[rng.random((k, k)) < 0.3] = -np.inf
+    padded, position = chain.pad(unary, lengths, fill=-np.inf)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        log_z, node_padded, pair = chain.log_forward_backward(padded, lengths, transition)
+        assert np.isfinite(log_z).all()  # every chain keeps a labelling at these rates
+        scaled = chain.packed_forward_backward(unary, lengths, transition)
+    np.testing.assert_allclose(scaled[0], log_z, rtol=1e-12)
+    node = node_padded[np.repeat(np.arange(len(lengths)), lengths), position]
+    np.testing.assert_allclose(scaled[1], node, atol=1e-12)
+    np.testing.assert_allclose(scaled[2], pair.sum(0), atol=1e-10)
+    rows = chain._packed_layout(lengths)[2]
+    packed_unary = np.empty_like(unary)
+    packed_unary[rows] = unary
+    log_z, packed_node, pair = chain.packed_forward_backward(
+        packed_unary, lengths, transition, packed=True
+    )
+    np.testing.assert_array_equal(log_z, scaled[0])
+    np.testing.assert_array_equal(packed_node[rows], scaled[1])
+    np.testing.assert_array_equal(pair, scaled[2])
+
+
 def _reference_viterbi(unary, transition):
     """Viterbi of one chain with a stored back-pointer table (the textbook recursion)."""
     n, k = unary.shape

@@ -94,7 +94,7 @@ def _penalised_objective(crf, X, y):
     batch = structure.prepare(X)
     codes, _ = encode(y, -1, crf.classes_)
     labels = structure.prepare_labels(batch, codes)
-    l1, l2 = crf.alpha_ * crf.l1_ratio, crf.alpha_ * (1 - crf.l1_ratio)
+    l1, l2 = crf.alpha_ * crf.l1_ratio_, crf.alpha_ * (1 - crf.l1_ratio_)
     observed = structure.joint_feature(batch, labels)
 
     def objective(w):
@@ -179,12 +179,51 @@ def test_observed_states_only_keeps_the_unseen_pairs_at_zero(rng):
             seen[np.flatnonzero(row), list(crf.classes_).index(tag)] = True
     seen[-1] = True  # the bias column
     assert np.all(unary[~seen] == 0) and np.any(unary[seen] != 0)
-    dense = ChainCRF(alpha=0.01, l1_ratio=0.2).fit(chains, y)
+    dense = ChainCRF(alpha=0.01, l1_ratio=0.2, all_possible_states=True).fit(chains, y)
     assert dense.structure_.unpack(dense.coef_)[0][~seen].any()
     with pytest.raises(ValueError, match="all_possible_states=False needs one table"):
         ChainCRF(ChainStructure(unary="scaled"), all_possible_states=False).fit(
             [np.zeros((2, 2))], [[0, 1]]
         )
+
+
+def test_all_possible_states_auto_is_observed_states_on_token_features_only(rng):
+    """ "auto": crfsuite's observed (feature, label) pairs on sparse token features, every pair
+    on the same features given dense (the fits of the explicit values, bit for bit)."""
+    from pmap_sklearn import SequenceVectorizer
+
+    X, y = _token_data(rng)
+    chains = SequenceVectorizer().fit_transform(X)
+    dense = [chain.toarray() for chain in chains]
+    for features, states in ((chains, False), (dense, True)):
+        auto = ChainCRF(alpha=0.01, l1_ratio=0.2, max_iter=40).fit(features, y)
+        explicit = ChainCRF(alpha=0.01, l1_ratio=0.2, max_iter=40, all_possible_states=states)
+        assert auto.all_possible_states_ is states
+        np.testing.assert_array_equal(auto.coef_, explicit.fit(features, y).coef_)
+    assert auto.n_nonzero_ > ChainCRF(alpha=0.01, l1_ratio=0.2).fit(chains, y).n_nonzero_
+
+
+@pytest.mark.parametrize("l1_ratio", [0.0, 0.5])
+def test_observed_states_fit_is_the_optimum_over_the_free_weights(rng, l1_ratio):
+    """The optimiser works on the free weights only: at its end the penalised objective's
+    (sub)gradient vanishes on every free weight, whatever the others' gradient (they stay 0)."""
+    from pmap_sklearn import SequenceVectorizer
+    from pmap_sklearn._labels import encode
+
+    X, y = _token_data(rng, n_samples=40)
+    chains = SequenceVectorizer().fit_transform(X)
+    crf = ChainCRF(alpha=0.05, l1_ratio=l1_ratio, all_possible_states=False, tol=1e-9)
+    crf.set_params(max_iter=3000).fit(chains, y)
+    objective, l1 = _penalised_objective(crf, chains, y)
+    _, g = objective(crf.coef_)
+    batch = crf.structure_.prepare(chains)
+    labels = crf.structure_.prepare_labels(batch, encode(y, -1, crf.classes_)[0])
+    free = crf._free_weights(batch, labels, False)
+    assert 0 < free.sum() < free.size and np.all(crf.coef_[~free] == 0)
+    assert np.abs(g[~free]).max() > 1e-3  # held at zero against their gradient
+    at_zero, moved = free & (crf.coef_ == 0), crf.coef_ != 0
+    assert np.all(np.abs(g[at_zero]) <= l1 + 1e-6)
+    np.testing.assert_allclose(g[moved], -l1 * np.sign(crf.coef_[moved]), atol=1e-5)
 
 
 def test_l1_fit_agrees_with_crfsuite(rng):
@@ -222,7 +261,12 @@ def test_l1_fit_agrees_with_crfsuite(rng):
     alpha, l1_ratio = crfsuite_penalty(c1, c2, len(X))
     vectorizer = SequenceVectorizer().fit(X)
     crf = ChainCRF(
-        ChainStructure(bias=False), alpha=alpha, l1_ratio=l1_ratio, tol=1e-12, max_iter=5000
+        ChainStructure(bias=False),
+        alpha=alpha,
+        l1_ratio=l1_ratio,
+        all_possible_states=True,
+        tol=1e-12,
+        max_iter=5000,
     ).fit(vectorizer.transform(X), y)
     unary, transitions = crf.structure_.unpack(crf.coef_)
     classes = list(crf.classes_)

@@ -6,7 +6,13 @@ import numpy as np
 import pytest
 from sklearn.pipeline import make_pipeline
 
-from pmap_sklearn import ChainCRF, PerturbMAPCRF, SequenceVectorizer, StructuredSVM
+from pmap_sklearn import (
+    ChainCRF,
+    PerturbMAPCRF,
+    SequenceVectorizer,
+    StructuredSVM,
+    crfsuite_penalty,
+)
 from pmap_sklearn._optim import defaults
 from pmap_sklearn.datasets import token_features
 from pmap_sklearn.learners import _sgd_learner
@@ -71,15 +77,20 @@ def test_sparse_features_judge_the_step_size_on_held_out_sentences(monkeypatch):
 
 def test_baselines_resolve_auto_from_what_the_features_are():
     """``alpha="auto"`` (and the S-SVM's ``batch_size`` / ``max_iter``) on sparse token
-    features is crfsuite's ``c2 = 0.1`` over the samples, mini-batches of 16 and 10 passes;
-    on dense features the classes' former defaults. The fits are those of the settings."""
+    features is crfsuite's ``c2 = 0.1`` over the samples, mini-batches of 16 and 10 passes
+    (ChainCRF: crfsuite's ``c1 = c2 = 0.1``, observed states, 100 iterations); on dense
+    features the classes' former defaults. The fits are those of the settings."""
     chains, dense, tags = _sparse_and_dense(40, seed=1)
     n = len(chains)
-    crf = ChainCRF(max_iter=20).fit(chains, tags)
-    assert crf.alpha_ == pytest.approx(0.2 / n)
-    explicit = ChainCRF(max_iter=20, alpha=0.2 / n).fit(chains, tags)
-    np.testing.assert_array_equal(crf.coef_, explicit.coef_)
-    assert ChainCRF(max_iter=2).fit(dense, tags).alpha_ == 1e-4
+    crf = ChainCRF().fit(chains, tags)
+    alpha, l1_ratio = crfsuite_penalty(0.1, 0.1, n)
+    assert (crf.alpha_, crf.l1_ratio_) == (pytest.approx(alpha), pytest.approx(l1_ratio))
+    assert crf.all_possible_states_ is False
+    explicit = ChainCRF(alpha=alpha, l1_ratio=l1_ratio, all_possible_states=False, max_iter=100)
+    np.testing.assert_array_equal(crf.coef_, explicit.fit(chains, tags).coef_)
+    on_dense = ChainCRF(max_iter=2).fit(dense, tags)
+    assert (on_dense.alpha_, on_dense.l1_ratio_, on_dense.all_possible_states_) == (1e-4, 0, True)
+    assert ChainCRF(l1_ratio=0.0).fit(chains, tags).alpha_ == alpha
 
     svm = StructuredSVM(random_state=0, tol=0.0).fit(chains, tags)
     assert (svm.alpha_, svm.batch_size_, svm.n_iter_) == (pytest.approx(0.2 / n), 16, 10)
