@@ -5,6 +5,7 @@ from sys import modules
 
 from ._backend import Potentials
 from .denoisers import ContinuousLogSupermodularDenoiser, LogSupermodularDenoiser
+from .embeddings import SequenceUnion, TokenEmbeddings
 from .learners.chain_crf import ChainCRF, crfsuite_penalty
 from .learners.contrastive_divergence import ContrastiveDivergenceCRF
 from .learners.epsilon import EpsilonCRF
@@ -66,6 +67,8 @@ __all__ = [
     "Potentials",
     "NodeTransformer",
     "SequenceVectorizer",
+    "SequenceUnion",
+    "TokenEmbeddings",
     "SuperpixelGraphs",
     "mean_hamming_loss",
     "weighted_hamming_loss",
