@@ -1,26 +1,28 @@
 """Dense vectors beside sparse token features: :class:`TokenEmbeddings` maps each token of a
 sequence to its vector (word embeddings), :class:`SequenceUnion` joins per-sequence blocks of
 several transformers column-wise (the sequence form of scikit-learn's
-:class:`~sklearn.pipeline.FeatureUnion`)."""
+:class:`~sklearn.pipeline.FeatureUnion`), and :func:`cooccurrence_vectors` makes word vectors
+from a corpus (a truncated SVD of its word co-occurrences)."""
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Mapping
-from numbers import Real
+from numbers import Integral, Real
 
 import numpy as np
 from scipy import sparse
 from sklearn.base import BaseEstimator, TransformerMixin, _fit_context, clone
 from sklearn.utils import Bunch
 from sklearn.utils._param_validation import StrOptions
+from sklearn.utils.extmath import randomized_svd
 from sklearn.utils.metaestimators import _BaseComposition
 from sklearn.utils.validation import check_is_fitted
 
 from ._utils import stack_rows, store_parameters
 from .preprocessing import _SampleListOutput, _split_rows
 
-__all__ = ["TokenEmbeddings", "SequenceUnion"]
+__all__ = ["TokenEmbeddings", "SequenceUnion", "cooccurrence_vectors"]
 
 
 def _check_sequences(X) -> list[int]:
@@ -593,3 +595,95 @@ class SequenceUnion(_SampleListOutput, TransformerMixin, _BaseComposition):
         tags.input_tags.dict = True
         tags.input_tags.string = True
         return tags
+
+
+def cooccurrence_vectors(
+    sentences, n_components=50, *, window=2, lowercase=True, random_state=0
+) -> tuple[list, np.ndarray]:
+    """Word vectors of a corpus: the truncated SVD of its positive pointwise mutual
+    information (PPMI) matrix of word co-occurrences.
+
+    Two words co-occur when they are at most ``window`` tokens apart in a sentence. The PPMI
+    of word w and context word c is ``max(0, log(P(w, c) / (P(w) P_α(c))))`` with the context
+    counts raised to α = 0.75 (the smoothing of word2vec's negative samples), and a word's
+    vector is its row of ``U_d Σ_d^{1/2}``, the rank-d truncated SVD with the singular values'
+    square roots ("eigenvalue weighting" p = 0.5), scaled to unit length (Levy, Goldberg &
+    Dagan, "Improving distributional similarity with lessons learned from word embeddings",
+    TACL 2015, sections 3.2-3.3). No download: the vectors of a training corpus's own words,
+    for :class:`TokenEmbeddings` (:ref:`dense-vectors`).
+
+    Parameters
+    ----------
+    sentences : sequence of sequences of str
+        The corpus, as lists of words.
+    n_components : int, default=50
+        Dimension d of the vectors (at most the vocabulary's size minus one).
+    window : int, default=2
+        Largest distance between co-occurring words.
+    lowercase : bool, default=True
+        Count lower-cased words (then look them up with ``TokenEmbeddings(lowercase=True)``).
+    random_state : int, Generator or None, default=0
+        Seed of the randomised SVD.
+
+    Returns
+    -------
+    words : list of str
+        The vocabulary, sorted.
+    vectors : ndarray of shape (n_words, n_components)
+        Row v: the unit-length vector of ``words[v]`` (zero for a word without a positive
+        PPMI).
+
+    Examples
+    --------
+    >>> from pmap_sklearn.embeddings import cooccurrence_vectors
+    >>> corpus = [["the", "dog", "runs"], ["the", "cat", "runs"], ["a", "dog", "sleeps"]]
+    >>> words, vectors = cooccurrence_vectors(corpus, n_components=2)
+    >>> words, vectors.shape
+    (['a', 'cat', 'dog', 'runs', 'sleeps', 'the'], (6, 2))
+    """
+    if not (isinstance(window, Integral) and not isinstance(window, bool) and window >= 1):
+        raise ValueError(f"window must be an int >= 1, got {window!r}")
+    lengths = _check_sequences(sentences)
+    words = list(itertools.chain.from_iterable(sentences))
+    t = next((t for t, w in enumerate(words) if not isinstance(w, str)), None)
+    if t is not None:
+        raise ValueError(f"{_where(lengths, t)}: {words[t]!r:.40} is not a string (a word)")
+    vocabulary, ids = np.unique(
+        list(map(str.lower, words)) if lowercase else words, return_inverse=True
+    )
+    size = len(vocabulary)
+    if not (
+        isinstance(n_components, Integral)
+        and not isinstance(n_components, bool)
+        and 1 <= n_components < size
+    ):
+        raise ValueError(
+            f"n_components must be an int in [1, {size - 1}] (below the {size} words), got "
+            f"{n_components!r}"
+        )
+    sentence = np.repeat(np.arange(len(lengths)), lengths)
+    pairs = []
+    for distance in range(1, window + 1):  # a loop over distances, not over tokens
+        same = sentence[distance:] == sentence[:-distance]
+        left, right = ids[:-distance][same], ids[distance:][same]
+        pairs += [(left, right), (right, left)]
+    rows = np.concatenate([p[0] for p in pairs])
+    columns = np.concatenate([p[1] for p in pairs])
+    counts = sparse.csr_matrix(
+        (np.ones(len(rows)), (rows, columns)), shape=(size, size)
+    ).tocoo()  # duplicates summed
+    total = counts.data.sum()
+    word_counts = np.bincount(counts.row, counts.data, minlength=size)
+    context = np.bincount(counts.col, counts.data, minlength=size) ** 0.75
+    context *= total / context.sum()
+    pmi = np.log(counts.data * total / (word_counts[counts.row] * context[counts.col]))
+    positive = pmi > 0
+    ppmi = sparse.csr_matrix(
+        (pmi[positive], (counts.row[positive], counts.col[positive])), shape=(size, size)
+    )
+    U, S, _ = randomized_svd(ppmi, n_components, random_state=random_state)
+    vectors = U * np.sqrt(S)
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vocabulary.tolist(), np.divide(
+        vectors, norms, out=np.zeros_like(vectors), where=norms > 0
+    )

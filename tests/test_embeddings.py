@@ -316,3 +316,75 @@ def test_table_sentences_fit_a_tagger():
 def test_bad_tables_are_named(change, params, message):
     with pytest.raises(ValueError, match=message):
         sentences_from_table(dict(_table(), **change), **params)
+
+
+@pytest.mark.parametrize(
+    "estimator",
+    [
+        TokenEmbeddings(VECTORS),
+        SequenceUnion([("vectors", TokenEmbeddings(VECTORS))]),
+    ],
+    ids=lambda e: type(e).__name__,
+)
+def test_scikit_learn_api_checks(estimator):
+    """scikit-learn's API checks that apply to transformers of sequences (the contract
+    tests' list)."""
+    from sklearn.utils import estimator_checks as checks
+
+    from .test_contract import APPLICABLE_CHECKS
+
+    for check in APPLICABLE_CHECKS:
+        getattr(checks, check)(type(estimator).__name__, estimator)
+
+
+def _ppmi_by_loops(sentences, window):
+    """The smoothed PPMI matrix counted pair by pair (the reference)."""
+    vocabulary = sorted({w for s in sentences for w in s})
+    index = {w: i for i, w in enumerate(vocabulary)}
+    counts = np.zeros((len(vocabulary),) * 2)
+    for s in sentences:
+        for i in range(len(s)):
+            for j in range(len(s)):
+                if i != j and abs(i - j) <= window:
+                    counts[index[s[i]], index[s[j]]] += 1
+    total = counts.sum()
+    context = counts.sum(0) ** 0.75
+    context *= total / context.sum()
+    with np.errstate(divide="ignore"):
+        pmi = np.log(counts * total / np.outer(counts.sum(1), context))
+    return vocabulary, np.maximum(pmi, 0)
+
+
+@pytest.mark.parametrize("window", [1, 2])
+def test_cooccurrence_vectors_are_the_svd_of_the_ppmi(rng, window):
+    from pmap_sklearn.embeddings import cooccurrence_vectors
+
+    pool = np.array(["a", "b", "c", "d", "e", "f", "g"])
+    corpus = [list(rng.choice(pool, rng.integers(2, 7))) for _ in range(40)]
+    vocabulary, ppmi = _ppmi_by_loops(corpus, window)
+    words, vectors = cooccurrence_vectors(corpus, n_components=6, window=window)
+    assert words == vocabulary
+    U, S, _ = np.linalg.svd(ppmi)
+    expected = U[:, :6] * np.sqrt(S[:6])
+    expected /= np.linalg.norm(expected, axis=1, keepdims=True)
+    # the same vectors up to each component's sign
+    signs = np.sign(np.sum(vectors * expected, axis=0))
+    np.testing.assert_allclose(vectors, expected * signs, atol=1e-6)
+    upper = cooccurrence_vectors([[w.upper() for w in s] for s in corpus], 6, window=window)
+    np.testing.assert_allclose(np.abs(upper[1]), np.abs(vectors), atol=1e-6)  # lower-cased
+
+
+@pytest.mark.parametrize(
+    "corpus, params, message",
+    [
+        ([["a", "b"], ["b", "c"]], {"n_components": 3}, r"n_components must be an int in \[1, 2\]"),
+        ([["a", "b"], ["b", "c"]], {"n_components": 1, "window": 0}, "window must be an int"),
+        ([["a", 1], ["b", "c"]], {"n_components": 1}, "sequence 0, token 1: 1 is not a string"),
+        ([["a", "b"], []], {"n_components": 1}, "sequence 1 is empty"),
+    ],
+)
+def test_cooccurrence_vectors_name_bad_input(corpus, params, message):
+    from pmap_sklearn.embeddings import cooccurrence_vectors
+
+    with pytest.raises(ValueError, match=message):
+        cooccurrence_vectors(corpus, **params)
