@@ -12,6 +12,9 @@ features and :class:`~pmap_sklearn.TokenEmbeddings`' vectors for each sentence (
 stays sparse), and :class:`~pmap_sklearn.PerturbMAPCRF` fits it with its defaults, beside the
 same tagger without the vectors (:ref:`dense-vectors`). The vectors' settings — the window, the
 dimension and the block's scale — were chosen on ``esp.testa``; ``esp.testb`` only reports.
+Made from the training sentences alone, the vectors hold little that the token features (every
+training word among them) lack: the entity F1 moves within the noise of a seed (:ref:`the
+vectors' table <ner-vectors-table>`).
 """
 
 import matplotlib.pyplot as plt
@@ -74,7 +77,8 @@ print(f"testb tokens whose word has no vector (never seen in training): {unknown
 # %%
 # Per-type entity F1 on testb. One seed: a seed moves the entity F1 by about a point, so the
 # benchmark (``benchmarks/ner_vectors.py``) compares the means over three seeds, and vectors
-# made from the untagged test sentences too (:ref:`the vectors' table <ner-vectors-table>`).
+# made from the untagged sentences of all three splits too (:ref:`the vectors' table
+# <ner-vectors-table>`).
 figure, axis = plt.subplots(figsize=(7, 3.8))
 types = scores["token features", "testb"][4]
 positions = np.arange(len(types))
