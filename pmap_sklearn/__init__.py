@@ -4,6 +4,7 @@ from importlib import import_module
 from sys import modules
 
 from ._backend import Potentials
+from ._clusters import TokenClusters
 from .denoisers import ContinuousLogSupermodularDenoiser, LogSupermodularDenoiser
 from .embeddings import SequenceUnion, TokenEmbeddings
 from .learners.chain_crf import ChainCRF, crfsuite_penalty
@@ -69,6 +70,7 @@ __all__ = [
     "SequenceVectorizer",
     "SequenceUnion",
     "TokenEmbeddings",
+    "TokenClusters",
     "SuperpixelGraphs",
     "mean_hamming_loss",
     "weighted_hamming_loss",

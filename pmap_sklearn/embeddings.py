@@ -55,9 +55,138 @@ def _where(lengths, t: int) -> str:
     return f"sequence {n}, token {t - (int(ends[n - 1]) if n else 0)}"
 
 
-class TokenEmbeddings(
-    _SampleListOutput, TransformerMixin, BaseEstimator, auto_wrap_output_keys=None
-):
+class _WordLookup(_SampleListOutput, TransformerMixin, BaseEstimator, auto_wrap_output_keys=None):
+    """The word of each token and its row in a table of word vectors: the lookup that
+    :class:`TokenEmbeddings` and :class:`~pmap_sklearn.TokenClusters` share (parameters
+    ``vectors``, ``key``, ``lowercase`` and ``dtype``)."""
+
+    def _vector_table(self, indicator: bool = False) -> tuple[dict, np.ndarray]:
+        """The vocabulary and the (V + 1, d) matrix of ``vectors``, checked: the unknown
+        words' row last, zero (and one more column, 1 on that row only, with ``indicator``)."""
+        vectors = self.vectors
+        if hasattr(vectors, "index_to_key") and hasattr(vectors, "vectors"):
+            words, rows = list(vectors.index_to_key), vectors.vectors
+        elif isinstance(vectors, Mapping):
+            words, rows = list(vectors), list(vectors.values())
+        elif isinstance(vectors, tuple | list) and len(vectors) == 2:
+            words, rows = list(vectors[0]), vectors[1]
+        else:
+            raise ValueError(
+                "vectors must be a dict {word: vector}, a pair (words, matrix) or gensim "
+                f"KeyedVectors; got {type(vectors).__name__}"
+            )
+        if not words:
+            raise ValueError("vectors holds no word: at least one vector is needed")
+        lengths = {np.shape(row) for row in rows} if isinstance(rows, list) else None
+        if lengths is not None and len(lengths) > 1:
+            first = np.shape(rows[0])
+            n = next(i for i, row in enumerate(rows) if np.shape(row) != first)
+            raise ValueError(
+                f"the vector of {words[n]!r} has shape {np.shape(rows[n])} but that of "
+                f"{words[0]!r} {first}: every vector has the same length"
+            )
+        try:
+            matrix = np.asarray(rows, dtype=float)
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"vectors must be numeric: {error}") from None
+        if matrix.ndim != 2 or matrix.shape[1] == 0:
+            raise ValueError(
+                f"vectors must be 1-D arrays of one length d >= 1 (a (V, d) matrix), got shape "
+                f"{matrix.shape}"
+            )
+        if matrix.shape[0] != len(words):
+            raise ValueError(
+                f"{len(words)} words but {matrix.shape[0]} vectors: one row per word is needed"
+            )
+        bad = ~np.isfinite(matrix).all(axis=1)
+        if bad.any():
+            n = int(np.flatnonzero(bad)[0])
+            raise ValueError(
+                f"the vector of {words[n]!r} holds non-finite values (NaN or inf), as do "
+                f"{int(bad.sum())} vectors in all: drop or repair them"
+            )
+        for word in words:
+            if not isinstance(word, str):
+                raise ValueError(f"the word {word!r} ({type(word).__name__}) is not a string")
+        vocabulary = dict(zip(words, range(len(words)), strict=True))
+        if len(vocabulary) < len(words):
+            seen: set = set()
+            twice = next(w for w in words if w in seen or seen.add(w))
+            raise ValueError(f"the word {twice!r} has two vectors: words must be unique")
+        table = np.zeros((len(words) + 1, matrix.shape[1] + indicator))
+        table[:-1, : matrix.shape[1]] = matrix
+        if indicator:
+            table[-1, -1] = 1.0
+        try:
+            dtype = np.dtype(self.dtype)
+        except TypeError:
+            dtype = None
+        if dtype is None or dtype.kind != "f":
+            raise ValueError(f"dtype={self.dtype!r} is not a float dtype (e.g. np.float64)")
+        return vocabulary, table.astype(dtype)
+
+    def _words(self, X, lengths) -> list:
+        """The word of every token of ``X``, in order (checked to be strings)."""
+        key = self.key
+        tokens = itertools.chain.from_iterable(X)
+        if key is None:
+            words = [t if t.__class__ is str else _first(t) for t in tokens]
+        elif isinstance(key, str):
+            try:
+                words = [t[key] for t in tokens]
+            except (KeyError, TypeError, IndexError):
+                self._raise_key_error(X, lengths)
+        else:
+            words = list(map(key, tokens))
+        if not all(w.__class__ is str for w in words):
+            t = next((t for t, w in enumerate(words) if not isinstance(w, str)), None)
+            if t is not None:
+                how = "key(token)" if callable(key) else "its word"
+                hint = (
+                    "; tokens are words or (word, ...) tuples — for feature dicts pass key=... "
+                    "naming the entry holding the word"
+                )
+                raise ValueError(
+                    f"{_where(lengths, t)}: {how} is {type(words[t]).__name__} "
+                    f"{words[t]!r:.40}, not a string" + (hint if key is None else "")
+                )
+        return list(map(str.lower, words)) if self.lowercase else words
+
+    def _raise_key_error(self, X, lengths):
+        for t, token in enumerate(itertools.chain.from_iterable(X)):
+            if not isinstance(token, Mapping):
+                raise ValueError(
+                    f"{_where(lengths, t)}: key={self.key!r} reads a feature dict but the "
+                    f"token is {type(token).__name__} {token!r:.40}"
+                )
+            if self.key not in token:
+                raise ValueError(
+                    f"{_where(lengths, t)}: the token's dict has no entry {self.key!r} (it has "
+                    f"{sorted(map(str, token))[:6]})"
+                )
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _rows(self, X, vocabulary) -> tuple[np.ndarray, list[int]]:
+        """Row of the vector table of every token (the last row for unknown words), and the
+        sequences' lengths."""
+        lengths = _check_sequences(X)
+        words = self._words(X, lengths)
+        unknown = len(vocabulary)
+        rows = np.fromiter(
+            map(vocabulary.get, words, itertools.repeat(unknown, len(words))),
+            dtype=np.intp,
+            count=len(words),
+        )
+        return rows, lengths
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.two_d_array = False  # X is a sequence of token sequences
+        tags.input_tags.string = True
+        return tags
+
+
+class TokenEmbeddings(_WordLookup):
     """Map each token of a sequence to a dense vector (word embeddings).
 
     Each sequence becomes a (n_tokens, d) array, row i the vector of token i's word. The
@@ -124,124 +253,6 @@ class TokenEmbeddings(
     def __init__(self, vectors, *, key=None, lowercase=False, unknown="zero", dtype=np.float64):
         store_parameters(self, locals())
 
-    def _vector_table(self) -> tuple[dict, np.ndarray]:
-        """The vocabulary and the (V + 1, n_features_out_) matrix of ``vectors``, checked."""
-        vectors = self.vectors
-        if hasattr(vectors, "index_to_key") and hasattr(vectors, "vectors"):
-            words, rows = list(vectors.index_to_key), vectors.vectors
-        elif isinstance(vectors, Mapping):
-            words, rows = list(vectors), list(vectors.values())
-        elif isinstance(vectors, tuple | list) and len(vectors) == 2:
-            words, rows = list(vectors[0]), vectors[1]
-        else:
-            raise ValueError(
-                "vectors must be a dict {word: vector}, a pair (words, matrix) or gensim "
-                f"KeyedVectors; got {type(vectors).__name__}"
-            )
-        if not words:
-            raise ValueError("vectors holds no word: at least one vector is needed")
-        lengths = {np.shape(row) for row in rows} if isinstance(rows, list) else None
-        if lengths is not None and len(lengths) > 1:
-            first = np.shape(rows[0])
-            n = next(i for i, row in enumerate(rows) if np.shape(row) != first)
-            raise ValueError(
-                f"the vector of {words[n]!r} has shape {np.shape(rows[n])} but that of "
-                f"{words[0]!r} {first}: every vector has the same length"
-            )
-        try:
-            matrix = np.asarray(rows, dtype=float)
-        except (TypeError, ValueError) as error:
-            raise ValueError(f"vectors must be numeric: {error}") from None
-        if matrix.ndim != 2 or matrix.shape[1] == 0:
-            raise ValueError(
-                f"vectors must be 1-D arrays of one length d >= 1 (a (V, d) matrix), got shape "
-                f"{matrix.shape}"
-            )
-        if matrix.shape[0] != len(words):
-            raise ValueError(
-                f"{len(words)} words but {matrix.shape[0]} vectors: one row per word is needed"
-            )
-        bad = ~np.isfinite(matrix).all(axis=1)
-        if bad.any():
-            n = int(np.flatnonzero(bad)[0])
-            raise ValueError(
-                f"the vector of {words[n]!r} holds non-finite values (NaN or inf), as do "
-                f"{int(bad.sum())} vectors in all: drop or repair them"
-            )
-        for word in words:
-            if not isinstance(word, str):
-                raise ValueError(f"the word {word!r} ({type(word).__name__}) is not a string")
-        vocabulary = dict(zip(words, range(len(words)), strict=True))
-        if len(vocabulary) < len(words):
-            seen: set = set()
-            twice = next(w for w in words if w in seen or seen.add(w))
-            raise ValueError(f"the word {twice!r} has two vectors: words must be unique")
-        table = np.zeros((len(words) + 1, matrix.shape[1] + (self.unknown == "indicator")))
-        table[:-1, : matrix.shape[1]] = matrix
-        if self.unknown == "indicator":
-            table[-1, -1] = 1.0
-        try:
-            dtype = np.dtype(self.dtype)
-        except TypeError:
-            dtype = None
-        if dtype is None or dtype.kind != "f":
-            raise ValueError(f"dtype={self.dtype!r} is not a float dtype (e.g. np.float64)")
-        return vocabulary, table.astype(dtype)
-
-    def _words(self, X, lengths) -> list:
-        """The word of every token of ``X``, in order (checked to be strings)."""
-        key = self.key
-        tokens = itertools.chain.from_iterable(X)
-        if key is None:
-            words = [t if t.__class__ is str else _first(t) for t in tokens]
-        elif isinstance(key, str):
-            try:
-                words = [t[key] for t in tokens]
-            except (KeyError, TypeError, IndexError):
-                self._raise_key_error(X, lengths)
-        else:
-            words = list(map(key, tokens))
-        if not all(w.__class__ is str for w in words):
-            t = next((t for t, w in enumerate(words) if not isinstance(w, str)), None)
-            if t is not None:
-                how = "key(token)" if callable(key) else "its word"
-                hint = (
-                    "; tokens are words or (word, ...) tuples — for feature dicts pass key=... "
-                    "naming the entry holding the word"
-                )
-                raise ValueError(
-                    f"{_where(lengths, t)}: {how} is {type(words[t]).__name__} "
-                    f"{words[t]!r:.40}, not a string" + (hint if key is None else "")
-                )
-        return list(map(str.lower, words)) if self.lowercase else words
-
-    def _raise_key_error(self, X, lengths):
-        for t, token in enumerate(itertools.chain.from_iterable(X)):
-            if not isinstance(token, Mapping):
-                raise ValueError(
-                    f"{_where(lengths, t)}: key={self.key!r} reads a feature dict but the "
-                    f"token is {type(token).__name__} {token!r:.40}"
-                )
-            if self.key not in token:
-                raise ValueError(
-                    f"{_where(lengths, t)}: the token's dict has no entry {self.key!r} (it has "
-                    f"{sorted(map(str, token))[:6]})"
-                )
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    def _rows(self, X, vocabulary) -> tuple[np.ndarray, list[int]]:
-        """Row of the vector table of every token (the last row for unknown words), and the
-        sequences' lengths."""
-        lengths = _check_sequences(X)
-        words = self._words(X, lengths)
-        unknown = len(vocabulary)
-        rows = np.fromiter(
-            map(vocabulary.get, words, itertools.repeat(unknown, len(words))),
-            dtype=np.intp,
-            count=len(words),
-        )
-        return rows, lengths
-
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Check the vectors and read the words of ``X``.
@@ -277,7 +288,7 @@ class TokenEmbeddings(
         return _split_rows(self.vectors_[rows], lengths)
 
     def _fit(self, X):
-        vocabulary, table = self._vector_table()
+        vocabulary, table = self._vector_table(self.unknown == "indicator")
         rows, lengths = self._rows(X, vocabulary)
         # the fitted state is replaced only now, when the whole fit has succeeded
         self.vocabulary_, self.vectors_ = vocabulary, table
@@ -316,12 +327,6 @@ class TokenEmbeddings(
         d = self.n_features_out_ - (self.unknown == "indicator")
         names = [f"vector{i}" for i in range(d)]
         return np.array(names + ["unknown"] * (self.unknown == "indicator"), dtype=object)
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.two_d_array = False  # X is a sequence of token sequences
-        tags.input_tags.string = True
-        return tags
 
 
 def _first(token):
