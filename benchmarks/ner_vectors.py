@@ -1,18 +1,21 @@
 """Named entities with word vectors beside the token features: CoNLL-2002 Spanish, the
-tutorial's features with and without dense vectors made from the corpus.
+tutorial's features with and without word vectors made from the corpus, as a dense block or
+as cluster ids.
 
 The features of ``benchmarks/ner.py`` (:func:`pmap_sklearn.datasets.token_features` on
-``(word, pos)`` pairs), joined by :class:`pmap_sklearn.SequenceUnion` to
-:class:`pmap_sklearn.TokenEmbeddings` of word vectors from
+``(word, pos)`` pairs), joined by :class:`pmap_sklearn.SequenceUnion` to word vectors from
 :func:`pmap_sklearn.embeddings.cooccurrence_vectors` (the truncated SVD of the PPMI matrix of
-lower-cased word co-occurrences) — as in ``examples/plot_token_embeddings.py``. The vectors'
-settings (50 dimensions, a window of 2, the block scaled by 0.1) were chosen on ``esp.testa``
-with seed 0, never on testb. :class:`pmap_sklearn.PerturbMAPCRF` runs with its defaults and
-seeds 0, 1, 2 in every row (a seed moves the entity F1 by about a point).
+lower-cased word co-occurrences) — as in ``examples/plot_token_embeddings.py`` — taken two
+ways: :class:`pmap_sklearn.TokenEmbeddings` (the vectors' dimensions as dense columns) and
+:class:`pmap_sklearn.TokenClusters` (its defaults: one-hot k-means cluster ids at 50 / 200 /
+1000 clusters of the word and of its two neighbours, the practice of Turian, Ratinov & Bengio
+2010 for linear taggers). The vectors' settings and each block's scale were chosen on
+``esp.testa`` with seed 0, never on testb. :class:`pmap_sklearn.PerturbMAPCRF` runs with its
+defaults and seeds 0, 1, 2 in every row (a seed moves the entity F1 by about a point).
 
 Two sources of vectors: the training sentences alone (the example's), and the sentences of all
-three splits without their tags — the test words then have vectors too (the vectors' usual
-setting: unlabelled text beside the labelled).
+three splits without their tags — transductive: the test sentences' words then have vectors
+and clusters too (what a large untagged corpus covering the test words would give).
 
 Run: ``python benchmarks/ner_vectors.py [--quick]`` (needs ``../shared/data/conll2002``);
 writes ``docs/results/ner_vectors.{md,json}``. ``--quick``: the first 1,000 training sentences,
@@ -27,31 +30,56 @@ from _tagging import first
 from sklearn.exceptions import ConvergenceWarning
 
 #: The vectors' settings, chosen on esp.testa with seed 0 (entity F1; no vectors: 0.7463):
-#: the block scaled by 0.03 / 0.1 / 0.3: 0.7432 / 0.7511 / 0.7458; standardised columns
+#: the dense block scaled by 0.03 / 0.1 / 0.3: 0.7432 / 0.7511 / 0.7458; standardised columns
 #: instead of unit rows: 0.7424 (scaled by 0.1), 0.7093 (by 1); 100 dimensions: 0.7449; a
 #: window of 1: 0.7457; the neighbours' vectors too: 0.7494.
 VECTORS = dict(n_components=50, window=2)
 SCALE = 0.1
+#: TokenClusters' defaults (k-means into 50 / 200 / 1000 clusters; the word and its two
+#: neighbours), the block scaled by CLUSTER_SCALE.
+#: On esp.testa with seed 0, scaled by 1 / 0.3 / 0.1: the training sentences' clusters
+#: 0.7368 / 0.7459 / 0.7440 (the word's own clusters alone, by 0.3: 0.7439); the transductive
+#: clusters 0.7472 / 0.7525 / 0.7523.
+CLUSTER_SCALE = 0.3
 SEEDS = (0, 1, 2)
-SOURCES = {
-    "no vectors": None,
-    "vectors of the training sentences": ("train",),
-    "vectors of train + testa + testb sentences (untagged)": ("train", "testa", "testb"),
+#: Rows: (the splits whose untagged sentences make the vectors, how the tagger takes them).
+ROWS = {
+    "no vectors": (None, None),
+    "dense vectors of the training sentences": (("train",), "dense"),
+    "clusters of the training sentences' vectors": (("train",), "clusters"),
+    "dense vectors of train + testa + testb sentences (transductive)": (
+        ("train", "testa", "testb"),
+        "dense",
+    ),
+    "clusters of train + testa + testb sentences' vectors (transductive)": (
+        ("train", "testa", "testb"),
+        "clusters",
+    ),
 }
 #: ``--quick``: the first training, testa and testb sentences, and the seeds.
 QUICK = dict(train=1000, testa=500, testb=500, seeds=(0,))
 
 
-def tagger(vectors, seed: int):
+def tagger(vectors, kind, seed: int):
+    """The tutorial's features, and the vectors as a dense block or as cluster ids."""
     from sklearn.pipeline import make_pipeline
 
-    from pmap_sklearn import PerturbMAPCRF, SequenceUnion, SequenceVectorizer, TokenEmbeddings
+    from pmap_sklearn import (
+        PerturbMAPCRF,
+        SequenceUnion,
+        SequenceVectorizer,
+        TokenClusters,
+        TokenEmbeddings,
+    )
     from pmap_sklearn.datasets import token_features
 
     blocks = [("tokens", SequenceVectorizer(token_features))]
-    if vectors is not None:
+    if kind == "dense":
         blocks.append(("vectors", TokenEmbeddings(vectors, lowercase=True)))
-    union = SequenceUnion(blocks, transformer_weights={"vectors": SCALE} if vectors else None)
+    elif kind == "clusters":
+        blocks.append(("vectors", TokenClusters(vectors, lowercase=True)))
+    scale = {"dense": SCALE, "clusters": CLUSTER_SCALE}.get(kind)
+    union = SequenceUnion(blocks, transformer_weights={"vectors": scale} if kind else None)
     return make_pipeline(union, PerturbMAPCRF(random_state=seed))
 
 
@@ -71,15 +99,17 @@ def main():
     if args.quick:
         data = {split: first(bunch, QUICK[split]) for split, bunch in data.items()}
     seeds = QUICK["seeds"] if args.quick else SEEDS
-    rows = {}
-    for name, splits in SOURCES.items():
+    rows, made = {}, {}
+    for name, (splits, kind) in ROWS.items():
         vectors, vector_seconds = None, 0.0
-        if splits is not None:
+        if splits is not None and splits not in made:
             corpus = [s for split in splits for s in data[split].sentences]
-            vectors, vector_seconds = timed(cooccurrence_vectors, corpus, **VECTORS)
+            made[splits] = timed(cooccurrence_vectors, corpus, **VECTORS)
+        if splits is not None:
+            vectors, vector_seconds = made[splits]
         runs = []
         for seed in seeds:
-            model = tagger(vectors, seed)
+            model = tagger(vectors, kind, seed)
             _, seconds = timed(model.fit, data["train"].tokens, data["train"].tags)
             scores = {
                 split: entity_f1_score(data[split].tags, model.predict(data[split].tokens))
@@ -108,9 +138,13 @@ def page(rows: dict, seeds, notes: dict) -> list:
         "",
         "The tutorial's token features (those of the named-entity table) with and without word "
         "vectors beside them: `SequenceUnion` of `SequenceVectorizer(token_features)` and "
-        "`TokenEmbeddings` of `cooccurrence_vectors` (50 dimensions, a window of 2, unit "
-        f"rows, the block scaled by {SCALE}: chosen on testa with seed 0), lower-cased words; "
-        "words without a vector get zeros. `PerturbMAPCRF` with its defaults, seeds "
+        "either `TokenEmbeddings` of `cooccurrence_vectors` (50 dimensions, a window of 2, unit "
+        f"rows; the dense block scaled by {SCALE}) or `TokenClusters` of the same vectors (its "
+        "defaults: k-means into 50, 200 and 1000 clusters, one-hot ids of the word and of its "
+        f"two neighbours; the block scaled by {CLUSTER_SCALE}), lower-cased words; words "
+        "without a vector add nothing. The scales were chosen on testa with seed 0. "
+        "Transductive rows make the vectors from the untagged test sentences too. "
+        "`PerturbMAPCRF` with its defaults, seeds "
         f"{', '.join(map(str, seeds))}: the entity F1 (conlleval's) of each seed and their "
         "mean, and the mean's gain over the features without vectors.",
         "",
