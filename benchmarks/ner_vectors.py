@@ -13,9 +13,11 @@ ways: :class:`pmap_sklearn.TokenEmbeddings` (the vectors' dimensions as dense co
 ``esp.testa`` with seed 0, never on testb. :class:`pmap_sklearn.PerturbMAPCRF` runs with its
 defaults and seeds 0, 1, 2 in every row (a seed moves the entity F1 by about a point).
 
-Two sources of vectors: the training sentences alone (the example's), and the sentences of all
-three splits without their tags — transductive: the test sentences' words then have vectors
-and clusters too (what a large untagged corpus covering the test words would give).
+Two sources of vectors: the training sentences alone, and the sentences of all three splits
+without their tags — transductive: the test sentences' words then have vectors and clusters
+too (what a large untagged corpus covering the test words would give). And the example's
+setting, few tagged sentences beside more untagged text: the tagger learns from the first
+1,000 training sentences, the vectors come from all of them without their tags.
 
 Run: ``python benchmarks/ner_vectors.py [--quick]`` (needs ``../shared/data/conll2002``);
 writes ``docs/results/ner_vectors.{md,json}``. ``--quick``: the first 1,000 training sentences,
