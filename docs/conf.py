@@ -194,6 +194,7 @@ _NEEDS = {
     "plot_sparse_l1": "conll2002/esp.train.gz",
     "plot_active_learning": "conll2002/esp.train.gz",
     "plot_tag_uncertainty": "conll2002/esp.train.gz",
+    "plot_token_embeddings": "conll2002/esp.train.gz",
     "plot_scene_segmentation": "camvid/testannot",
     "plot_multilabel_classification": "multilabel/scene-train.arff.gz",
 }

@@ -4,7 +4,9 @@ from importlib import import_module
 from sys import modules
 
 from ._backend import Potentials
+from ._clusters import TokenClusters
 from .denoisers import ContinuousLogSupermodularDenoiser, LogSupermodularDenoiser
+from .embeddings import SequenceUnion, TokenEmbeddings
 from .learners.chain_crf import ChainCRF, crfsuite_penalty
 from .learners.contrastive_divergence import ContrastiveDivergenceCRF
 from .learners.epsilon import EpsilonCRF
@@ -66,6 +68,9 @@ __all__ = [
     "Potentials",
     "NodeTransformer",
     "SequenceVectorizer",
+    "SequenceUnion",
+    "TokenEmbeddings",
+    "TokenClusters",
     "SuperpixelGraphs",
     "mean_hamming_loss",
     "weighted_hamming_loss",

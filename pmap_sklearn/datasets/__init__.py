@@ -19,6 +19,7 @@ from ._synthetic import (
     make_grid_data,
     make_snake_data,
 )
+from ._tables import sentences_from_table
 from ._treebank import load_ud_treebank, token_features
 
 __all__ = [
@@ -28,6 +29,7 @@ __all__ = [
     "load_camvid",
     "load_multilabel",
     "token_features",
+    "sentences_from_table",
     "load_weizmann_horses",
     "load_weizmann_horse_masks",
     "horse_split",
