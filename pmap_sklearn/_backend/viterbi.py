@@ -216,7 +216,9 @@ _SCALED_MAX_SPREAD = 600.0
 PACKED_ENTRIES = 2**18
 
 
-def packed_forward_backward(unary: np.ndarray, lengths: np.ndarray, transition: np.ndarray):
+def packed_forward_backward(
+    unary: np.ndarray, lengths: np.ndarray, transition: np.ndarray, chain_weight=None
+):
     """Log-partition, node marginals and summed edge marginals of chains given longest first,
     by the scaled forward-backward of HMMs in a packed position-major layout.
 
@@ -241,6 +243,8 @@ def packed_forward_backward(unary: np.ndarray, lengths: np.ndarray, transition: 
     lengths : ndarray of shape (B,)
         Chain lengths, non-increasing.
     transition : ndarray of shape (K, K)
+    chain_weight : ndarray of shape (B,), optional
+        A weight per chain for the summed transition marginals (1 when None).
 
     Returns
     -------
@@ -249,8 +253,8 @@ def packed_forward_backward(unary: np.ndarray, lengths: np.ndarray, transition: 
     node_marginals : ndarray of shape (n_nodes, K)
         ``P(y_d = k)``.
     transition_marginals : ndarray of shape (K, K)
-        ``sum_d P(y_d = i, y_{d+1} = j)`` summed over the chains: the expected transition
-        counts.
+        ``sum_d P(y_d = i, y_{d+1} = j)`` summed over the chains (each times its
+        ``chain_weight``): the expected transition counts.
     """
     reaching = _longest_first(lengths, lengths[0])[2]
     offsets = np.concatenate([[0], np.cumsum(reaching)])
@@ -290,7 +294,12 @@ def packed_forward_backward(unary: np.ndarray, lengths: np.ndarray, transition: 
     # Σ_d P(y_d = i, y_{d+1} = j) = E(i, j) Σ_d a_d(i) after_{d+1}(j), over all edges at once
     later = np.arange(offsets[1], offsets[-1])
     earlier = later - np.repeat(reaching[:-1], reaching[1:])
-    pair = (alpha[earlier].T @ after[offsets[1] : offsets[-1]]) * matrix
+    start = alpha[earlier]
+    if chain_weight is not None:  # each edge's term times its chain's weight
+        chain_of_row = np.empty(len(rows), dtype=np.intp)
+        chain_of_row[rows] = chain
+        start = start * np.asarray(chain_weight, dtype=float)[chain_of_row[earlier], None]
+    pair = (start.T @ after[offsets[1] : offsets[-1]]) * matrix
     return log_z, (alpha * beta)[rows], pair
 
 
@@ -625,13 +634,39 @@ class ChainSolver(ExactEvents, Solver):
             out[ranges(p.edge_offsets, chains)] = np.exp(log_pair[inside])
         return out
 
-    def _forward_backward(self, potentials, clamp=None, chunk=256) -> Marginals:
-        """:meth:`marginals` without the check that every chain has a labelling."""
+    def weighted_marginals(self, potentials, sample_weight, clamp=None, chunk=256) -> Marginals:
+        """:meth:`marginals` with the expected statistics of each chain weighted by its
+        ``sample_weight`` (node marginals times their chain's weight, the expected transition
+        counts summed with the chains' weights), in the same passes; the log-partitions stay
+        per chain, unweighted.
+
+        Parameters
+        ----------
+        potentials : Potentials
+        sample_weight : ndarray of shape (n_samples,)
+        clamp : ndarray of shape (n_nodes,), optional
+        chunk : int, default=256
+
+        Returns
+        -------
+        Marginals
+        """
+        marginals = self._forward_backward(potentials, clamp, chunk, sample_weight)
+        self._check_feasible(marginals.log_partition)
+        return marginals
+
+    def _forward_backward(self, potentials, clamp=None, chunk=256, sample_weight=None):
+        """:meth:`marginals` without the check that every chain has a labelling (with
+        ``sample_weight``, that of :meth:`weighted_marginals`)."""
         self._check(potentials, clamp)
         p = potentials
         unary, transition = self._scores(p, clamp)
         node = np.empty_like(unary)
         pair = np.zeros((p.n_states, p.n_states))
+
+        def weight_of(chains):
+            return None if sample_weight is None else np.asarray(sample_weight, float)[chains]
+
         log_z = np.empty(p.n_samples)
         # Chains whose scores spread too wide for the scaled recursion take the log domain
         # (the spread of the unclamped scores bounds that of the labels a clamp leaves; a
@@ -651,7 +686,7 @@ class ChainSolver(ExactEvents, Solver):
             nodes = ranges(p.node_offsets, chains)
             lengths = p.lengths[chains]
             log_z[chains], node[nodes], group_pair = packed_forward_backward(
-                unary[nodes], lengths, transition
+                unary[nodes], lengths, transition, weight_of(chains)
             )
             pair += group_pair
         wide_chains = np.flatnonzero(wide_chain)
@@ -664,7 +699,12 @@ class ChainSolver(ExactEvents, Solver):
                 padded, lengths, transition
             )
             node[nodes] = node_padded[np.repeat(np.arange(len(chains)), lengths), position]
-            pair += chain_pair.sum(axis=0)
+            weights = weight_of(chains)
+            pair += (
+                chain_pair.sum(axis=0) if weights is None else np.tensordot(weights, chain_pair, 1)
+            )
+        if sample_weight is not None:
+            node *= np.asarray(sample_weight, dtype=float)[p.node_sample, None]
         return Marginals(Statistics(node, pair), log_z)
 
     def sample(self, potentials, n_draws, rng, clamp=None) -> np.ndarray:
