@@ -80,6 +80,19 @@ random_state : int, Generator or None, optional
     The draws' randomness (see :meth:`sample`): a sample's probabilities from perturbed
     MAPs depend on it and on that sample's own draws only (not on the other samples, nor
     on ``n_jobs``).""",
+    "fit_sample_weight": r"""sample_weight : array-like of shape (n_samples,) or float, default=None
+    One weight per sample, finite and >= 0 (a number: every sample's). Each sample's term
+    of the objective — its likelihood, loss or hinge; in the SGD learners its share of every
+    stochastic gradient — is multiplied by its weight, the objective being the weighted mean
+    :math:`\sum_n c_n \ell_n / \sum_n c_n`: at a fixed ``alpha`` only the ratios of the
+    weights matter, and an integer weight counts as that many copies of the sample. A sample
+    of weight 0 is left out as if it were not in ``X`` (the structure's fit, the logistic
+    start, the early-stopping split and the semi-supervised stages do not see it either).
+    ``alpha="auto"`` on sparse node features counts the summed weight as the number of
+    samples (copies count). None: every sample weighs 1. See :ref:`sample-weights`.""",
+    "score_sample_weight": r"""sample_weight : array-like of shape (n_samples,), default=None
+    One weight per sample (finite, >= 0): the mean over samples becomes the weighted mean
+    (a sample without a known label still does not count). None: every sample weighs 1.""",
     "unknown_label_known": r"""unknown_label : int, float, str or None, default=-1
     The label that marks an unknown node in ``y`` (use e.g. ``"?"`` with string labels;
     None: every label is known).""",

@@ -324,13 +324,15 @@ def _runs(keep: np.ndarray) -> list[tuple[int, int]]:
     return list(zip(np.flatnonzero(edges == 1), np.flatnonzero(edges == -1), strict=True))
 
 
-def without_ignored(X, y, ignore_label, kind: str):
+def without_ignored(X, y, ignore_label, kind: str, return_origin: bool = False):
     """The samples with their ``ignore_label`` nodes removed (void pixels, untagged tokens):
     they neither count in a loss nor get filled in.
 
     Graph samples keep the subgraph of the other nodes (and its edges); a chain is cut into
     the runs between ignored positions. Samples left without a node are dropped. Grids cannot
-    lose nodes: there it is an error that says what to do instead.
+    lose nodes: there it is an error that says what to do instead. With ``return_origin``,
+    also the index in ``X`` of each sample returned (None when every sample is kept as it
+    is): what a sample weight follows.
     """
     from .samples import GraphSample
 
@@ -339,7 +341,7 @@ def without_ignored(X, y, ignore_label, kind: str):
         raise ValueError(f"X has {len(X)} samples but y has {len(y)}")
     masks = [unknown_mask(np.asarray(labels), ignore_label) for labels in y]
     if not any(mask.any() for mask in masks):
-        return X, y
+        return (X, y, None) if return_origin else (X, y)
     if kind == "grid":
         raise ValueError(
             f"ignore_label={ignore_label!r} removes nodes, which a grid cannot lose: give the "
@@ -347,12 +349,13 @@ def without_ignored(X, y, ignore_label, kind: str):
             "with structure='graph', or mark the nodes as unknown (unknown_label) to have them "
             "filled in"
         )
-    kept_X, kept_y = [], []
+    kept_X, kept_y, origin = [], [], []
     for i, (x, labels, ignored) in enumerate(zip(X, y, masks, strict=True)):
         labels = np.asarray(labels)
         if not ignored.any():
             kept_X.append(x)
             kept_y.append(labels)
+            origin.append(i)
             continue
         keep = ~ignored.ravel()
         if isinstance(x, GraphSample):
@@ -374,14 +377,18 @@ def without_ignored(X, y, ignore_label, kind: str):
                 )
             )
             kept_y.append(labels.ravel()[keep])
+            origin.append(i)
         else:  # a chain: its runs of kept positions
             if np.shape(x)[0] != labels.size:
                 raise ValueError(f"sample {i}: {np.shape(x)[0]} positions but {labels.size} labels")
             for start, stop in _runs(keep):
                 kept_X.append(x[start:stop])
                 kept_y.append(labels.ravel()[start:stop])
+                origin.append(i)
     if not kept_X:
         raise ValueError(f"every node is ignored (ignore_label={ignore_label!r}): nothing to fit")
+    if return_origin:
+        return kept_X, kept_y, np.asarray(origin, dtype=np.intp)
     return kept_X, kept_y
 
 

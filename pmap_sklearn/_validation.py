@@ -1,5 +1,5 @@
 """Input checks at the API boundary, in one place: numbers, features, edges, images,
-probabilities, random states and parameter intervals (labels are checked in
+probabilities, sample weights, random states and parameter intervals (labels are checked in
 :mod:`._labels`). Each error names what is wrong and where."""
 
 from __future__ import annotations
@@ -22,6 +22,74 @@ class NumberInterval(Interval):
 class NonFiniteError(ValueError):
     """Scores, weights or an objective that overflowed or became NaN (the message says what to
     change: usually scale the features, regularise more or lower the step size)."""
+
+
+def check_sample_weight(sample_weight, n_samples: int, what: str = "X") -> np.ndarray | None:
+    """The ``sample_weight`` of a fit as one float weight per sample, or None when not given:
+    scikit-learn's ``_check_sample_weight`` with the learners' rules (a number is every
+    sample's weight, as scikit-learn takes it).
+
+    Parameters
+    ----------
+    sample_weight : array-like of shape (n_samples,), number or None
+    n_samples : int
+        The number of samples of ``what``.
+    what : str, default="X"
+        What holds the samples, for the messages.
+
+    Returns
+    -------
+    ndarray of shape (n_samples,) or None
+
+    Raises
+    ------
+    ValueError
+        Naming what is wrong: not numbers, not one weight per sample, a weight that is not
+        finite or is negative (naming the first), every weight zero, or weights whose sum
+        overflows.
+    """
+    if sample_weight is None:
+        return None
+    if sparse.issparse(sample_weight):
+        raise ValueError("sample_weight must be a dense array of one weight per sample")
+    try:
+        weights = np.asarray(sample_weight, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"sample_weight must hold numbers, one per sample ({exc})") from None
+    if weights.ndim == 0:
+        weights = np.full(n_samples, float(weights))
+    elif weights.ndim != 1:
+        raise ValueError(
+            f"sample_weight must be 1-D, one weight per sample, got an array of shape "
+            f"{weights.shape}"
+        )
+    elif len(weights) != n_samples:
+        raise ValueError(
+            f"sample_weight has {len(weights)} weights but {what} has {n_samples} samples: "
+            "give one weight per sample"
+        )
+    bad = np.flatnonzero(~np.isfinite(weights))
+    if len(bad):
+        raise ValueError(
+            f"sample_weight[{bad[0]}] is {weights[bad[0]]}: every weight must be finite"
+        )
+    negative = np.flatnonzero(weights < 0)
+    if len(negative):
+        raise ValueError(
+            f"sample_weight[{negative[0]}] is {weights[negative[0]]:g}: weights must be >= 0 "
+            "(0 leaves a sample out)"
+        )
+    if not weights.any():
+        raise ValueError(
+            "sample_weight is 0 for every sample: at least one sample needs a positive weight"
+        )
+    with np.errstate(over="ignore"):
+        if not np.isfinite(weights.sum()):
+            raise ValueError(
+                "sample_weight sums to more than a float can hold: rescale the weights (at a "
+                "fixed alpha only their ratios matter)"
+            )
+    return weights
 
 
 def check_generator(random_state) -> np.random.Generator:

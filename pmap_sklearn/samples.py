@@ -9,7 +9,7 @@ are vectorised over the whole batch. Labels travel as one flat int array over th
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import NamedTuple
 
@@ -128,6 +128,11 @@ class SampleBatch(StackedSamples):
         On grids, the index of each edge's direction (for the grid fast path of the cut).
     hidden_counts : ndarray of shape (n_samples,) or None
         The hidden nodes of each sample (its last nodes); None when no sample has any.
+    sample_weight : ndarray of shape (n_samples,) or None
+        The weight of each sample in a fit's objective (positive: a sample of weight 0 is left
+        out of the batch), as the fit's ``sample_weight`` gave it; None: every sample weighs 1.
+        Subsets keep their samples' weights, so mini-batches, held-out samples and the stages
+        of a semi-supervised fit carry them along.
     """
 
     features: np.ndarray
@@ -139,6 +144,7 @@ class SampleBatch(StackedSamples):
     label_shapes: list
     edge_directions: np.ndarray | None = None
     hidden_counts: np.ndarray | None = None
+    sample_weight: np.ndarray | None = None
     #: The last contiguous subset and its bounds: an SGD step asks for its mini-batch twice
     #: (the weights it reads, then its gradient).
     _last_slice: tuple | None = field(default=None, init=False, repr=False, compare=False)
@@ -164,6 +170,47 @@ class SampleBatch(StackedSamples):
         if self.hidden_counts is None:
             return None
         return self.positions >= np.repeat(self.lengths - self.hidden_counts, self.lengths)
+
+    @property
+    def weight_total(self) -> float:
+        """The summed weight of the samples (``n_samples`` when unweighted): the evidence an
+        objective's mean divides by."""
+        if self.sample_weight is None:
+            return float(self.n_samples)
+        return float(self.sample_weight.sum())
+
+    @property
+    def node_weight(self) -> np.ndarray | None:
+        """Each node's sample weight (n_nodes,), or None when unweighted."""
+        if self.sample_weight is None:
+            return None
+        return self.sample_weight[self.node_sample]
+
+    @property
+    def edge_weight(self) -> np.ndarray | None:
+        """Each edge's sample weight (n_edges,), or None when unweighted."""
+        if self.sample_weight is None:
+            return None
+        return self.sample_weight[self.edge_sample]
+
+    def weighted_sum(self, per_sample: np.ndarray) -> float:
+        """``Σ_n c_n v_n`` of one value per sample (their plain sum when unweighted)."""
+        if self.sample_weight is None:
+            return float(np.sum(per_sample))
+        return float(self.sample_weight @ per_sample)
+
+    def with_unit_mean_weight(self) -> SampleBatch:
+        """The batch with its weights rescaled to mean 1 (itself when unweighted, without
+        weights when they are all equal): how a stochastic optimiser, whose steps take a
+        mini-batch's sum over its number of samples, and the engines that divide by
+        ``n_samples`` follow the weighted mean ``Σ_n c_n ℓ_n / Σ_n c_n`` of the whole
+        batch."""
+        if self.sample_weight is None:
+            return self
+        if np.all(self.sample_weight == self.sample_weight[0]):  # equal weights: none at all
+            return replace(self, sample_weight=None)
+        weights = self.sample_weight * (self.n_samples / self.sample_weight.sum())
+        return replace(self, sample_weight=weights)
 
     def nodes_of(self, i: int) -> slice:
         return slice(self.node_offsets[i], self.node_offsets[i + 1])
@@ -208,6 +255,7 @@ class SampleBatch(StackedSamples):
             label_shapes=[self.label_shapes[i] for i in index],
             edge_directions=None if self.edge_directions is None else self.edge_directions[edges],
             hidden_counts=None if self.hidden_counts is None else self.hidden_counts[index],
+            sample_weight=None if self.sample_weight is None else self.sample_weight[index],
         )
 
     def _contiguous(self, index: slice) -> SampleBatch:
@@ -227,6 +275,7 @@ class SampleBatch(StackedSamples):
             label_shapes=self.label_shapes[start:stop],
             edge_directions=None if self.edge_directions is None else self.edge_directions[edges],
             hidden_counts=None if self.hidden_counts is None else self.hidden_counts[start:stop],
+            sample_weight=None if self.sample_weight is None else self.sample_weight[start:stop],
         )
 
     def split(self, flat: np.ndarray) -> list[np.ndarray]:

@@ -478,8 +478,9 @@ APPLICABLE_CHECKS = [
 #: The checks that cannot apply, and why. Each of them feeds the estimator data it does not
 #: take: a structured estimator's X is a sequence of samples (chains (D, F), images (H, W[, F]),
 #: graphs), so a 2-D array is read as a list of 1-D samples and refused; y is a sequence of
-#: label arrays, not one label per row; there is no sample_weight, no array API support, and
-#: sparse input is a list of per-sample sparse matrices, not one 2-D sparse X.
+#: label arrays, not one label per row (the sample_weight checks fit 2-D arrays too: the
+#: weights are tested in tests/learners/test_sample_weight.py); there is no array API support,
+#: and sparse input is a list of per-sample sparse matrices, not one 2-D sparse X.
 NOT_APPLICABLE = {
     "2-D (n_samples, n_features) X": [
         "check_dont_overwrite_parameters",

@@ -41,6 +41,7 @@ from .potentials import forbid_states as forbid_states
 from .potentials import label_statistics as label_statistics
 from .sampling import sample_labellings as sample_labellings
 from .solver import ClampedSolution, Marginals, Solver
+from .solver import weighted_marginals as weighted_marginals
 from .trws import TRWSSolver
 from .viterbi import ChainSolver
 

@@ -596,3 +596,57 @@ def solved_queries(map_labels, nodes, labels, skip_agreeing: bool, sets=None) ->
     if sets is None:
         return map_labels[nodes] != labels
     return ~sets[labels, map_labels[nodes]]
+
+
+def weighted_marginals(solver: Solver, potentials: Potentials, sample_weight, clamp=None):
+    """``solver.marginals(potentials, clamp)`` with each sample's expected statistics weighted
+    by its ``sample_weight`` ``c_n``: node marginals and per-edge pairwise marginals times
+    their sample's weight, and the shared K×K table's expected transition counts summed as
+    :math:`\\sum_n c_n E_n[\\cdot]` — the gradient of :math:`\\sum_n c_n A_n`. The
+    log-partitions stay per sample, unweighted (``c @ log_partition`` is the weighted sum).
+
+    A shared table's statistics come summed over the samples, so its weighting is the
+    solver's: a solver with ``weighted_marginals`` (the chain solver) weighs them in its own
+    passes; any other is called once per distinct weight.
+
+    Parameters
+    ----------
+    solver : Solver
+        A solver with marginals.
+    potentials : Potentials
+    sample_weight : ndarray of shape (n_samples,) or None
+        None: ``solver.marginals`` itself.
+    clamp : ndarray of shape (n_nodes,), optional
+
+    Returns
+    -------
+    Marginals
+    """
+    if sample_weight is None:
+        return solver.marginals(potentials, clamp)
+    weights = np.asarray(sample_weight, dtype=float)
+    if potentials.pairwise_kind is not PairwiseKind.SHARED:
+        marginals = solver.marginals(potentials, clamp)
+        statistics = marginals.statistics
+        rows = slice(None) if statistics.rows is None else statistics.rows
+        node = statistics.unary * weights[potentials.node_sample][rows][:, None]
+        per_edge = weights[potentials.edge_sample]  # (E,) Potts, (E, K, K) tables
+        pairwise = statistics.pairwise * per_edge.reshape(
+            (-1,) + (1,) * (statistics.pairwise.ndim - 1)
+        )
+        return Marginals(Statistics(node, pairwise, statistics.rows), marginals.log_partition)
+    own = getattr(solver, "weighted_marginals", None)
+    if own is not None:
+        return own(potentials, weights, clamp)
+    node = np.zeros(potentials.unary.shape)
+    pairwise = np.zeros(np.shape(potentials.pairwise))
+    log_partition = np.zeros(potentials.n_samples)
+    values, groups = np.unique(weights, return_inverse=True)
+    for value, group in zip(values, range(len(values)), strict=True):
+        samples = np.flatnonzero(groups == group)
+        nodes = ranges(potentials.node_offsets, samples)
+        part = solver.marginals(potentials.take(samples), None if clamp is None else clamp[nodes])
+        node[nodes] = value * part.statistics.unary
+        pairwise += value * part.statistics.pairwise
+        log_partition[samples] = part.log_partition
+    return Marginals(Statistics(node, pairwise), log_partition)

@@ -236,7 +236,11 @@ def _packed_layout(lengths: np.ndarray):
 
 
 def packed_forward_backward(
-    unary: np.ndarray, lengths: np.ndarray, transition: np.ndarray, packed: bool = False
+    unary: np.ndarray,
+    lengths: np.ndarray,
+    transition: np.ndarray,
+    chain_weight=None,
+    packed: bool = False,
 ):
     """Log-partition, node marginals and summed edge marginals of chains given longest first,
     by the scaled forward-backward of HMMs in a packed position-major layout.
@@ -267,6 +271,8 @@ def packed_forward_backward(
     lengths : ndarray of shape (B,)
         Chain lengths, non-increasing.
     transition : ndarray of shape (K, K)
+    chain_weight : ndarray of shape (B,), optional
+        A weight per chain for the summed transition marginals (1 when None).
     packed : bool, default=False
         Whether ``unary`` is in the packed layout, and the node marginals are wanted in it
         (the solver gathers its nodes into it once, and scatters the marginals back once).
@@ -278,8 +284,8 @@ def packed_forward_backward(
     node_marginals : ndarray of shape (n_nodes, K)
         ``P(y_d = k)``, in the order of ``unary``.
     transition_marginals : ndarray of shape (K, K)
-        ``sum_d P(y_d = i, y_{d+1} = j)`` summed over the chains: the expected transition
-        counts.
+        ``sum_d P(y_d = i, y_{d+1} = j)`` summed over the chains (each times its
+        ``chain_weight``): the expected transition counts.
     """
     reaching, offsets, rows = _packed_layout(lengths)
     if packed:
@@ -318,7 +324,10 @@ def packed_forward_backward(
         evidence = potentials[here]
         evidence *= beta[here]
         np.matmul(evidence, backward, out=beta[before])
-        pair += alpha[before].T @ evidence  # Σ a_{d-1}(i) evidence_d(j), E(i, j) below
+        start = alpha[before]  # (chain b of the block is row b: chains longest first)
+        if chain_weight is not None:  # each edge's term times its chain's weight
+            start = start * chain_weight[: reaching[d], None]
+        pair += start.T @ evidence  # Σ a_{d-1}(i) evidence_d(j), E(i, j) below
     pair *= matrix
     chain = np.arange(n_nodes) - np.repeat(offsets[:-1], reaching)
     log_z = np.bincount(chain, np.log(norm) + shift, minlength=len(lengths))
@@ -733,13 +742,39 @@ class ChainSolver(ExactEvents, Solver):
             out[ranges(p.edge_offsets, chains)] = np.exp(log_pair[inside])
         return out
 
-    def _forward_backward(self, potentials, clamp=None, chunk=256) -> Marginals:
-        """:meth:`marginals` without the check that every chain has a labelling."""
+    def weighted_marginals(self, potentials, sample_weight, clamp=None, chunk=256) -> Marginals:
+        """:meth:`marginals` with the expected statistics of each chain weighted by its
+        ``sample_weight`` (node marginals times their chain's weight, the expected transition
+        counts summed with the chains' weights), in the same passes; the log-partitions stay
+        per chain, unweighted.
+
+        Parameters
+        ----------
+        potentials : Potentials
+        sample_weight : ndarray of shape (n_samples,)
+        clamp : ndarray of shape (n_nodes,), optional
+        chunk : int, default=256
+
+        Returns
+        -------
+        Marginals
+        """
+        marginals = self._forward_backward(potentials, clamp, chunk, sample_weight)
+        self._check_feasible(marginals.log_partition)
+        return marginals
+
+    def _forward_backward(self, potentials, clamp=None, chunk=256, sample_weight=None):
+        """:meth:`marginals` without the check that every chain has a labelling (with
+        ``sample_weight``, that of :meth:`weighted_marginals`)."""
         self._check(potentials, clamp)
         p = potentials
         unary, transition = self._scores(p, clamp)
         node = np.empty_like(unary)
         pair = np.zeros((p.n_states, p.n_states))
+
+        def weight_of(chains):
+            return None if sample_weight is None else np.asarray(sample_weight, float)[chains]
+
         log_z = np.empty(p.n_samples)
         # Chains whose scores spread too wide for the scaled recursion take the log domain
         # (the spread of the unclamped scores bounds that of the labels a clamp leaves; a
@@ -768,7 +803,7 @@ class ChainSolver(ExactEvents, Solver):
             nodes = np.empty(lengths.sum(), dtype=np.intp)  # packed row → node
             nodes[_packed_layout(lengths)[2]] = ranges(p.node_offsets, chains)
             log_z[chains], node[nodes], group_pair = packed_forward_backward(
-                unary[nodes], lengths, transition, packed=True
+                unary[nodes], lengths, transition, weight_of(chains), packed=True
             )
             pair += group_pair
         wide_chains = np.flatnonzero(wide_chain)
@@ -781,7 +816,12 @@ class ChainSolver(ExactEvents, Solver):
                 padded, lengths, transition
             )
             node[nodes] = node_padded[np.repeat(np.arange(len(chains)), lengths), position]
-            pair += chain_pair.sum(axis=0)
+            weights = weight_of(chains)
+            pair += (
+                chain_pair.sum(axis=0) if weights is None else np.tensordot(weights, chain_pair, 1)
+            )
+        if sample_weight is not None:
+            node *= np.asarray(sample_weight, dtype=float)[p.node_sample, None]
         return Marginals(Statistics(node, pair), log_z)
 
     def sample(self, potentials, n_draws, rng, clamp=None) -> np.ndarray:

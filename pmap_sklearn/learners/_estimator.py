@@ -1,4 +1,4 @@
-"""The fit contract of the structured estimators, in one place.
+r"""The fit contract of the structured estimators, in one place.
 
 :class:`BaseStructuredEstimator` owns ``fit``: it validates the parameters, asks a fresh
 structure (or the fitted one, on a warm start) for the problem of the training data in one call
@@ -15,10 +15,17 @@ hooks:
   ``_targets(batch, labels, w_supervised, rng)`` (by default the MAP fills them in);
 - ``_set_fitted_attributes(state)``: optimiser-specific fitted attributes.
 
+``fit``'s ``sample_weight`` is checked here once
+(:func:`~pmap_sklearn._validation.check_sample_weight`) and handed to the structure, which
+drops the samples of weight 0 and gives the others' weights to the batch
+(:attr:`~pmap_sklearn.samples.SampleBatch.sample_weight`): every subset the optimiser takes
+(mini-batches, held-out samples, the semi-supervised stages) carries them, and each objective
+becomes the weighted mean :math:`\sum_n c_n \ell_n / \sum_n c_n` of its per-sample terms.
+
 A fit that raises leaves a fitted estimator exactly as it was. A warm start continues the fit
-state only on the data and parameters it was fitted on (``_warm_start_depends_on``), and
-otherwise fits afresh. The queries of the fitted model (predict, marginals, draws,
-calibration, score) are :class:`~._queries.StructuredQueries`;
+state only on the data, sample weights and parameters it was fitted on
+(``_warm_start_depends_on``), and otherwise fits afresh. The queries of the fitted model
+(predict, marginals, draws, calibration, score) are :class:`~._queries.StructuredQueries`;
 :class:`~._sgd_learner.BaseStructuredSGD` adds the double-SGD engine.
 """
 
@@ -35,11 +42,12 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.utils._param_validation import StrOptions
 
 from .._backend import check_capabilities
+from .._docstrings import shared_docstring
 from .._optim import defaults
 from .._parallel import N_JOBS_CONSTRAINT, one_blas_thread, single_blas_thread
 from .._state import compact_attributes, expand_attributes, fingerprint
 from .._utils import release_freed_memory
-from .._validation import NumberInterval, check_generator
+from .._validation import NumberInterval, check_generator, check_sample_weight
 from ..metrics.hamming import mean_hamming_loss
 from ..samples import SampleBatch
 from ..structures import BaseStructure, check_structure
@@ -137,9 +145,10 @@ class BaseStructuredEstimator(StructuredQueries, BaseEstimator):
         super().__setstate__(expand_attributes(state))
 
     # ---- fitting ---------------------------------------------------------------------------
+    @shared_docstring
     @_fit_context(prefer_skip_nested_validation=True)
     @one_blas_thread
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Fit the model (see the estimator for its optimiser).
 
         Parameters
@@ -154,6 +163,7 @@ class BaseStructuredEstimator(StructuredQueries, BaseEstimator):
             partial annotation (:class:`~pmap_sklearn.ChainCRF`,
             :class:`~pmap_sklearn.MarginalPerturbMAPCRF`) also take a ``set`` of labels at a
             node, which takes one of them (:ref:`label-sets`).
+        {{fit_sample_weight}}
 
         Returns
         -------
@@ -162,7 +172,7 @@ class BaseStructuredEstimator(StructuredQueries, BaseEstimator):
         """
         previous = dict(self.__dict__)
         try:
-            return self._fit(X, y)
+            return self._fit(X, y, sample_weight)
         except BaseException:
             self.__dict__.clear()
             self.__dict__.update(previous)
@@ -170,10 +180,12 @@ class BaseStructuredEstimator(StructuredQueries, BaseEstimator):
         finally:
             release_freed_memory()
 
-    def _fit(self, X, y):
+    def _fit(self, X, y, sample_weight=None):
+        if sample_weight is not None:
+            sample_weight = check_sample_weight(sample_weight, _n_samples(X))
         self._check_fit_parameters()
         vars(self).pop("marginal_temperature_", None)  # fitted for the weights being replaced
-        fitted_on = self._fitted_on(X, y) if self.warm_start else {}
+        fitted_on = self._fitted_on(X, y, sample_weight) if self.warm_start else {}
         warm = (
             self.warm_start
             and hasattr(self, "_state")
@@ -187,6 +199,7 @@ class BaseStructuredEstimator(StructuredQueries, BaseEstimator):
             unknown_label=self.unknown_label,
             ignore_label=getattr(self, "ignore_label", None),
             classes=self.classes_ if warm else None,
+            sample_weight=sample_weight,
         )
         if warm:
             state = copy.deepcopy(self._state)  # the fit continues it; a failure must not
@@ -209,22 +222,30 @@ class BaseStructuredEstimator(StructuredQueries, BaseEstimator):
         self.n_features_in_ = structure.n_features_in_
         return self
 
-    def _fitted_on(self, X, y) -> dict:
+    def _fitted_on(self, X, y, sample_weight=None) -> dict:
         """The fingerprints of what a warm start's state depends on: the training data (``X``
-        and ``y`` as given) and the parameters of :attr:`_warm_start_depends_on`. A warm start
-        continues the state only when they are those of the last fit (made with
-        ``warm_start=True``); otherwise it fits afresh, as ``warm_start=False`` does: BCFW's
-        dual blocks are those of other samples, the SGD average and step sizes those of another
-        objective, the structure's solver that of other parameters."""
+        and ``y`` as given), the sample weights (all 1 being none) and the parameters of
+        :attr:`_warm_start_depends_on`. A warm start continues the state only when they are
+        those of the last fit (made with ``warm_start=True``); otherwise it fits afresh, as
+        ``warm_start=False`` does: BCFW's dual blocks are those of other samples, the SGD
+        average and step sizes those of another objective, the structure's solver that of
+        other parameters."""
         params = self.get_params(deep=False)
         depends_on = {name: params[name] for name in self._warm_start_depends_on if name in params}
-        return {"data": fingerprint((X, y)), "parameters": fingerprint(depends_on)}
+        if sample_weight is not None and np.all(sample_weight == 1.0):
+            sample_weight = None  # the fit of no weights
+        return {
+            "data": fingerprint((X, y)),
+            "sample_weight": fingerprint(sample_weight),
+            "parameters": fingerprint(depends_on),
+        }
 
     def _alpha_scale(self, batch: SampleBatch) -> float:
         """How many units of evidence the objective sums (``alpha="auto"`` on sparse features
         is :data:`~pmap_sklearn._optim.defaults.SPARSE_ALPHA` over it): one per sample, each
-        sample's likelihood or loss being of a whole labelling."""
-        return float(batch.n_samples)
+        sample's likelihood or loss being of a whole labelling — its weight, with
+        ``sample_weight`` (a weight counts as that many copies of the sample)."""
+        return batch.weight_total
 
     def _resolved_alpha(self, batch: SampleBatch) -> float:
         """``alpha``, with ``"auto"`` resolved from what the data is
@@ -348,12 +369,16 @@ class BaseStructuredEstimator(StructuredQueries, BaseEstimator):
         return np.sort(rng.permutation(complete)[:n_held_out])
 
     def _validation_scorer(self, batch: SampleBatch, labels: np.ndarray):
+        """``w ->`` 1 − the mean Hamming loss of the MAP labellings of the held-out samples
+        (weighted by their sample weights, as scikit-learn's early stopping scores)."""
         structure = self.structure_
         truth = structure.visible_codes(labels)  # hidden nodes are not scored
 
         def score(w):
             predicted = structure.visible_labels(self._map(batch, w))
-            return 1.0 - mean_hamming_loss(batch.split(truth), batch.split(predicted))
+            return 1.0 - mean_hamming_loss(
+                batch.split(truth), batch.split(predicted), sample_weight=batch.sample_weight
+            )
 
         return score
 
@@ -375,17 +400,24 @@ class BaseStructuredEstimator(StructuredQueries, BaseEstimator):
             codes = np.full(batch.n_nodes, -1)
             codes[nodes] = labels
             labels = self.structure_.initial_states(batch, codes, rng)[nodes]
-        total = max(len(nodes), 1)
+        # each node's sample weight: the start of the weighted objective
+        sample_weight = None if batch.sample_weight is None else batch.node_weight[nodes]
+        total = max(len(nodes), 1) if sample_weight is None else sample_weight.sum()
         if len(nodes) > defaults.LOGISTIC_ROWS:  # a start needs no more: a random subset, seeded
             keep = np.sort(rng.choice(len(nodes), defaults.LOGISTIC_ROWS, replace=False))
             nodes, labels = nodes[keep], labels[keep]
             weights = None if weights is None else weights[keep]
+            sample_weight = None if sample_weight is None else sample_weight[keep]
         present = np.unique(labels)
         if len(present) < 2:
             return
         unary, _ = self.structure_.unpack(coef)
-        # the penalty of (1/N) Σ_n ℓ_n − (α/2)‖w‖², scaled to the share of the rows kept
-        penalty = alpha * max(batch.n_samples, 1) * len(nodes) / total
+        # the penalty of (1/N) Σ_n ℓ_n − (α/2)‖w‖² (Σ_n c_n ℓ_n / Σ_n c_n with sample weights),
+        # scaled to the share of the rows kept
+        kept = len(nodes) if sample_weight is None else sample_weight.sum()
+        penalty = alpha * max(batch.weight_total, 1e-300) * kept / total
+        if sample_weight is not None:
+            weights = sample_weight if weights is None else weights * sample_weight
         model = LogisticRegression(
             C=1.0 / max(penalty, 1e-12), fit_intercept=False, max_iter=defaults.LOGISTIC_ITERATIONS
         )
@@ -404,6 +436,22 @@ class BaseStructuredEstimator(StructuredQueries, BaseEstimator):
 
     def _node_targets(self, targets):
         """The per-node classification problem of the targets: ``(nodes, labels,
-        sample_weight)`` — every known node with its label, unweighted."""
+        sample_weight)`` — every known node with its label, unweighted (the samples' weights
+        are the caller's)."""
         nodes = np.flatnonzero(targets >= 0)
         return nodes, targets[nodes], None
+
+
+def _n_samples(X) -> int:
+    """The number of samples in ``X`` (rows of an array or matrix, items of a sequence), for
+    the length of ``sample_weight``."""
+    shape = getattr(X, "shape", None)
+    if shape is not None and len(shape):
+        return int(shape[0])
+    try:
+        return len(X)
+    except TypeError:
+        raise TypeError(
+            f"X must be a sequence of samples, got {type(X).__name__}: sample_weight has one "
+            "weight per sample"
+        ) from None

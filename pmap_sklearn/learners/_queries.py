@@ -17,6 +17,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from .._backend import GIBBS_SWEEPS, Potentials, check_capabilities, sample_labellings
+from .._docstrings import shared_docstring
 from .._labels import as_samples, known_sequence, set_entries
 from .._parallel import SampleSeeds, in_chunks, one_blas_thread, prediction_chunks
 from ..metrics.hamming import mean_hamming_loss
@@ -572,7 +573,8 @@ class StructuredQueries:
         )
         return marginals if as_dicts else self.structure_.format_proba(marginals)
 
-    def score(self, X, y) -> float:
+    @shared_docstring
+    def score(self, X, y, sample_weight=None) -> float:
         """``1 −`` the Hamming loss of the MAP labelling, averaged over samples (unknown labels
         are not counted).
 
@@ -580,6 +582,7 @@ class StructuredQueries:
         ----------
         X : sequence of samples
         y : sequence of label arrays
+        {{score_sample_weight}}
 
         Returns
         -------
@@ -590,7 +593,9 @@ class StructuredQueries:
                 "y holds sets of labels: the score counts nodes of one known label; give "
                 "unknown_label at the nodes of a set to leave them out"
             )
-        return 1.0 - mean_hamming_loss(y, self.predict(X), unknown_label=self._not_counted())
+        return 1.0 - mean_hamming_loss(
+            y, self.predict(X), unknown_label=self._not_counted(), sample_weight=sample_weight
+        )
 
 
 def _gibbs_sweeps(method: str, n_sweeps) -> int:

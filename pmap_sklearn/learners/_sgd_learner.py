@@ -147,12 +147,17 @@ class BaseStructuredSGD(BaseStructuredEstimator):
 
     def _make_oracle(self, batch: SampleBatch, targets):
         """Return ``oracle(part, w, rng) -> (Σ gradient of ℓ, Σ estimate of ℓ)`` over the samples
-        ``part`` of ``batch`` (a slice or indices), drawing the perturbations from ``rng``."""
+        ``part`` of ``batch`` (a slice or indices), drawing the perturbations from ``rng``; with
+        sample weights (``batch.sample_weight``, of mean 1 over the samples being fitted) the
+        sums weigh each sample's terms by its weight."""
         raise NotImplementedError
 
     def _optimise(self, batch, targets, state, rng, validation_score):
-        settings = self._settings(batch)
+        settings = self._settings(batch)  # alpha="auto" counts the summed sample weight
         self.sgd_settings_ = asdict(settings)
+        # weights of mean 1: a mini-batch's weighted sum over its size estimates the weighted
+        # mean of the batch's objective without bias, as the engine's sum / n_samples gives it
+        batch = batch.with_unit_mean_weight()
         batch_size = settings.batch_size
         # the elastic net alpha (l1_ratio ‖w‖_1 + (1 − l1_ratio)/2 ‖w‖²): its L2 and L1 strengths
         l2, l1 = settings.alpha * (1.0 - self.l1_ratio), settings.alpha * self.l1_ratio
@@ -269,7 +274,9 @@ class ClassWeightedSGD(BaseStructuredSGD):
     logistic start weighs each node by its label's."""
 
     def _optimise(self, batch, targets, state, rng, validation_score):
-        self._label_weights = label_weights(self.class_weight, self.classes_, targets)
+        self._label_weights = label_weights(
+            self.class_weight, self.classes_, targets, batch.node_weight
+        )
         super()._optimise(batch, targets, state, rng, validation_score)
 
     def _node_weights(self, labels: np.ndarray) -> np.ndarray | None:

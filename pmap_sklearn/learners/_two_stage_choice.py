@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import inspect
 import typing
 from functools import partial
 from numbers import Integral
@@ -81,7 +82,19 @@ class HeldOutChoice:
                 )
         return folds
 
-    def _choose(self, samples, y, labels, known, classes, offsets, folds, probabilities, report):
+    def _choose(
+        self,
+        samples,
+        y,
+        labels,
+        known,
+        classes,
+        offsets,
+        folds,
+        probabilities,
+        report,
+        sample_weight=None,
+    ):
         """What stage two keeps, chosen on held-out samples: a :class:`_Choice` (``"auto"``
         resolved; its ``scores`` None when there was nothing to choose).
 
@@ -89,7 +102,8 @@ class HeldOutChoice:
         last, and its MAP labellings of the last fold's samples are scored at each pairwise
         scale and share of the class offsets: neither stage two nor the classifier that gave
         those samples their probabilities has seen them, as neither will have seen a new
-        sample.
+        sample. With ``sample_weight`` stage two is fitted with the samples' weights, and a
+        node counts its size times its sample's weight in the scores and the class shares.
         """
         forms = [self.unary] if self.unary != "auto" else self._unary_forms()
         auto_scale = self.pairwise_scale == "auto"
@@ -105,7 +119,7 @@ class HeldOutChoice:
             held = rest
             nodes = _nodes_of(held, offsets)
         held_samples, held_y = [samples[i] for i in held], [y[i] for i in held]
-        sizes = _sizes_of(held, samples, offsets)
+        sizes = _sizes_of(held, samples, offsets, sample_weight)
         scored = known[nodes]
         decisions = probabilities.argmax(axis=1)  # stage one's: the floor of the choice
 
@@ -127,13 +141,22 @@ class HeldOutChoice:
         spread = np.linspace(0, len(rest) - 1, defaults.TWO_STAGE_OFFSET_SAMPLES)
         fitting = rest[np.unique(spread.astype(int))]
         fitting_samples = [samples[i] for i in fitting]
-        fitting_sizes = _sizes_of(fitting, samples, offsets)
+        fitting_sizes = _sizes_of(fitting, samples, offsets, sample_weight)
         target = _class_shares(decisions[_nodes_of(fitting, offsets)], fitting_sizes, len(classes))
         alone = three_scores(decisions[nodes])
+
+        def held_weights(scoring) -> dict:  # the held-out samples' weights, to a scorer of them
+            if sample_weight is None or not _takes_sample_weight(scoring):
+                return {}
+            return {"sample_weight": sample_weight[held]}
+
         scores, candidates, allowed = {}, {}, {}
         for form in forms:
             report(f"choice: stage two with unary={form!r} on {len(rest)} samples")
-            fitted = self._crf(form).fit([samples[i] for i in rest], [y[i] for i in rest])
+            weights = {} if sample_weight is None else {"sample_weight": sample_weight[rest]}
+            fitted = self._crf(form).fit(
+                [samples[i] for i in rest], [y[i] for i in rest], **weights
+            )
             if len(scales) > 1 or scales[0] != 1:
                 _check_scalable(fitted)
             for scale in scales:
@@ -148,7 +171,9 @@ class HeldOutChoice:
                     candidates[key] = crf, share * delta
                     if self.scoring is not None:
                         shifted = _shifted(held_samples, share * delta)
-                        scores[key] = float(self.scoring(crf, shifted, held_y))
+                        scores[key] = float(
+                            self.scoring(crf, shifted, held_y, **held_weights(self.scoring))
+                        )
                         allowed[key] = True
                         continue
                     own = three_scores(map_positions(crf, held_samples, share * delta))
@@ -276,9 +301,23 @@ def _nodes_of(samples, offsets) -> np.ndarray:
     return np.concatenate([np.arange(offsets[i], offsets[i + 1]) for i in samples])
 
 
-def _sizes_of(indices, samples, offsets) -> np.ndarray:
-    """The stacked node sizes of the samples ``indices``."""
-    return np.concatenate([_node_sizes(samples[i], offsets[i + 1] - offsets[i]) for i in indices])
+def _sizes_of(indices, samples, offsets, sample_weight=None) -> np.ndarray:
+    """The stacked node sizes of the samples ``indices`` (times their sample's weight)."""
+    return np.concatenate(
+        [
+            _node_sizes(samples[i], offsets[i + 1] - offsets[i])
+            * (1.0 if sample_weight is None else sample_weight[i])
+            for i in indices
+        ]
+    )
+
+
+def _takes_sample_weight(scoring) -> bool:
+    """Whether the scorer ``scoring(estimator, X, y, ...)`` takes ``sample_weight``."""
+    try:
+        return "sample_weight" in inspect.signature(scoring).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 def _node_sizes(x, n_nodes: int) -> np.ndarray:

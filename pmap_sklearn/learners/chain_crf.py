@@ -7,6 +7,7 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.utils._param_validation import StrOptions
 
+from .._backend import weighted_marginals
 from .._docstrings import shared_docstring
 from .._optim import defaults
 from .._optim.lbfgs import minimise
@@ -296,27 +297,30 @@ class ChainCRF(BaseStructuredEstimator):
         self.n_nonzero_ = int(np.count_nonzero(state.estimate))
 
     def _log_likelihood(self, batch, labels, w, observed_feature=None, label_sets=None):
-        r"""Mean log-likelihood of the labelled batch and its gradient (unregularised).
+        r"""Mean log-likelihood of the labelled batch and its gradient (unregularised); with
+        sample weights the weighted mean :math:`\sum_n c_n \log P(y_n | x_n) / \sum_n c_n`.
 
         Nodes labelled -1 are summed over (exact marginal likelihood of the known labels): ``log
         P(y_known | x) = A(x | y_known) − A(x)``, with gradient ``E[Ψ | y_known] − E[Ψ]``; a
         node with a set of labels (code below -1, ``label_sets``) over the labels of its set. When
         every label is known the clamped terms are simply ``f(y)`` and :math:`\Psi (y)`; pass
-        ``observed_feature = Σ_n Ψ(x_n, y_n)`` to skip the second forward-backward pass.
+        ``observed_feature = Σ_n c_n Ψ(x_n, y_n)`` to skip the second forward-backward pass.
         """
         structure = self.structure_
         potentials = structure.potentials(batch, w)
-        marginals = structure.solver_.marginals(potentials)
+        weights = batch.sample_weight
+        marginals = weighted_marginals(structure.solver_, potentials, weights)
         expected = structure.joint_feature_of(batch, marginals.statistics)
-        if observed_feature is not None:  # Σ_n f(y_n | x_n) = w · Σ_n Ψ(x_n, y_n)
+        if observed_feature is not None:  # Σ_n c_n f(y_n | x_n) = w · Σ_n c_n Ψ(x_n, y_n)
             clamped, clamped_log_z = observed_feature, w @ observed_feature
         else:  # with hidden states: summed over the states of each label
-            restricted = structure.restrict(potentials, labels, label_sets)
-            given = structure.solver_.marginals(*restricted)
+            restricted, clamp = structure.restrict(potentials, labels, label_sets)
+            given = weighted_marginals(structure.solver_, restricted, weights, clamp)
             clamped = structure.joint_feature_of(batch, given.statistics)
-            clamped_log_z = given.log_partition.sum()
-        n = batch.n_samples
-        return float(clamped_log_z - marginals.log_partition.sum()) / n, (clamped - expected) / n
+            clamped_log_z = batch.weighted_sum(given.log_partition)
+        n = batch.weight_total
+        log_z = batch.weighted_sum(marginals.log_partition)
+        return float(clamped_log_z - log_z) / n, (clamped - expected) / n
 
     def _fit_batch(self, batch, labels, state, rng, label_sets=None):
         """L-BFGS (OWL-QN with ``l1_ratio > 0``) on the exact regularised conditional
@@ -328,7 +332,7 @@ class ChainCRF(BaseStructuredEstimator):
         observed = None
         if (labels >= 0).all() and not structure.has_hidden_states_:
             # Ψ(x_n, y_n) does not depend on w: compute it once
-            observed = structure.joint_feature(batch, labels)
+            observed = structure.joint_feature(batch, labels, batch.sample_weight)
 
         free = self._free_weights(batch, labels, all_states, label_sets)
         if structure.has_hidden_states_ and not state.coef.any():

@@ -100,15 +100,17 @@ class ContrastiveDivergenceCRF(FullBatchCRF):
         return _sgd.SGDState(coef=np.zeros(self.structure_.size_), rng=rng)
 
     def _optimise(self, batch, labels, state, rng, validation_score):
+        batch = batch.with_unit_mean_weight()  # the engine's sum / n: the weighted mean
         structure, n = self.structure_, batch.n_samples
         chains = GibbsSampler(self.n_sweeps).session(structure.potentials(batch, state.coef))
-        observed = structure.joint_feature(batch, labels)
+        weights = batch.sample_weight
+        observed = structure.joint_feature(batch, labels, weights)
 
         def make_oracle(order):  # full batch: the samples in their order
             def oracle(part, w, rng):
                 sample = chains.sample(structure.potentials(batch, w), labels, rng)
-                # CD's ascent direction Ψ(truth) − Ψ(Gibbs sample); no objective to report
-                return observed - structure.joint_feature(batch, sample), 0.0
+                # CD's ascent direction Σ_n c_n [Ψ(truth) − Ψ(Gibbs sample)]; no objective
+                return observed - structure.joint_feature(batch, sample, weights), 0.0
 
             return oracle
 

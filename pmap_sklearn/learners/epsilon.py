@@ -269,10 +269,11 @@ class EpsilonCRF(BaseStructuredEstimator):
         return _Scores(potentials, potentials.unary + loss_scores, potentials.edge_tables())
 
     def _optimise(self, batch, labels, state, rng, validation_score):
-        structure, n = self.structure_, batch.n_samples
+        # the weighted mean over the samples (Σ_n c_n · / Σ_n c_n with sample weights)
+        structure, n = self.structure_, batch.weight_total
         alpha, epsilon = self.alpha, float(self.epsilon)
         loss_scores = self._loss_scores(batch, labels)
-        observed = structure.joint_feature(batch, labels) / n  # d / N
+        observed = structure.joint_feature(batch, labels, batch.sample_weight) / n  # d / N
         scores = self._scores(batch, state.coef, loss_scores)
         bp = self._belief_solver().beliefs(scores.potentials, epsilon)
         bp.set_scores(scores.node, scores.tables)
@@ -286,8 +287,8 @@ class EpsilonCRF(BaseStructuredEstimator):
             bp.set_scores(scores.node, scores.tables)
             if settle:
                 bp.run(max_sweeps=1000, tol=1e-10)
-            truth = scores.potentials.score(labels).sum()
-            value = (bp.objective().sum() - truth) / n + 0.5 * alpha * w @ w
+            truth = batch.weighted_sum(scores.potentials.score(labels))
+            value = (batch.weighted_sum(bp.objective()) - truth) / n + 0.5 * alpha * w @ w
             if not np.isfinite(value):
                 raise NonFiniteError(
                     "the EpsilonCRF objective is not finite (features too large): scale the "
@@ -312,8 +313,12 @@ class EpsilonCRF(BaseStructuredEstimator):
             data_gradient = gradient - alpha * w
             dual = np.nan
             if alpha > 0:
-                linear = np.sum(node * loss_scores) / n
-                entropy = epsilon * bp.entropy(node, edge).sum() / n if epsilon else 0.0
+                if batch.sample_weight is None:
+                    linear = np.sum(node * loss_scores) / n
+                else:
+                    linear = batch.node_weight @ np.sum(node * loss_scores, axis=1) / n
+                entropy = batch.weighted_sum(bp.entropy(node, edge)) if epsilon else 0.0
+                entropy = epsilon * entropy / n
                 dual = linear + entropy - data_gradient @ data_gradient / (2 * alpha)
             state.record(primal=float(value), dual=float(dual))
             state.n_iter += 1
@@ -370,9 +375,13 @@ class EpsilonCRF(BaseStructuredEstimator):
         bp.set_scores(scores.node, scores.tables)
         edge = bp.edge_beliefs()
         node = bp.node_beliefs(edge)
-        statistics = Statistics(node, pairwise_statistics(edge, bp.pairwise_kind))
+        weighted_node, weighted_edge = node, edge
+        if batch.sample_weight is not None:  # each sample's beliefs times its weight
+            weighted_node = node * batch.node_weight[:, None]
+            weighted_edge = edge * batch.edge_weight[:, None, None]
+        statistics = Statistics(weighted_node, pairwise_statistics(weighted_edge, bp.pairwise_kind))
         expected = self.structure_.joint_feature_of(batch, statistics)
-        return _Lemma2(expected / batch.n_samples - observed + self.alpha * w, node, edge)
+        return _Lemma2(expected / batch.weight_total - observed + self.alpha * w, node, edge)
 
     # ---- prediction -------------------------------------------------------------------------
     def _beliefs(self, batch, w) -> np.ndarray:

@@ -210,8 +210,10 @@ class MarginalPerturbMAPCRF(BaseStructuredSGD):
 
     def _alpha_scale(self, batch):
         """Units of evidence of ``alpha="auto"``: nodes (each sample's terms average its
-        nodes' log-marginals)."""
-        return float(batch.n_nodes)
+        nodes' log-marginals), each counted with its sample's weight."""
+        if batch.sample_weight is None:
+            return float(batch.n_nodes)
+        return float(batch.sample_weight @ batch.lengths)
 
     def _solver_needs(self, has_unknown):
         """Every step solves single-node clamped maximisers."""
@@ -250,6 +252,8 @@ class MarginalPerturbMAPCRF(BaseStructuredSGD):
     def _make_oracle(self, batch, coefficients):
         structure = self.structure_
         solver = structure.solver_
+        if batch.sample_weight is not None:  # each sample's terms C_d(k) times its weight
+            coefficients = coefficients * batch.node_weight[:, None]
         # with hidden states a label is a set of states: the clamps are set-valued
         sets = structure.label_states_ if structure.has_hidden_states_ else None
 

@@ -190,6 +190,8 @@ class MeanFieldCRF(ClassWeightedSGD):
         label_weight = self._node_weights(labels)
         if label_weight is not None:
             node_weight = node_weight * label_weight
+        if batch.sample_weight is not None:  # each sample's terms times its weight
+            node_weight = node_weight * batch.node_weight
 
         def oracle(part, w, rng):
             sub = batch.subset(part)

@@ -190,8 +190,10 @@ class PartClampCRF(FullBatchCRF):
 
     # ---- the bound --------------------------------------------------------------------------
     def _bound(self, batch, parts, w) -> _Bound:
-        """``Σ_n log Z_bound(x_n)``, its gradient statistics over the batch and ``log Z(y_F)``
-        of every state."""
+        """``Σ_n c_n log Z_bound(x_n)`` (``c`` the sample weights, 1 without), its gradient
+        statistics over the batch (each sample's times its weight) and ``log Z(y_F)`` of every
+        state."""
+        weights = np.ones(batch.n_samples) if batch.sample_weight is None else batch.sample_weight
         structure = self.structure_
         potentials = structure.potentials(batch, w)
         tables = potentials.edge_tables()
@@ -230,6 +232,8 @@ class PartClampCRF(FullBatchCRF):
                 bound, mix = values.mean(), np.full(len(values), 1.0 / len(values))
             else:  # eq. 10: the largest
                 bound, mix = values.max(), np.eye(len(values))[np.argmax(values)]
+            if batch.sample_weight is not None:
+                bound, mix = weights[i] * bound, weights[i] * mix
             total += bound
             node[batch.nodes_of(i)] = sum(c * r.node for c, r in zip(mix, results, strict=True))
             pair[batch.edges_of(i)] = sum(c * r.pair for c, r in zip(mix, results, strict=True))
@@ -237,10 +241,10 @@ class PartClampCRF(FullBatchCRF):
         return _Bound(total, node, pair, state_log_z)
 
     def _objective(self, batch, labels, parts, w):
-        n = batch.n_samples
+        n = batch.weight_total  # the weighted mean with sample weights
         total, node, pair, _ = self._bound(batch, parts, w)
-        score = self.structure_.potentials(batch, w).score(labels).sum()
-        observed = self.structure_.joint_feature(batch, labels)
+        score = batch.weighted_sum(self.structure_.potentials(batch, w).score(labels))
+        observed = self.structure_.joint_feature(batch, labels, batch.sample_weight)
         gradient = (self._joint(batch, node, pair) - observed) / n
         return (total - score) / n + 0.5 * self.alpha * w @ w, gradient + self.alpha * w
 
@@ -278,7 +282,7 @@ class PartClampCRF(FullBatchCRF):
     # ---- optimisers -------------------------------------------------------------------------
     def _optimise(self, batch, labels, state, rng, validation_score):
         parts = self._decompose(batch, labels, rng)
-        n = batch.n_samples
+        n = batch.weight_total
         for round_ in range(self.n_rounds):
             if round_:
                 self._tighten(batch, parts, state.coef)
@@ -297,7 +301,7 @@ class PartClampCRF(FullBatchCRF):
         return np.array(
             [
                 self._bound(batch, [[(d, s[:k]) for d, s in p] for p in parts], w).total
-                / batch.n_samples
+                / batch.weight_total
                 for k in range(1, most + 1)
             ]
         )

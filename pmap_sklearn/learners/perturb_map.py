@@ -225,6 +225,7 @@ class PerturbMAPCRF(ClassWeightedSGD):
             self.structure_,
             batch,
             labels,
+            sample_weight=batch.sample_weight,
             node_weight=self._node_weights(labels),
             n_jobs=self.n_jobs,
         )

@@ -308,7 +308,10 @@ class StructuredSVM(BaseStructuredEstimator):
         return self.structure_.potentials(batch, w).add_unary(augmentation)
 
     def _optimise(self, batch, targets, state, rng, validation_score):
-        max_iter = self._resolve_settings(batch)
+        max_iter = self._resolve_settings(batch)  # alpha="auto" counts the summed weight
+        # weights of mean 1: the mean hinge over n samples is the weighted mean (BCFW's blocks
+        # scaled by their sample's weight, the subgradient's mini-batches unbiased)
+        batch = batch.with_unit_mean_weight()
         if self.structure_.has_hidden_states_:
             self._concave_convex(batch, targets, state, rng, max_iter)
             return
@@ -401,9 +404,16 @@ class StructuredSVM(BaseStructuredEstimator):
         progress = Progress(type(self).__name__, max_iter, self.verbose, unit="pass")
         converged = False if self.tol > 0 else None
         scale = 1.0 / (self.alpha_ * n)
+        # sample i's block: corners c_i ψ_i / (α n) and losses c_i L_i / n (c of mean 1); a
+        # pass visits the blocks in proportion to their weight, as it would visit the copies of
+        # a sample (a block's curvature grows as c_i²: visited uniformly, the heavy blocks
+        # would hold the pass back), and weighs each block gap by 1 / c_i, so that the pass's
+        # sum still estimates the duality gap
+        block_weight = batch.sample_weight
+        visits = None if block_weight is None else block_weight / block_weight.sum()
         for epoch in range(max_iter):
             gap = 0.0
-            order = rng.permutation(n)
+            order = rng.permutation(n) if visits is None else rng.choice(n, size=n, p=visits)
             average = None
             if compact and state.average is not None:
                 average = _RowWeightedAverage(state, structure.weight_row_width_)
@@ -421,29 +431,39 @@ class StructuredSVM(BaseStructuredEstimator):
                     sub, self._primal(state), truth, weights, allow
                 )
                 wrong = weights * _mistakes(predicted, truth, allow)
-                losses = np.bincount(sub.node_sample, wrong, minlength=len(index))
+                losses = np.bincount(sub.node_sample, wrong, minlength=len(index)) / n
+                if batch.sample_weight is not None:
+                    losses *= block_weight[index]
                 if compact:
                     for j, i in enumerate(index):
                         sample, local = sub.subset(slice(j, j + 1)), sub.node_index(slice(j, j + 1))
                         corner = structure.joint_feature_difference(
                             sample, truth[local], predicted[local], compact=True
                         )
-                        gap += self._sparse_block_step(
-                            state, i, sample, corner, scale, losses[j] / n, average
+                        weight = 1.0 if block_weight is None else block_weight[i]
+                        gap += (
+                            self._sparse_block_step(
+                                state, i, sample, corner, scale * weight, losses[j], average
+                            )
+                            / weight
                         )
                     continue
                 corners = scale * structure.joint_feature_per_sample(sub, truth, predicted)
+                if batch.sample_weight is not None:
+                    corners *= block_weight[index, None]
                 for j, i in enumerate(index):
-                    gap += self._block_step(state, i, corners[j], losses[j] / n)
+                    block_gap = self._block_step(state, i, corners[j], losses[j])
+                    gap += block_gap if block_weight is None else block_gap / block_weight[i]
             if average is not None:
                 state.average = average.settle(
                     self._current_rows(state, slice(None)), state.n_steps
                 )
             state.n_iter = epoch + 1
-            if self.batch_size_ > 1 and gap < self.tol:
+            if (self.batch_size_ > 1 or block_weight is not None) and gap < self.tol:
                 # A mini-batch's corners are the maximisers at the iterate of its start, not
                 # at the iterate of each block's step: the pass's block gaps underestimate the
-                # gap (their sum can be negative), so a stop is confirmed by the exact gap.
+                # gap (their sum can be negative), so a stop is confirmed by the exact gap (as
+                # is a weighted pass's, whose sampled blocks estimate it).
                 gap = self._exact_gap(batch, targets, state)
             state.gaps.append(gap)
             # The primal objective is the dual one plus the duality gap (estimated along the
@@ -490,16 +510,21 @@ class StructuredSVM(BaseStructuredEstimator):
     def _hinge_oracle(self, batch, labels, theta, allowed=None):
         """``oracle(part, w, rng)``: the ascent direction ``Σ_n Ψ(x_n, y_n) − Ψ(x_n, y*_n)`` of
         minus the structured hinge loss at the loss-augmented MAPs ``y*``, and minus the hinge
-        losses ``Σ_n Δ(y_n, y*_n) + f(y*_n) − f(y_n)`` (both over the samples ``part``)."""
+        losses ``Σ_n Δ(y_n, y*_n) + f(y*_n) − f(y_n)`` (both over the samples ``part``, each
+        sample's terms times its weight ``c_n`` with sample weights)."""
         structure = self.structure_
 
         def oracle(part, w, rng):
             sub = batch.subset(part)
             truth, weights, allow = _gather((labels, theta, allowed), batch.node_index(part))
             predicted = self._loss_augmented_map(sub, w, truth, weights, allow)
-            gradient = structure.joint_feature_difference(sub, truth, predicted, compact=True)
-            loss = float(np.sum(weights * _mistakes(predicted, truth, allow)))
-            return gradient, _sgd.dot(w, gradient) - loss
+            gradient = structure.joint_feature_difference(
+                sub, truth, predicted, sub.sample_weight, compact=True
+            )
+            wrong = weights * _mistakes(predicted, truth, allow)
+            if sub.sample_weight is not None:  # each sample's hinge times its weight
+                wrong = wrong * sub.node_weight
+            return gradient, _sgd.dot(w, gradient) - float(np.sum(wrong))
 
         return _sgd.lazy_when_sparse(oracle, structure, batch)
 
@@ -553,6 +578,11 @@ class StructuredSVM(BaseStructuredEstimator):
         )
         corners = scale * structure.joint_feature_per_sample(batch, truth, predicted)
         away_corners = scale * structure.joint_feature_per_sample(batch, truth, away)
+        block = batch.sample_weight
+        if block is not None:  # each block's corners and losses times its sample's weight
+            losses, away_losses = losses * block, away_losses * block
+            corners *= block[:, None]
+            away_corners *= block[:, None]
         gap = 0.0
         for j, i in enumerate(index):
             current = state.current
@@ -565,7 +595,8 @@ class StructuredSVM(BaseStructuredEstimator):
                 (towards, losses[j] - state.block_losses[i], block_gap, 1.0),
                 (pairwise, losses[j] - away_losses[j], gain, away_weights[j]),
             )
-            gap += block_gap if towards.any() else max(block_gap, 0.0)
+            block_gap = block_gap if towards.any() else max(block_gap, 0.0)
+            gap += block_gap if block is None else block_gap / block[j]
             if direction is None:
                 continue
             direction *= step

@@ -96,8 +96,12 @@ class PseudoLikelihoodCRF(LbfgsSurrogateCRF):
     def _objective(self, batch, labels, w):
         """Negative mean pseudo-log-likelihood (regularised) and its gradient; with
         ``class_weight`` each node's conditional weighs its label's weight."""
-        weights = label_weights(self.class_weight, self.classes_, labels)
+        weights = label_weights(self.class_weight, self.classes_, labels, batch.node_weight)
         node_weight = None if weights is None else weights[labels]
+        if batch.sample_weight is not None:  # each sample's conditionals times its weight
+            node_weight = (
+                batch.node_weight if node_weight is None else node_weight * batch.node_weight
+            )
         potentials = self.structure_.potentials(batch, w)
         scores = conditional_scores(potentials, labels)
         log_norm = logsumexp(scores, axis=1)
@@ -119,7 +123,7 @@ class PseudoLikelihoodCRF(LbfgsSurrogateCRF):
         observed = 2.0 if node_weight is None else node_weight[ends].sum(axis=1)
         pair[columns, first, second] -= observed
         gradient = self._joint(batch, unary, pair)
-        n = batch.n_samples
+        n = batch.weight_total
         return value / n + 0.5 * self.alpha * w @ w, gradient / n + self.alpha * w
 
 
@@ -240,11 +244,13 @@ class PiecewiseCRF(LbfgsSurrogateCRF):
     def _objective_of(self, batch, labels):
         """:meth:`_objective` of these samples as ``w -> (value, gradient)``, what depends on
         the labels alone (the pieces' weights, the observed pairs) computed once."""
-        weights = label_weights(self.class_weight, self.classes_, labels)
+        weights = label_weights(self.class_weight, self.classes_, labels, batch.node_weight)
         node_weight = np.ones(len(labels)) if weights is None else weights[labels]
+        if batch.sample_weight is not None:  # each sample's pieces times its weight
+            node_weight = node_weight * batch.node_weight
         edge_weight = 0.5 * node_weight[batch.edges].sum(axis=1)
         first, second = labels[batch.edges[:, 0]], labels[batch.edges[:, 1]]
-        nodes, n = np.arange(len(labels)), batch.n_samples
+        nodes, n = np.arange(len(labels)), batch.weight_total
 
         def objective(w):
             potentials = self.structure_.potentials(batch, w)

@@ -23,11 +23,12 @@ from sklearn.base import BaseEstimator, MetaEstimatorMixin, _fit_context, clone
 from sklearn.linear_model import LogisticRegression
 from sklearn.utils._param_validation import HasMethods, StrOptions
 from sklearn.utils.metaestimators import available_if
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import check_is_fitted, has_fit_parameter
 
+from .._docstrings import shared_docstring
 from .._labels import check_markers, unknown_mask
 from .._utils import stack_rows, store_parameters
-from .._validation import NumberInterval, check_probabilities
+from .._validation import NumberInterval, check_probabilities, check_sample_weight
 from ..metrics.hamming import class_weight_by_code
 from ..preprocessing import _node_features
 from ..samples import GraphSample
@@ -238,8 +239,9 @@ class TwoStageCRF(HeldOutChoice, MetaEstimatorMixin, BaseEstimator):
         return tags
 
     # ---- the two stages ---------------------------------------------------------------------
+    @shared_docstring
     @_fit_context(prefer_skip_nested_validation=False)
-    def fit(self, X, y, groups=None):
+    def fit(self, X, y, groups=None, sample_weight=None):
         """Fit stage one out of fold, stage two on its log-probabilities, stage one on all.
 
         Parameters
@@ -253,6 +255,10 @@ class TwoStageCRF(HeldOutChoice, MetaEstimatorMixin, BaseEstimator):
             A group per sample (e.g. the video a frame comes from, the document of a
             sentence): the samples of a group stay in one fold, so stage two learns from
             probabilities of the quality the classifier has on groups it never saw.
+        {{fit_sample_weight}}
+            Both stages take them: the classifier each node with its sample's weight (its
+            ``fit`` must take ``sample_weight``), stage two each sample, and the held-out
+            choice scores each node with its size times its sample's weight.
 
         Returns
         -------
@@ -269,6 +275,8 @@ class TwoStageCRF(HeldOutChoice, MetaEstimatorMixin, BaseEstimator):
         X, y = list(X), list(y)
         if len(X) != len(y):
             raise ValueError(f"X has {len(X)} samples but y has {len(y)}")
+        if sample_weight is not None:
+            X, y, groups, sample_weight = self._without_zero_weights(X, y, groups, sample_weight)
         if len(X) < 2:
             raise ValueError(
                 f"TwoStageCRF needs at least 2 samples for its out-of-fold probabilities, got "
@@ -286,6 +294,9 @@ class TwoStageCRF(HeldOutChoice, MetaEstimatorMixin, BaseEstimator):
                 f"y holds {len(classes)} class {list(classes)}: at least two are needed"
             )
         class_weight_by_code(self.class_weight, classes)  # both stages' weights, checked once
+        node_weight = None
+        if sample_weight is not None:  # each node weighs its sample's weight in stage one
+            node_weight = np.repeat(sample_weight, np.diff(offsets))
         folds = self._folds(len(X), groups)
         report = _Report(self.verbose)
         report(
@@ -294,7 +305,15 @@ class TwoStageCRF(HeldOutChoice, MetaEstimatorMixin, BaseEstimator):
         )
         jobs = Parallel(n_jobs=self.n_jobs, return_as="generator")(
             delayed(_fold_probabilities)(
-                self._classifier(), features, labels, known, offsets, train, test, classes
+                self._classifier(),
+                features,
+                labels,
+                known,
+                offsets,
+                train,
+                test,
+                classes,
+                node_weight,
             )
             for train, test in folds
         )
@@ -304,7 +323,7 @@ class TwoStageCRF(HeldOutChoice, MetaEstimatorMixin, BaseEstimator):
             report(f"stage one: fold {number}/{len(folds)} done ({len(nodes)} nodes predicted)")
         samples = self._stage_two(X, probabilities, offsets)
         choice = self._choose(
-            samples, y, labels, known, classes, offsets, folds, probabilities, report
+            samples, y, labels, known, classes, offsets, folds, probabilities, report, sample_weight
         )
         if choice.scores is not None:
             report(
@@ -313,11 +332,17 @@ class TwoStageCRF(HeldOutChoice, MetaEstimatorMixin, BaseEstimator):
             )
         crf = self._crf(choice.unary)
         report(f"stage two: {type(crf).__name__} on the out-of-fold log-probabilities")
-        crf = _with_pairwise_scale(crf.fit(samples, y), choice.pairwise_scale)
+        crf = _with_pairwise_scale(
+            crf.fit(samples, y, **weights_of(sample_weight)), choice.pairwise_scale
+        )
         if choice.temperature is not None:
             crf.marginal_temperature_ = choice.temperature
         report(f"stage one: the final classifier on all {int(known.sum())} known nodes")
-        classifier = self._classifier().fit(features[known], labels[known])
+        classifier = self._classifier().fit(
+            features[known],
+            labels[known],
+            **weights_of(None if node_weight is None else node_weight[known]),
+        )
         report("done")
         # the fitted model is replaced only now, when both stages have succeeded
         self.classes_, self.n_features_in_ = classes, features.shape[1]
@@ -325,6 +350,25 @@ class TwoStageCRF(HeldOutChoice, MetaEstimatorMixin, BaseEstimator):
         self.unary_, self.pairwise_scale_ = choice.unary, choice.pairwise_scale
         self.class_offsets_, self.choice_scores_ = choice.class_offsets, choice.scores
         return self
+
+    def _without_zero_weights(self, X, y, groups, sample_weight):
+        """The samples of positive weight, their groups and weights (None when all are 1),
+        the weights checked; a classifier whose ``fit`` takes no ``sample_weight`` is refused
+        (it would fit every node alike)."""
+        sample_weight = check_sample_weight(sample_weight, len(X))
+        classifier = self._classifier()
+        if not has_fit_parameter(classifier, "sample_weight"):
+            raise ValueError(
+                f"sample_weight: the classifier {type(classifier).__name__}.fit takes no "
+                "sample_weight, so stage one would weigh every node alike; give a classifier "
+                "that takes it (LogisticRegression, HistGradientBoostingClassifier, "
+                "RandomForestClassifier, ...)"
+            )
+        keep = np.flatnonzero(sample_weight > 0)
+        if groups is not None and np.shape(groups) == (len(X),):
+            groups = np.asarray(groups)[keep]
+        X, y, sample_weight = [X[i] for i in keep], [y[i] for i in keep], sample_weight[keep]
+        return X, y, groups, None if np.all(sample_weight == 1.0) else sample_weight
 
     def stage_two_samples(self, X) -> list:
         """The samples of stage two: the node features replaced by stage one's log-probabilities
@@ -470,20 +514,22 @@ class TwoStageCRF(HeldOutChoice, MetaEstimatorMixin, BaseEstimator):
             n_sweeps=n_sweeps,
         )
 
-    def score(self, X, y):
+    @shared_docstring
+    def score(self, X, y, sample_weight=None):
         """Stage two's score (mean of ``1 − Hamming loss`` over the samples).
 
         Parameters
         ----------
         X : sequence of samples
         y : sequence of label arrays
+        {{score_sample_weight}}
 
         Returns
         -------
         float
         """
         samples = self.stage_two_samples(X)
-        return self.crf_.score(samples, y)
+        return self.crf_.score(samples, y, **weights_of(sample_weight))
 
     # ---- helpers ----------------------------------------------------------------------------
     def _unary_forms(self) -> list:
@@ -620,9 +666,11 @@ def _aligned(classifier, features, classes) -> np.ndarray:
     return out
 
 
-def _fold_probabilities(classifier, features, labels, known, offsets, train, test, classes):
-    """Fit on the known nodes of the samples ``train``; the probabilities of the nodes of the
-    samples ``test``."""
+def _fold_probabilities(
+    classifier, features, labels, known, offsets, train, test, classes, node_weight=None
+):
+    """Fit on the known nodes of the samples ``train`` (each weighted by ``node_weight``, its
+    sample's weight, when given); the probabilities of the nodes of the samples ``test``."""
 
     def nodes(samples):
         return np.concatenate([np.arange(offsets[s], offsets[s + 1]) for s in samples])
@@ -635,5 +683,12 @@ def _fold_probabilities(classifier, features, labels, known, offsets, train, tes
         fold = np.zeros((len(test_nodes), len(classes)))
         fold[:, np.searchsorted(classes, present)] = 1.0
         return test_nodes, fold
-    classifier.fit(features[fit_nodes], labels[fit_nodes])
+    weights = weights_of(None if node_weight is None else node_weight[fit_nodes])
+    classifier.fit(features[fit_nodes], labels[fit_nodes], **weights)
     return test_nodes, _aligned(classifier, features[test_nodes], classes)
+
+
+def weights_of(sample_weight) -> dict:
+    """``{"sample_weight": sample_weight}`` to pass on to a ``fit`` or ``score``, or nothing
+    when there are none (so estimators without the parameter still fit unweighted data)."""
+    return {} if sample_weight is None else {"sample_weight": sample_weight}

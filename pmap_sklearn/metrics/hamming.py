@@ -17,7 +17,7 @@ from sklearn.metrics import accuracy_score, f1_score, hamming_loss
 
 from .._labels import unknown_mask
 from .._utils import onehot
-from .._validation import check_probabilities
+from .._validation import check_probabilities, check_sample_weight
 
 
 def _pairs(y_true, y_pred):
@@ -39,17 +39,20 @@ def _pairs(y_true, y_pred):
         yield i, true, pred
 
 
-def mean_hamming_loss(y_true, y_pred, unknown_label=-1) -> float:
+def mean_hamming_loss(y_true, y_pred, unknown_label=-1, *, sample_weight=None) -> float:
     r"""Mean over samples of each sample's Hamming loss :math:`(1/D) \sum_d [y_d \ne \hat{y}_d]`.
 
     Unknown labels (``unknown_label`` in ``y_true``) are not counted; samples without a known
     label are skipped. Unlike :func:`sklearn.metrics.hamming_loss` (the fraction of wrong labels
-    pooled over every node), each sample weighs the same whatever its length.
+    pooled over every node), each sample weighs the same whatever its length (or its
+    ``sample_weight``).
 
     Parameters
     ----------
     y_true, y_pred : sequence of label arrays
     unknown_label : scalar or None, default=-1
+    sample_weight : array-like of shape (n_samples,), optional
+        One weight per sample (finite, >= 0): the weighted mean of the samples' losses.
 
     Returns
     -------
@@ -62,17 +65,32 @@ def mean_hamming_loss(y_true, y_pred, unknown_label=-1) -> float:
     >>> mean_hamming_loss([["a", "b"], ["b"]], [["a", "a"], ["b"]])
     0.25
     """
-    losses = []
-    for _, true, pred in _pairs(y_true, y_pred):
+    losses, counted, n_samples = [], [], 0
+    for i, true, pred in _pairs(y_true, y_pred):
+        n_samples = i + 1
         known = ~unknown_mask(true, unknown_label)
         if known.any():
             losses.append(np.mean(true[known] != pred[known]))
+            counted.append(i)
     if not losses:
         raise ValueError("no known labels in y_true")
-    return float(np.mean(losses))
+    return _sample_mean(losses, counted, sample_weight, n_samples)
 
 
-def weighted_hamming_loss(y_true, y_pred, node_sizes=None, unknown_label=-1) -> float:
+def _sample_mean(losses, counted, sample_weight, n_samples: int) -> float:
+    """The mean of the losses of the samples ``counted``, weighted by their ``sample_weight``
+    (checked: one finite weight >= 0 per sample of ``y_true``)."""
+    if sample_weight is None:
+        return float(np.mean(losses))
+    weights = check_sample_weight(sample_weight, n_samples, what="y_true")[counted]
+    if not weights.any():
+        raise ValueError("every sample with a known label has sample_weight 0")
+    return float(np.average(losses, weights=weights))
+
+
+def weighted_hamming_loss(
+    y_true, y_pred, node_sizes=None, unknown_label=-1, *, sample_weight=None
+) -> float:
     r"""Mean over samples of the size-balanced weighted Hamming loss
     :math:`\sum_d \theta_d(y_d) [y_d \ne \hat{y}_d]` (see :func:`balanced_node_weights`).
 
@@ -82,13 +100,16 @@ def weighted_hamming_loss(y_true, y_pred, node_sizes=None, unknown_label=-1) -> 
     node_sizes : sequence of arrays, optional
         Node sizes of each sample; all 1 when omitted (then it is the class-balanced error).
     unknown_label : scalar or None, default=-1
+    sample_weight : array-like of shape (n_samples,), optional
+        One weight per sample (finite, >= 0): the weighted mean of the samples' losses.
 
     Returns
     -------
     float
     """
-    losses = []
+    losses, counted, n_samples = [], [], 0
     for i, true, pred in _pairs(y_true, y_pred):
+        n_samples = i + 1
         sizes = None if node_sizes is None else np.asarray(node_sizes[i], dtype=float).ravel()
         if sizes is not None and sizes.shape != true.shape:
             raise ValueError(f"sample {i}: {sizes.size} node sizes for {true.size} labels")
@@ -99,9 +120,10 @@ def weighted_hamming_loss(y_true, y_pred, node_sizes=None, unknown_label=-1) -> 
         weights = balanced_node_weights(codes, None if sizes is None else sizes[known])
         theta = weights[np.arange(len(codes)), codes]
         losses.append(float(theta @ (true[known] != pred[known])))
+        counted.append(i)
     if not losses:
         raise ValueError("no known labels in y_true")
-    return float(np.mean(losses))
+    return _sample_mean(losses, counted, sample_weight, n_samples)
 
 
 def balanced_node_weights(label_distribution, node_sizes=None) -> np.ndarray:
@@ -214,14 +236,18 @@ def class_weight_by_code(class_weight, classes) -> np.ndarray | str | None:
     return per_label
 
 
-def label_weights(class_weight, classes, labels) -> np.ndarray | None:
+def label_weights(class_weight, classes, labels, node_weight=None) -> np.ndarray | None:
     r"""Per-label weights (K,) of ``class_weight`` over the label codes ``labels`` (``-1``:
     unknown, not counted): None; ``"balanced"``: :math:`n / (K \cdot n_k)` as scikit-learn balances
-    classes (labels absent from ``labels`` weigh 1); a dict: its weights, 1 elsewhere."""
+    classes (labels absent from ``labels`` weigh 1; with ``node_weight``, each node's sample
+    weight, the counts are weighted, as scikit-learn counts a class with its samples' weights);
+    a dict: its weights, 1 elsewhere."""
     if class_weight is None:
         return None
     if isinstance(class_weight, str):
-        counts = np.bincount(labels[labels >= 0], minlength=len(classes)).astype(float)
+        known = labels >= 0
+        weight = None if node_weight is None else node_weight[known]
+        counts = np.bincount(labels[known], weight, minlength=len(classes)).astype(float)
         present = counts > 0
         weights = np.ones(len(classes))
         weights[present] = counts.sum() / (present.sum() * counts[present])

@@ -1,15 +1,44 @@
 """Scorers for ``GridSearchCV(scoring=...)`` and ``cross_validate``: callables
-``(estimator, X, y)`` that read the node sizes of the samples and the markers of the estimator
-that predicts (the last step of a pipeline)."""
+``(estimator, X, y, sample_weight=None)`` that read the node sizes of the samples and the
+markers of the estimator that predicts (the last step of a pipeline).
+
+They are scikit-learn scorer objects, so that with metadata routing
+(``sklearn.set_config(enable_metadata_routing=True)``) ``scorer.set_score_request(
+sample_weight=True)`` has ``GridSearchCV`` and ``cross_validate`` hand them the test fold's
+sample weights."""
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from sklearn.metrics import f1_score, make_scorer
+from sklearn.metrics._scorer import _BaseScorer
 
+from .._validation import check_sample_weight
 from .hamming import mean_hamming_loss, weighted_hamming_loss
 from .segmentation import segmentation_scores
 from .sequence import entity_f1_score, flat_f1_score
+
+
+class _SampleScorer(_BaseScorer):
+    """A scorer ``scorer(estimator, X, y, sample_weight=None)`` computed by ``function(estimator,
+    X, y, sample_weight=None)``, which reads the samples ``X`` and the estimator (what a
+    :func:`~sklearn.metrics.make_scorer` scorer never sees); as a scikit-learn scorer it takes
+    ``set_score_request(sample_weight=True)`` under metadata routing. ``function`` is a
+    module-level function (or a partial of one), so the scorer pickles with its requests."""
+
+    def __init__(self, function, name: str, doc: str | None = None):
+        super().__init__(function, sign=1, kwargs={}, response_method="predict")
+        self.__name__ = self.__qualname__ = name
+        self.__doc__ = doc if doc is not None else function.__doc__
+        self.__wrapped__ = function  # the signature, for inspect and the documentation
+
+    def _score(self, method_caller, estimator, X, y_true, **kwargs):
+        return self._score_func(estimator, X, y_true, **kwargs)
+
+    def __repr__(self):
+        return f"pmap_sklearn.metrics.{self.__name__}"
 
 
 def _scored_model(estimator):
@@ -32,7 +61,7 @@ def _sizes(X, y) -> list:
     return [np.ones(np.size(t)) if s is None else s for s, t in zip(sizes, y, strict=True)]
 
 
-def hamming_scorer(estimator, X, y) -> float:
+def _hamming_score(estimator, X, y, sample_weight=None) -> float:
     """``1 − mean_hamming_loss`` of ``estimator.predict(X)``, the estimator's ``score``: a
     scorer for ``GridSearchCV(scoring=hamming_scorer)`` or ``scoring={"hamming":
     hamming_scorer}``.
@@ -45,15 +74,20 @@ def hamming_scorer(estimator, X, y) -> float:
     estimator : fitted estimator
     X : sequence of samples
     y : sequence of label arrays
+    sample_weight : array-like of shape (n_samples,), optional
+        One weight per sample: the weighted mean over the samples (routed to the scorer
+        with ``set_score_request(sample_weight=True)`` under metadata routing).
 
     Returns
     -------
     float
     """
-    return 1.0 - mean_hamming_loss(y, estimator.predict(X), _not_counted(estimator))
+    return 1.0 - mean_hamming_loss(
+        y, estimator.predict(X), _not_counted(estimator), sample_weight=sample_weight
+    )
 
 
-def weighted_hamming_scorer(estimator, X, y) -> float:
+def _weighted_hamming_score(estimator, X, y, sample_weight=None) -> float:
     """``1 − weighted_hamming_loss`` with the node sizes of the samples (superpixel sizes of
     :class:`~pmap_sklearn.GraphSample`, 1 for other samples); works on pipelines too.
 
@@ -67,14 +101,25 @@ def weighted_hamming_scorer(estimator, X, y) -> float:
     estimator : fitted estimator
     X : sequence of samples
     y : sequence of label arrays
+    sample_weight : array-like of shape (n_samples,), optional
+        One weight per sample: the weighted mean over the samples (routed to the scorer
+        with ``set_score_request(sample_weight=True)`` under metadata routing).
 
     Returns
     -------
     float
     """
     return 1.0 - weighted_hamming_loss(
-        y, estimator.predict(X), _sizes(X, y), _not_counted(estimator)
+        y,
+        estimator.predict(X),
+        _sizes(X, y),
+        _not_counted(estimator),
+        sample_weight=sample_weight,
     )
+
+
+hamming_scorer = _SampleScorer(_hamming_score, "hamming_scorer")
+weighted_hamming_scorer = _SampleScorer(_weighted_hamming_score, "weighted_hamming_scorer")
 
 
 #: The example-based F1 of ``estimator.predict(X)`` (:func:`multilabel_scores`): scikit-learn's
@@ -94,23 +139,30 @@ entity_f1_scorer = make_scorer(entity_f1_score)
 flat_f1_scorer = make_scorer(flat_f1_score, exclude="O")
 
 
-def _segmentation_scorer(name: str):
-    def scorer(estimator, X, y) -> float:
-        labels = getattr(estimator, "classes_", None)
-        void = getattr(_scored_model(estimator), "ignore_label", None)
-        scores = segmentation_scores(
-            y, estimator.predict(X), labels=labels, void=void, sample_weight=_sizes(X, y)
-        )
-        return scores[name]
-
-    scorer.__name__ = f"{name}_scorer"
-    scorer.__doc__ = (
-        f"``{name}`` of :func:`segmentation_scores` for ``estimator.predict(X)``, each node "
-        "weighted by its size (a superpixel's pixels: node labels scored as their pixels), the "
-        "estimator's ``ignore_label`` (if any; the last step's in a pipeline) not scored. A "
-        "scorer callable ``(estimator, X, y)`` for ``GridSearchCV`` / ``cross_validate``."
+def _segmentation_score(name: str, estimator, X, y, sample_weight=None) -> float:
+    """``segmentation_scores(...)[name]`` of ``estimator.predict(X)``, each node weighted by
+    its size (times its sample's weight with ``sample_weight``)."""
+    labels = getattr(estimator, "classes_", None)
+    void = getattr(_scored_model(estimator), "ignore_label", None)
+    sizes = _sizes(X, y)
+    if sample_weight is not None:  # a node counts its size times its sample's weight
+        weights = check_sample_weight(sample_weight, len(sizes), what="y")
+        sizes = [np.asarray(size, dtype=float) * c for size, c in zip(sizes, weights, strict=True)]
+    scores = segmentation_scores(
+        y, estimator.predict(X), labels=labels, void=void, sample_weight=sizes
     )
-    return scorer
+    return scores[name]
+
+
+def _segmentation_scorer(name: str) -> _SampleScorer:
+    doc = (
+        f"``{name}`` of :func:`segmentation_scores` for ``estimator.predict(X)``, each node "
+        "weighted by its size (a superpixel's pixels: node labels scored as their pixels; "
+        "times its sample's weight with ``sample_weight``), the estimator's ``ignore_label`` "
+        "(if any; the last step's in a pipeline) not scored. A scorer callable ``(estimator, "
+        "X, y, sample_weight=None)`` for ``GridSearchCV`` / ``cross_validate``."
+    )
+    return _SampleScorer(functools.partial(_segmentation_score, name), f"{name}_scorer", doc)
 
 
 global_accuracy_scorer = _segmentation_scorer("global_accuracy")

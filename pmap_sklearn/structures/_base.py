@@ -56,6 +56,23 @@ def _finite(value, what: str, index: int) -> np.ndarray:
     return as_finite_array(value, f"sample {index}: {what}")
 
 
+def _without_zero_weights(X, y, sample_weight):
+    """``X``, ``y`` and ``sample_weight`` without the samples of weight 0: a fit leaves them
+    out as if they were not given (arrays and sparse matrices by rows, sequences by item)."""
+    keep = np.flatnonzero(sample_weight > 0)
+    if len(keep) == len(sample_weight):
+        return X, y, sample_weight
+    if len(y) != len(sample_weight):
+        raise ValueError(f"y has {len(y)} label arrays but sample_weight has {len(sample_weight)}")
+
+    def take(values):
+        if isinstance(values, np.ndarray) or sparse.issparse(values):
+            return values[keep]
+        return [values[i] for i in keep]
+
+    return take(X), take(y), sample_weight[keep]
+
+
 #: The most weights a model may have: 2 GiB a copy (the learners keep a few copies).
 MAX_WEIGHTS = 2**28
 
@@ -129,12 +146,15 @@ class BaseStructure(HiddenStates, JointFeature, BaseEstimator):
     _default_n_states: int | None = None
 
     # ---- the seam: the validated problem an estimator works on ---------------------------------
-    def fit_problem(self, X, y, *, unknown_label=-1, ignore_label=None, classes=None) -> Problem:
+    def fit_problem(
+        self, X, y, *, unknown_label=-1, ignore_label=None, classes=None, sample_weight=None
+    ) -> Problem:
         """Validate training data once, fit the structure and give the problem to learn.
 
-        ``X`` and ``y`` are checked at the API boundary (:meth:`check_input`), the nodes of
-        ``ignore_label`` dropped, the labels encoded and — unless ``classes`` is given — the
-        structure's dimensions fitted (:meth:`fit`); then the samples are stacked.
+        ``X`` and ``y`` are checked at the API boundary (:meth:`check_input`), the samples of
+        weight 0 and the nodes of ``ignore_label`` dropped, the labels encoded and — unless
+        ``classes`` is given — the structure's dimensions fitted (:meth:`fit`, on the samples
+        kept); then the samples are stacked, with their weights.
 
         Parameters
         ----------
@@ -148,11 +168,17 @@ class BaseStructure(HiddenStates, JointFeature, BaseEstimator):
         classes : ndarray, optional
             The classes of an earlier fit (a warm start): the structure is not fitted again and
             labels outside them are an error.
+        sample_weight : ndarray of shape (n_samples,), optional
+            Checked weights (:func:`~pmap_sklearn._validation.check_sample_weight`): a sample
+            of weight 0 is removed as if it were not in ``X``; the others' weights are the
+            batch's ``sample_weight`` (a chain cut at ignored nodes gives each run its weight;
+            None when every weight is 1).
 
         Returns
         -------
         Problem
-            The batch, the label codes of its nodes and the classes.
+            The batch (with the weights of its samples), the label codes of its nodes and the
+            classes.
 
         Raises
         ------
@@ -160,6 +186,9 @@ class BaseStructure(HiddenStates, JointFeature, BaseEstimator):
             Naming the first bad sample or label and its problem.
         """
         X, y = self.check_input(X, y, ignore_label)
+        if sample_weight is not None:
+            sample_weight = np.asarray(sample_weight, dtype=float)
+            X, y, sample_weight = _without_zero_weights(X, y, sample_weight)
         check_markers(y, unknown_label=unknown_label, ignore_label=ignore_label)
         if ignore_label is not None:
             if is_marker(ignore_label, unknown_label):
@@ -167,7 +196,9 @@ class BaseStructure(HiddenStates, JointFeature, BaseEstimator):
                     f"ignore_label and unknown_label are both {ignore_label!r}: a node is either "
                     "ignored (removed from the fit) or unknown (filled in), not both"
                 )
-            X, y = self._without_ignored(X, y, ignore_label)
+            X, y, origin = self._without_ignored(X, y, ignore_label)
+            if sample_weight is not None and origin is not None:
+                sample_weight = sample_weight[origin]
         if classes is None:
             codes, classes, label_sets = encode_with_sets(
                 y, unknown_label, n_states=self.fixed_n_states()
@@ -182,6 +213,13 @@ class BaseStructure(HiddenStates, JointFeature, BaseEstimator):
         else:
             codes, _, label_sets = encode_with_sets(y, unknown_label, classes)
         batch = self._prepare_checked(X)
+        if sample_weight is not None and len(sample_weight) != batch.n_samples:
+            raise ValueError(
+                f"sample_weight has {len(sample_weight)} weights but X has {batch.n_samples} "
+                "samples: give one weight per sample"
+            )
+        if sample_weight is not None and not np.all(sample_weight == 1.0):
+            batch.sample_weight = sample_weight
         labels = self.prepare_labels(batch, codes, allow_unknown=True, label_sets=label_sets)
         return Problem(batch, labels, classes, label_sets)
 
@@ -245,10 +283,10 @@ class BaseStructure(HiddenStates, JointFeature, BaseEstimator):
 
     def _without_ignored(self, X, y, ignore_label):
         """``X, y`` without the ``ignore_label`` nodes, as this structure's kind of sample
-        allows."""
+        allows, and the index in ``X`` of each sample kept (None: every sample as it was)."""
         if isinstance(y, np.ndarray) and y.dtype != object:
             y = list(y)
-        return without_ignored(X, y, ignore_label, self.sample_kind)
+        return without_ignored(X, y, ignore_label, self.sample_kind, return_origin=True)
 
     def _prepare_checked(self, X) -> SampleBatch:
         """The batch of training samples that :meth:`check_input` returned (by default

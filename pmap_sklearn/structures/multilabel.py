@@ -315,7 +315,7 @@ class MultiLabelStructure(EdgeFeatureStructure):
 
     def _without_ignored(self, X, y, ignore_label):
         """Nothing to drop: :meth:`check_input` refused a ``Y`` holding ``ignore_label``."""
-        return X, y
+        return X, y, None
 
     def _label_edges(self, Y: np.ndarray) -> np.ndarray:
         """The label graph's edges from ``label_graph`` (and the training labels)."""
