@@ -255,9 +255,9 @@ class ChainCRF(BaseStructuredEstimator):
         auto = dict(defaults.CHAIN_CRF_DENSE, alpha=self._resolved_alpha(batch))
         if self._token_features(batch):
             auto = dict(defaults.CHAIN_CRF_SPARSE)
-            auto["alpha"], auto["l1_ratio"] = crfsuite_penalty(
-                *auto.pop("crfsuite_c"), batch.n_samples
-            )
+            # crfsuite's penalty per unit of evidence (summed sample weights: copies count)
+            per_sample, auto["l1_ratio"] = crfsuite_penalty(*auto.pop("crfsuite_c"), 1)
+            auto["alpha"] = per_sample / batch.weight_total
         settings = [auto["alpha"] if self.alpha == "auto" else self.alpha]
         for name in ("l1_ratio", "all_possible_states", "max_iter"):
             value = getattr(self, name)

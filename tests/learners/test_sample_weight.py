@@ -50,6 +50,7 @@ from pmap_sklearn import (
     PseudoLikelihoodCRF,
     StructuredSVM,
     TwoStageCRF,
+    crfsuite_penalty,
     hamming_scorer,
     mean_hamming_loss,
     weighted_hamming_scorer,
@@ -204,8 +205,8 @@ def test_an_integer_weight_is_that_many_copies_for_the_full_batch_learners(make,
 def test_chain_crf_weight_two_is_the_data_duplicated(data):
     """The acceptance check: weight 2 on every sample is the data twice — ChainCRF maximises
     the mean log-likelihood minus ``alpha`` times the penalty, so at a fixed alpha both are the
-    original fit; with ``alpha="auto"`` on sparse features (``0.2 / n_samples``) the summed
-    weight counts the samples, so that too is the data twice."""
+    original fit; with the defaults on sparse features (crfsuite's penalty, per sample) the
+    summed weight counts the samples, so that too is the data twice."""
     X, y = data["chain"]
     weighted = ChainCRF(alpha=1e-2).fit(X, y, sample_weight=np.full(len(X), 2.0))
     duplicated = ChainCRF(alpha=1e-2).fit(X + X, y + y)
@@ -213,11 +214,12 @@ def test_chain_crf_weight_two_is_the_data_duplicated(data):
     sparse_X = [sparse.csr_matrix(x) for x in X]
     weighted = ChainCRF().fit(sparse_X, y, sample_weight=np.full(len(X), 2.0))
     duplicated = ChainCRF().fit(sparse_X + sparse_X, y + y)
-    assert weighted.alpha_ == duplicated.alpha_ == pytest.approx(0.2 / (2 * len(X)))
+    expected = crfsuite_penalty(0.1, 0.1, 2 * len(X))[0]
+    assert weighted.alpha_ == pytest.approx(duplicated.alpha_) == pytest.approx(expected)
     assert _relative(weighted.coef_, duplicated.coef_) < 1e-4
     counts = np.random.default_rng(1).integers(1, 4, len(X))
     assert ChainCRF().fit(sparse_X, y, sample_weight=counts).alpha_ == pytest.approx(
-        0.2 / counts.sum()
+        crfsuite_penalty(0.1, 0.1, counts.sum())[0]
     )
 
 
