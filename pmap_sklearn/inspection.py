@@ -160,7 +160,7 @@ def state_features(estimator, feature_names=None) -> dict:
     >>> model = make_pipeline(SequenceVectorizer(), ChainCRF(alpha=0.1, l1_ratio=0.5)).fit(X, y)
     >>> weights = state_features(model)  # the bias column fell to zero under L1
     >>> sorted(weights)[:2], weights[("w=dog", "NOUN")] > 0
-    ([('w=a', 'DET'), ('w=a', 'NOUN')], True)
+    ([('w=a', 'DET'), ('w=cat', 'NOUN')], True)
     >>> transition_features(model)[("DET", "NOUN")] > 0
     True
     """

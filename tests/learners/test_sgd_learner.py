@@ -68,7 +68,7 @@ def test_a_bool_is_not_a_number_of_anything(param):
         lambda: MarginalPerturbMAPCRF(
             random_state=0, max_iter=3, tol=None, learning_rate="optimal", average=True, alpha=1e-4
         ),
-        lambda: ChainCRF(max_iter=30, alpha=1e-4),
+        lambda: ChainCRF(max_iter=30, alpha=1e-4, l1_ratio=0.0, all_possible_states=True),
         lambda: StructuredSVM(random_state=0, max_iter=5, alpha=1e-3, batch_size=1),
         lambda: StructuredSVM(random_state=0, max_iter=4, batch_size=4, average=False, alpha=1e-3),
     ],
