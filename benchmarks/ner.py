@@ -105,7 +105,7 @@ LEARNERS = {
     ),
     "ChainCRF, c1 = c2 = 0.1, every (feature, label) pair, 100 it.": (
         "ChainCRF",
-        dict(crfsuite_c=(0.1, 0.1), max_iter=100),
+        dict(crfsuite_c=(0.1, 0.1), all_possible_states=True, max_iter=100),
     ),
     "StructuredSVM (defaults)": ("StructuredSVM", dict(random_state=0)),
 }
