@@ -221,7 +221,7 @@ class TokenEmbeddings(_WordLookup):
     ----------
     vocabulary_ : dict
         Word → row of ``vectors_``.
-    vectors_ : ndarray of shape (n_words + 1, n_features_out_)
+    vectors_ : ndarray of shape (n_words + 1, n_features_out)
         The vectors, the unknown words' row last.
     n_features_out_ : int
         Columns of the output arrays: d, plus one with ``unknown="indicator"``.
