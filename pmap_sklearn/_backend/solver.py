@@ -213,10 +213,13 @@ class Solver:
             )
         for name in ("unary", "pairwise"):
             values = getattr(potentials, name)
+            if not values.size or np.isfinite(values).all():
+                continue
+            bad = ~np.isfinite(values)
             if name == "unary" and self.capabilities.infinite_scores:
-                values = np.where(values == -np.inf, 0.0, values)  # labels of probability zero
-            if values.size and not np.isfinite(values).all():
-                sample = _first_bad_sample(potentials, name, values)
+                bad &= values != -np.inf  # -inf: a label of probability zero
+            if bad.any():
+                sample = _first_bad_sample(potentials, name, bad)
                 raise NonFiniteError(
                     f"the {name} scores of sample {sample} are not finite (NaN or overflow): "
                     "scale the features (e.g. with NodeTransformer(StandardScaler())) or "
@@ -514,14 +517,14 @@ class ExactEvents:
         return self.marginals(potentials, clamp).log_partition
 
 
-def _first_bad_sample(potentials: Potentials, name: str, values: np.ndarray) -> int:
+def _first_bad_sample(potentials: Potentials, name: str, bad: np.ndarray) -> int:
+    """The first sample with a ``bad`` entry (a mask shaped like its ``name`` scores)."""
     if name == "unary":
-        bad = ~np.isfinite(values).all(axis=1)
-        return int(potentials.node_sample[np.flatnonzero(bad)[0]])
+        return int(potentials.node_sample[np.flatnonzero(bad.any(axis=1))[0]])
     if potentials.pairwise_kind is PairwiseKind.SHARED:
         return 0
-    bad = ~np.isfinite(values.reshape(len(values), -1)).all(axis=1)
-    return int(potentials.edge_sample[np.flatnonzero(bad)[0]])
+    rows = bad.reshape(len(bad), -1).any(axis=1)
+    return int(potentials.edge_sample[np.flatnonzero(rows)[0]])
 
 
 def check_labels(labels, potentials: Potentials, name: str, free: bool) -> np.ndarray:

@@ -781,9 +781,11 @@ class ChainSolver(ExactEvents, Solver):
         # forbidden transition is a zero of the scaled recursion, not a score to span).
         allowed = np.isfinite(transition)
         pair_spread = np.ptp(p.pairwise[allowed])
-        finite = p.unary > -np.inf  # (-inf: a label of probability zero, not a score to span)
+        low = p.unary.min(initial=np.inf)
+        if low == -np.inf:  # (-inf: a label of probability zero, not a score to span)
+            low = p.unary.min(initial=np.inf, where=p.unary > -np.inf)
         with np.errstate(invalid="ignore"):  # the range of every score bounds each node's
-            overall = p.unary.max(initial=-np.inf) - p.unary.min(initial=np.inf, where=finite)
+            overall = p.unary.max(initial=-np.inf) - low
         if overall + pair_spread < _SCALED_MAX_SPREAD:
             wide_chain = np.zeros(p.n_samples, dtype=bool)
         else:

@@ -212,8 +212,7 @@ class BaseStructuredEstimator(StructuredQueries, BaseEstimator):
         self.structure_ = structure
         if not warm:
             state = self._new_state(rng)
-        sets = {} if problem.label_sets is None else {"label_sets": problem.label_sets}
-        state = self._fit_batch(problem.batch, problem.labels, state, rng, **sets)
+        state = self._fit_batch(problem.batch, problem.labels, state, rng, problem.label_sets)
         state.fitted_on = fitted_on
         self._state = state
         self.coef_ = state.estimate.copy()
