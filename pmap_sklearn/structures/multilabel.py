@@ -188,7 +188,9 @@ class MultiLabelStructure(EdgeFeatureStructure):
     feature_mean_ : ndarray of shape (n_features,)
         The means of the columns of the training ``X`` with ``bias=True`` and dense ``X``
         (zeros for sparse ``X``, whose sparsity centring would destroy, and without a bias,
-        where centring would add one).
+        where centring would add one). Every ``X`` the fitted structure is given is centred on
+        them, dense or sparse: a model fitted on dense ``X`` predicts the same from its sparse
+        form (made dense, a chunk of rows at a time).
     n_features_in_ : int
         Columns of ``X``.
     solver_ : Solver
@@ -509,6 +511,10 @@ class MultiLabelStructure(EdgeFeatureStructure):
         holds sample s's features, centred and over ``feature_scale_`` (and a 1), in columns
         ``l (F + bias) ..``."""
         n_labels = self.n_outputs_
+        if sparse.issparse(X) and self.feature_mean_.any():
+            # Fitted on dense X: the nodes saw it centred, so a sparse X is centred too, made
+            # dense first (its L block copies below hold F + bias entries a row anyway).
+            X = X.toarray()
         if not sparse.issparse(X):
             X = X - self.feature_mean_
         X = X * (1.0 / self.feature_scale_)  # one global factor: a copy, CSR stays CSR
