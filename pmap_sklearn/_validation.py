@@ -53,8 +53,8 @@ def check_sample_weight(sample_weight, n_samples: int, what: str = "X") -> np.nd
     if sparse.issparse(sample_weight):
         raise ValueError("sample_weight must be a dense array of one weight per sample")
     try:
-        weights = np.asarray(sample_weight, dtype=float)
-    except (TypeError, ValueError) as exc:
+        weights = as_real_array(sample_weight, "sample_weight")
+    except ValueError as exc:
         raise ValueError(f"sample_weight must hold numbers, one per sample ({exc})") from None
     if weights.ndim == 0:
         weights = np.full(n_samples, float(weights))
@@ -99,16 +99,57 @@ def check_generator(random_state) -> np.random.Generator:
     return np.random.default_rng(random_state)
 
 
-def as_finite_array(value, what: str) -> np.ndarray:
-    """``value`` as a float array, or a ValueError naming ``what`` if it is not numeric or
-    holds NaN / inf."""
+def as_real_array(value, what: str) -> np.ndarray:
+    """``value`` as a float array, or a ValueError naming ``what`` when it is not real numbers:
+    complex numbers (casting would drop their imaginary part; scikit-learn's ``check_array``
+    refuses them too), strings (even numeric ones: a text column is converted explicitly,
+    never silently) or anything else that is not a number."""
     try:
-        array = np.asarray(value, dtype=float)
+        array = np.asarray(value)
+    except (TypeError, ValueError) as exc:  # ragged nesting
+        raise ValueError(f"{what} must be numeric ({exc}){_feature_hint(value)}") from None
+    _check_real_dtype(array, what, value)
+    try:
+        return array.astype(float, copy=False)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{what} must be numeric ({exc}){_feature_hint(value)}") from None
+
+
+def _check_real_dtype(array, what: str, value=None) -> None:
+    """Refuse complex numbers and strings (numeric or not) in ``array`` (dense or sparse), the
+    elements of an object array included."""
+    kind = array.dtype.kind
+    if kind == "O" and not sparse.issparse(array):
+        odd = [v for v in array.flat if isinstance(v, str | bytes | complex)]
+        kind = "c" if any(isinstance(v, complex) for v in odd) else "U" if odd else kind
+    if kind == "c":
+        raise ValueError(
+            f"{what}: Complex data not supported; pass real numbers (np.real and np.imag as "
+            "separate features if both parts matter)"
+        )
+    if kind in "US":
+        hint = _feature_hint(value) or (
+            "; convert numeric text to numbers explicitly, e.g. np.asarray(X, dtype=float)"
+        )
+        raise ValueError(f"{what} must be numeric, got strings{hint}")
+    if kind in "mMV":
+        raise ValueError(f"{what} must be numeric, got dtype {array.dtype}")
+
+
+def as_finite_array(value, what: str) -> np.ndarray:
+    """``value`` as a float array (:func:`as_real_array`), or a ValueError naming ``what`` if
+    it is not real numbers or holds NaN / inf."""
+    array = as_real_array(value, what)
     if not np.all(np.isfinite(array)):
-        raise ValueError(f"{what} contain non-finite values (NaN or inf)")
+        raise ValueError(_non_finite_message(what))
     return array
+
+
+def _non_finite_message(what: str) -> str:
+    return (
+        f"{what}: non-finite values (NaN or inf) found; impute or drop them first, e.g. with "
+        "sklearn.impute.SimpleImputer"
+    )
 
 
 def check_probabilities(value, what: str, *, atol: float = 1e-6) -> np.ndarray:
@@ -166,12 +207,13 @@ def as_finite_features(value, what: str):
     if value.format == "csr" and value.dtype == np.float64 and value.ndim == 2:
         matrix = value  # only read: no copy
     else:
+        _check_real_dtype(value, what)
         try:
             matrix = sparse.csr_matrix(value, dtype=float)
         except (TypeError, ValueError) as exc:
             raise ValueError(f"{what} must be numeric ({exc})") from None
     if not np.all(np.isfinite(matrix.data)):
-        raise ValueError(f"{what} contain non-finite values (NaN or inf)")
+        raise ValueError(_non_finite_message(what))
     return matrix
 
 
@@ -230,11 +272,11 @@ def check_feature_matrix(X, who: str):
     """``X`` as a float array or float CSR matrix (n_samples, n_features), finite and not
     empty; errors name ``who`` (the structure that takes it)."""
     if not sparse.issparse(X):
-        values = np.asarray(X) if not isinstance(X, list | tuple) else X
         try:
-            values = np.asarray(values, dtype=float)
-        except (TypeError, ValueError) as exc:
+            values = np.asarray(X)
+        except (TypeError, ValueError) as exc:  # ragged rows
             raise ValueError(f"{who} takes X of shape (n_samples, n_features) ({exc})") from None
+        values = as_real_array(values, "X")
         if values.ndim != 2:
             raise ValueError(
                 f"{who} takes X of shape (n_samples, n_features), got an array of shape "

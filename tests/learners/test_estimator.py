@@ -204,7 +204,7 @@ def test_non_finite_sparse_features_are_named():
     chains, _, tags = _sparse_and_dense(5)
     bad = chains[2].copy()
     bad.data[0] = np.nan
-    with pytest.raises(ValueError, match="sample 2: node features contain non-finite"):
+    with pytest.raises(ValueError, match="sample 2: node features: non-finite values"):
         PerturbMAPCRF().fit(chains[:2] + [bad] + chains[3:], tags)
 
 

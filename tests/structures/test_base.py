@@ -185,6 +185,39 @@ def test_bad_input_names_the_sample_and_the_problem(structure, X, y, match):
             structure.prepare_labels(batch, y)
 
 
+_COMPLEX = np.array([[1.0 + 0.5j, 2.0], [0.0, 1.0], [1.0, 1.0]])
+
+
+@pytest.mark.parametrize(
+    "structure, sample, where",
+    [
+        (ChainStructure(n_states=2), _COMPLEX, "node features"),
+        (ChainStructure(n_states=2), sparse.csr_matrix(_COMPLEX), "node features"),
+        (GridStructure(), _COMPLEX.reshape(1, 3, 2), "pixel features"),
+        (GraphStructure(), GraphSample(_COMPLEX, [[0, 1]]), "node features"),
+        (GraphStructure(), GraphSample(np.ones((3, 1)), [[0, 1]], [[1 + 1j]]), "edge features"),
+        (GraphStructure(), GraphSample(np.ones((3, 1)), [[0, 1]], None, [1, 1j, 1]), "node sizes"),
+    ],
+)
+def test_complex_features_are_refused_by_every_structure(structure, sample, where):
+    """Casting to float would drop the imaginary part: refused as scikit-learn does."""
+    with pytest.raises(ValueError, match=f"sample 0: {where}: Complex data not supported"):
+        structure.fit([sample])
+
+
+@pytest.mark.parametrize(
+    "structure, sample",
+    [
+        (ChainStructure(n_states=2), np.array([["0.1", "2"], ["1", "3"]])),
+        (GridStructure(), np.array([[["0.1"], ["2"]]])),
+        (GraphStructure(), GraphSample(np.array([["1"], ["2"]]), [[0, 1]])),
+    ],
+)
+def test_numeric_text_features_are_refused(structure, sample):
+    with pytest.raises(ValueError, match="sample 0: .*features must be numeric, got strings"):
+        structure.fit([sample])
+
+
 def test_check_structure_rejects_unknown_names():
     with pytest.raises(ValueError, match="structure must be one of"):
         check_structure("tree")

@@ -244,7 +244,15 @@ def test_a_constant_label_and_a_sparse_y():
         ),
         (np.ones((4, 2)), np.zeros((3, 2), int), "X has 4 samples but Y has 3"),
         (np.ones(4), np.zeros((4, 2), int), "X of shape \\(n_samples, n_features\\)"),
-        (np.array([[1.0, np.nan]] * 4), np.eye(4, 2, dtype=int), "not finite|NaN"),
+        (np.array([[1.0, np.nan]] * 4), np.eye(4, 2, dtype=int), "X: non-finite values .NaN"),
+        (np.ones((4, 2)) + 1j, np.eye(4, 2, dtype=int), "X: Complex data not supported"),
+        (
+            sparse.csr_matrix(np.ones((4, 2)) + 1j),
+            np.eye(4, 2, dtype=int),
+            "X: Complex data not supported",
+        ),
+        (np.array([["0.1", "2"]] * 4), np.eye(4, 2, dtype=int), "X must be numeric, got strings"),
+        ([["0.1", "2"]] * 4, np.eye(4, 2, dtype=int), "X must be numeric, got strings"),
     ],
 )
 def test_bad_input_is_named(X, Y, match):
@@ -271,3 +279,17 @@ def test_bad_label_graphs_and_predict_input_are_named():
         ChainCRF(MultiLabelStructure("tree"), ignore_label=9).fit(X, marked)
     with pytest.raises(ValueError, match="TwoStageCRF classifies each node"):
         TwoStageCRF(crf=PerturbMAPCRF(MultiLabelStructure("tree"))).fit(X, Y)
+
+
+@pytest.mark.parametrize("container", [np.asarray, sparse.csr_matrix, sparse.coo_matrix])
+def test_complex_and_text_x_are_refused_at_predict(container):
+    """A fitted model takes real numbers only, as at fit: a complex X (even with a zero
+    imaginary part) or numeric text is refused by name, never cast."""
+    X, Y = _correlated(40)
+    model = ChainCRF(MultiLabelStructure("tree"), max_iter=5).fit(X, Y)
+    with pytest.raises(ValueError, match="X: Complex data not supported"):
+        model.predict(container(X + 0j))
+    with pytest.raises(ValueError, match="X: Complex data not supported"):
+        model.predict_proba(container(X + 1j))
+    with pytest.raises(ValueError, match="X must be numeric, got strings"):
+        model.predict(X.astype(str))
