@@ -48,6 +48,13 @@ def crfsuite_penalty(c1: float, c2: float, n_samples: int) -> tuple[float, float
     alpha : float
     l1_ratio : float
 
+    Raises
+    ------
+    TypeError
+        If ``c1`` or ``c2`` is not a real number (a string, even a numeric one, or a bool).
+    ValueError
+        If they are negative, not finite or both 0, or ``n_samples`` is not an int >= 1.
+
     Examples
     --------
     >>> from pmap_sklearn import crfsuite_penalty
@@ -55,6 +62,13 @@ def crfsuite_penalty(c1: float, c2: float, n_samples: int) -> tuple[float, float
     >>> round(alpha, 6), round(l1_ratio, 4)
     (0.0003, 0.3333)
     """
+    for name, value in (("c1", c1), ("c2", c2)):
+        if isinstance(value, bool | np.bool_) or not isinstance(value, Real):
+            raise TypeError(
+                f"{name} must be a real number (crfsuite's "
+                f"{'L1' if name == 'c1' else 'L2'} coefficient), got {type(value).__name__} "
+                f"{value!r}" + (f": pass float({value!r})" if isinstance(value, str) else "")
+            )
     c1, c2 = float(c1), float(c2)
     if not (np.isfinite(c1) and np.isfinite(c2) and c1 >= 0 and c2 >= 0 and c1 + c2 > 0):
         raise ValueError(f"c1 and c2 must be finite, >= 0 and not both 0, got {c1}, {c2}")

@@ -164,6 +164,11 @@ def test_crfsuite_penalty_is_crfsuites_objective_over_n(rng):
         crfsuite_penalty(0, 0, 10)
     with pytest.raises(ValueError, match="n_samples must be an int"):
         crfsuite_penalty(0.1, 0.1, 0)
+    with pytest.raises(TypeError, match=r"c1 must be a real number .* str '0.1': pass float"):
+        crfsuite_penalty("0.1", 0.1, 10)
+    with pytest.raises(TypeError, match="c2 must be a real number .* bool True"):
+        crfsuite_penalty(0.1, True, 10)
+    assert crfsuite_penalty(np.float32(0.1), 0, 10) == pytest.approx((0.01, 1.0))
 
 
 def test_observed_states_only_keeps_the_unseen_pairs_at_zero(rng):
