@@ -281,11 +281,19 @@ def multilabel_scores(y_true, y_pred) -> dict:
     Parameters
     ----------
     y_true, y_pred : array-like or sparse matrix of shape (n_samples, n_labels)
+        0/1 (or boolean) indicator matrices of the same shape.
 
     Returns
     -------
     dict
         ``hamming_loss``, ``subset_accuracy`` and ``example_f1``.
+
+    Raises
+    ------
+    ValueError
+        Naming ``y_true`` or ``y_pred`` when it is not 2-D or holds a value other than 0 and 1
+        (``-1``, an unknown label, included: :func:`mean_hamming_loss` skips those), or when
+        their shapes differ.
 
     Examples
     --------
@@ -294,8 +302,44 @@ def multilabel_scores(y_true, y_pred) -> dict:
     >>> {name: round(value, 3) for name, value in scores.items()}
     {'hamming_loss': 0.167, 'subset_accuracy': 0.5, 'example_f1': 0.833}
     """
+    y_true, y_pred = _indicator(y_true, "y_true"), _indicator(y_pred, "y_pred")
+    if y_true.shape != y_pred.shape:
+        raise ValueError(
+            f"y_true has shape {y_true.shape} but y_pred has shape {y_pred.shape}: both are "
+            "(n_samples, n_labels)"
+        )
     return {
         "hamming_loss": float(hamming_loss(y_true, y_pred)),
         "subset_accuracy": float(accuracy_score(y_true, y_pred)),
         "example_f1": float(f1_score(y_true, y_pred, average="samples", zero_division=1.0)),
     }
+
+
+def _indicator(y, name: str):
+    """``y`` as a 2-D 0/1 indicator matrix (dense, or sparse as given), or a ValueError naming
+    ``name`` and the first value outside {0, 1}."""
+    matrix = y if sparse.issparse(y) else np.asarray(y)
+    if matrix.ndim != 2:
+        raise ValueError(
+            f"{name} must be an (n_samples, n_labels) 0/1 indicator matrix, got shape "
+            f"{matrix.shape}"
+        )
+    values = matrix.data if sparse.issparse(matrix) else matrix
+    if values.dtype == object:  # numbers in an object array are numbers
+        try:
+            values = values.astype(float)
+        except (TypeError, ValueError):
+            pass
+    if values.dtype != bool:
+        outside = values[(values != 0) & (values != 1)] if values.dtype.kind in "biuf" else values
+        if outside.size:
+            unknown = (
+                "; -1 (an unknown label) cannot be scored here: mean_hamming_loss skips it"
+                if values.dtype.kind in "iuf" and (outside == -1).any()
+                else ""
+            )
+            raise ValueError(
+                f"{name} holds {outside.flat[0].item()!r}: multilabel_scores takes 0/1 indicator "
+                f"matrices, as MultiLabelStructure predicts them{unknown}"
+            )
+    return matrix if sparse.issparse(matrix) else values

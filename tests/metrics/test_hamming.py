@@ -70,6 +70,26 @@ def test_multi_label_metrics_are_scikit_learns():
     assert multilabel_scores(empty, empty)["example_f1"] == 1.0
 
 
+@pytest.mark.parametrize(
+    "y_true, y_pred, match",
+    [
+        ([[1, -1, 0], [0, 1, 1]], [[1, 0, 0], [0, 1, 1]], "y_true holds -1: .*mean_hamming_loss"),
+        ([[1, 0, 0], [1, 1, 1]], [[1, 2, 0], [0, 0, 0]], "y_pred holds 2: .*0/1 indicator"),
+        (sparse.csr_matrix([[1, 0], [0, 2]]), [[1, 0], [0, 1]], "y_true holds 2"),
+        ([["a", "b"]], [[0, 1]], "y_true holds 'a'"),
+        ([[1, 0]], [[1, 0, 1]], r"y_true has shape \(1, 2\) but y_pred has shape \(1, 3\)"),
+        ([1, 0], [1, 0], r"y_true must be an \(n_samples, n_labels\) 0/1 indicator"),
+    ],
+)
+def test_multilabel_scores_take_0_1_indicators_only(y_true, y_pred, match):
+    """Labels outside {0, 1} are refused by argument, not handed to scikit-learn (which reads
+    them as another kind of target or scores them)."""
+    with pytest.raises(ValueError, match=match):
+        multilabel_scores(y_true, y_pred)
+    ok = multilabel_scores(np.array([[True, False]]), sparse.csr_matrix([[1.0, 0.0]]))
+    assert ok == {"hamming_loss": 0.0, "subset_accuracy": 1.0, "example_f1": 1.0}
+
+
 def test_balanced_node_weights_take_distributions_only():
     with pytest.raises(ValueError, match="label_distribution: row 1 sums to 2"):
         balanced_node_weights([[1.0, 0.0], [1.0, 1.0]])
