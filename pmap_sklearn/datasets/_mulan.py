@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import gzip
-import zlib
 from pathlib import Path
 from xml.etree import ElementTree
 
 import numpy as np
 from sklearn.utils import Bunch
 
-from ._paths import find_data_file
+from ._paths import find_data_file, read_data_file
 
 MULAN_URL = (
     "the Mulan project (https://github.com/tsoumakas/mulan, folder data/multi-label: "
@@ -56,7 +54,9 @@ def load_multilabel(name: str = "scene", subset: str = "train", path=None) -> Bu
     FileNotFoundError
         Naming every place a file was looked for and where to get it.
     ValueError
-        A bad ``name`` / ``subset``, or a file that is not the data set's ARFF (naming it).
+        A bad ``name`` / ``subset``, or a file that is not the data set's ARFF, naming it:
+        unreadable, truncated or corrupted (scipy's parser errors included), or without the
+        data set's attributes or number of samples.
 
     Examples
     --------
@@ -102,6 +102,13 @@ def load_multilabel(name: str = "scene", subset: str = "train", path=None) -> Bu
             f"{file} does not hold the {n_features} features and the {n_labels} labels "
             f"{labels} of {xml} (its attributes end with {columns[-n_labels:]})"
         )
+    expected = MULTILABEL_SETS[name][2 if subset == "train" else 3]
+    if len(values) != expected:
+        raise ValueError(
+            f"{file} holds {len(values)} samples, but Mulan's {name} {subset} set has "
+            f"{expected}: the file is truncated or not the original; download it again from "
+            f"{url}"
+        )
     labels = columns[n_features:]
     features = np.column_stack([values[c].astype(float) for c in columns[:n_features]])
     target = np.column_stack([_binary(values[c], file, c) for c in labels])
@@ -120,20 +127,24 @@ def _read_arff(file: Path, url: str):
     """The records and attribute names of an ARFF file (gunzipped if it ends in ``.gz``)."""
     from scipy.io import arff
 
-    opener = gzip.open if file.suffix == ".gz" else open
-    try:
-        with opener(file, "rt", encoding="utf-8") as handle:
+    def parse(handle):
+        try:
             values, meta = arff.loadarff(handle)
-    except (OSError, EOFError, zlib.error, UnicodeDecodeError) as exc:
-        raise ValueError(
-            f"cannot read {file} ({type(exc).__name__}: {exc}): the file is truncated or "
-            f"corrupted; download it again from {url}"
-        ) from None
-    except (ValueError, arff.ParseArffError) as exc:
-        raise ValueError(
-            f"{file} is not an ARFF file ({exc}); download it again from {url}"
-        ) from None
-    return values, list(meta.names())
+        except (ValueError, arff.ParseArffError) as exc:
+            raise ValueError(
+                f"{file} is not an ARFF file ({exc}); download it again from {url}"
+            ) from None
+        # scipy's parser runs off the end of a file without "@data" (StopIteration) and off a
+        # row cut short (IndexError)
+        except (StopIteration, IndexError, KeyError, TypeError) as exc:
+            raise ValueError(
+                f"{file} is not a complete ARFF file ({type(exc).__name__} while parsing: no "
+                f"@data section, or a row cut short): the file is truncated or corrupted; "
+                f"download it again from {url}"
+            ) from None
+        return values, list(meta.names())
+
+    return read_data_file(file, parse, url)
 
 
 def _binary(column: np.ndarray, file: Path, name: str) -> np.ndarray:
