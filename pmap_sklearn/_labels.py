@@ -240,6 +240,52 @@ def encode(y, unknown_label=-1, classes=None, n_states=None):
     return out, classes
 
 
+def check_seen(y, classes, markers=(), name: str = "y") -> None:
+    """Refuse labels of ``y`` outside ``classes`` (a fitted estimator's ``classes_``), naming
+    every such label: a score would count them as errors the model could never avoid, or
+    match them to nothing, with no word. The nodes of ``markers`` (the unknown and ignored
+    labels) are not labels and pass.
+
+    Parameters
+    ----------
+    y : sequence of array-like
+        One label array per sample.
+    classes : ndarray
+        The labels the model knows.
+    markers : tuple
+        The markers of nodes that are not counted.
+    name : str, default="y"
+        The argument named in the error.
+    """
+    _, flat = _flat(y)
+    if not flat.size:
+        return
+    known = flat[~unknown_mask(flat, tuple(markers))]
+    if not known.size:
+        return
+    classes = np.asarray(classes)
+    try:
+        position = np.minimum(np.searchsorted(classes, known), len(classes) - 1)
+        valid = classes[position] == known
+    except (TypeError, np.exceptions.DTypePromotionError):
+        valid = np.zeros(known.shape, dtype=bool)
+    if np.all(valid):
+        return
+    unseen = list(
+        dict.fromkeys(v.item() if isinstance(v, np.generic) else v for v in known[~valid])
+    )
+    shown = ", ".join(repr(v) for v in unseen[:10]) + (", ..." if len(unseen) > 10 else "")
+    marker = next((m for m in markers if m is not None), None)
+    if marker is not None and isinstance(marker, str) == _textual(flat):
+        remedy = f", or mark those nodes with unknown_label={marker!r} to leave them out"
+    else:  # the marker cannot match these labels: one of their kind is needed
+        remedy = ", or mark those nodes with an unknown_label of the labels' kind"
+    raise ValueError(
+        f"{name} holds labels the model never saw: {shown}; classes_ is "
+        f"{classes.tolist()}. Give labels of classes_ (refit on data with the others{remedy})"
+    )
+
+
 def is_marker(value, marker) -> bool:
     """Whether one label value is ``marker`` by the rule labels follow: a value of the marker's
     kind (``np.int64(-1)`` and ``-1.0`` match ``-1``; ``"-1"`` does not); None always marks a

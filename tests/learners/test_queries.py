@@ -444,3 +444,30 @@ def test_known_labels_are_checked():
         pipe.predict(sentences[:1], known_labels=[["ADJ"] + [None] * (len(tags[0]) - 1)])
     with pytest.raises(ValueError, match="shape"):
         pipe.predict(sentences[:1], known_labels=[[None]])
+
+
+# ---- the score: labels of classes_ only ------------------------------------------------------
+def test_score_refuses_labels_the_model_never_saw(chains):
+    """A label outside ``classes_`` (99 on a chain, 5 on a grid, "Z" in a string pipeline)
+    scored 0 or some float with no word, while ``known_labels`` refused it by name."""
+    X, y = chains
+    chain = ChainCRF(max_iter=10).fit(X, y)
+    unseen = [np.where(np.arange(len(t)) == 0, 99, t) for t in y]
+    with pytest.raises(ValueError, match=r"y holds labels the model never saw: 99; classes_"):
+        chain.score(X, unseen)
+    marked = [np.where(np.arange(len(t)) == 0, -1, t) for t in y]  # the marker is no label
+    assert 0.0 <= chain.score(X, marked) <= 1.0
+
+    grids = make_grid_data(n_samples=4, random_state=0)
+    grid = PerturbMAPCRF("grid", max_iter=1, random_state=0).fit(grids.data, grids.target)
+    bad = [np.full_like(grids.target[0], 5), *grids.target[1:]]
+    with pytest.raises(ValueError, match=r"never saw: 5; classes_ is \[0, 1\]"):
+        grid.score(grids.data, bad)
+
+    sentences, tags = _corpus(20)
+    pipe = make_pipeline(SequenceVectorizer(token_features), ChainCRF(max_iter=5))
+    pipe.fit(sentences, tags)
+    tagged = [["Z"] * len(tags[0]), *tags[1:]]
+    with pytest.raises(ValueError, match=r"never saw: 'Z'.*of the labels' kind"):
+        pipe.score(sentences, tagged)
+    assert 0.0 <= pipe.score(sentences, tags) <= 1.0
