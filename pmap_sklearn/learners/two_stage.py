@@ -596,7 +596,10 @@ class TwoStageCRF(HeldOutChoice, MetaEstimatorMixin, BaseEstimator):
     @staticmethod
     def _stacked_features(X, grids: bool = False):
         """The node features of all samples stacked (n_nodes, F), and each sample's offset;
-        with ``grids`` a 2-D sample is a grey image (H, W), one feature per pixel."""
+        with ``grids`` a 2-D sample is a grey image (H, W), one feature per pixel. An empty
+        ``X`` is refused as the structured learners refuse it."""
+        if len(X) == 0:
+            raise ValueError("X is empty: at least one sample is needed")
         blocks = [
             _node_features(np.asarray(x)[..., None] if grids and np.ndim(x) == 2 else x, i)
             for i, x in enumerate(X)

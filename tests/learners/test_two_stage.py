@@ -527,3 +527,21 @@ def test_two_stage_reads_grey_images_on_a_grid():
     assert model.n_features_in_ == 1
     np.testing.assert_array_equal(model.crf_.coef_, reference.crf_.coef_)
     assert [p.shape for p in model.predict(grey)] == [t.shape for t in data.target]
+
+
+def test_empty_x_is_refused_as_the_structured_learners_refuse_it(chains):
+    """``sample([])`` failed inside numpy ("need at least one array to concatenate")."""
+    X, Y = chains
+    crf = PerturbMAPCRF(max_iter=2, random_state=0)
+    model = TwoStageCRF(crf=crf, cv=2, random_state=0, **AS_FITTED).fit(X, Y)
+    queries = [
+        lambda X: model.sample(X, n_draws=3),
+        model.predict,
+        model.predict_marginals,
+        model.stage_two_samples,
+    ]
+    for query in queries:
+        with pytest.raises(ValueError, match="X is empty: at least one sample is needed"):
+            query([])
+    with pytest.raises(ValueError, match="X is empty: at least one sample is needed"):
+        crf.fit(X, Y).sample([], n_draws=3)  # the same words as the learner alone
