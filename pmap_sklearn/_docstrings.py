@@ -62,7 +62,8 @@ FRAGMENTS = {
     A learner with marginals, a pipeline ending in one (the steps before it transform
     ``X``) or a :class:`~pmap_sklearn.TwoStageCRF`.""",
     "event_known_labels": r"""known_labels : sequence of label arrays, optional
-    Labels known at prediction time, None (or ``unknown_label``) where free, a set of labels
+    Labels known at prediction time, None (or ``unknown_label``) where free (None for a
+    whole sample: nothing known there), a set of labels
     where a node takes one of them, as in :meth:`predict`: the labelling is then the one
     ``predict`` decodes given them, and every probability is conditional on them.""",
     "event_draws": r"""n_draws : int, default=1000

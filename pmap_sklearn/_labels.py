@@ -248,8 +248,8 @@ def check_seen(y, classes, markers=(), name: str = "y") -> None:
 
     Parameters
     ----------
-    y : sequence of array-like
-        One label array per sample.
+    y : sequence of array-like or sparse matrix
+        One label array per sample (a sparse matrix: one row per sample).
     classes : ndarray
         The labels the model knows.
     markers : tuple
@@ -257,6 +257,8 @@ def check_seen(y, classes, markers=(), name: str = "y") -> None:
     name : str, default="y"
         The argument named in the error.
     """
+    if hasattr(y, "toarray"):  # a sparse indicator matrix of multi-label rows
+        y = y.toarray()
     _, flat = _flat(y)
     if not flat.size:
         return

@@ -142,7 +142,7 @@ class StructuredQueries:
         known_labels : sequence of label arrays, optional
             Labels already known at prediction time (e.g. from a rule or a gazetteer), shaped
             like the predictions, with None (or ``unknown_label``) where the label is to be
-            predicted, or a set of labels (``{"B-PER", "I-PER"}``, a ``set`` or ``frozenset``)
+            predicted (None for a whole sample: nothing known there), or a set of labels (``{"B-PER", "I-PER"}``, a ``set`` or ``frozenset``)
             where the node takes one of them: the known nodes keep their labels, the others
             are decoded given them and the nodes of a set take one of its labels (constrained
             decoding, through the solver's clamps).

@@ -256,11 +256,23 @@ class BaseStructure(HiddenStates, JointFeature, BaseEstimator):
             codes, _ = encode(labels, markers, classes)
         elif known_labels is not None:
             known = known_sequence(known_labels, batch.n_samples)
+            known = [
+                self._free_labels(batch, i) if entry is None else entry
+                for i, entry in enumerate(known)
+            ]
             codes, label_sets = encode_known(known, classes, markers)
         else:
             return Problem(batch, None, classes)
         labels = self.prepare_labels(batch, codes, allow_unknown=True, label_sets=label_sets)
         return Problem(batch, labels, classes, label_sets)
+
+    @staticmethod
+    def _free_labels(batch: SampleBatch, i: int) -> np.ndarray:
+        """The ``known_labels`` of sample ``i`` given as None: None at every node (nothing
+        known), shaped like its labels."""
+        hidden = 0 if batch.hidden_counts is None else int(batch.hidden_counts[i])
+        shape = (int(batch.lengths[i]) - hidden,) if hidden else batch.label_shapes[i]
+        return np.full(shape, None, dtype=object)
 
     def check_input(self, X, y, ignore_label=None):
         """``X`` and ``y`` as an estimator's ``fit`` received them, checked once at the API

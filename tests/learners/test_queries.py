@@ -471,3 +471,40 @@ def test_score_refuses_labels_the_model_never_saw(chains):
     with pytest.raises(ValueError, match=r"never saw: 'Z'.*of the labels' kind"):
         pipe.score(sentences, tagged)
     assert 0.0 <= pipe.score(sentences, tags) <= 1.0
+
+
+# ---- known_labels: None for a whole sample ---------------------------------------------------
+@pytest.mark.parametrize(
+    "model",
+    [
+        ChainCRF(max_iter=10),
+        ChainCRF(ChainStructure(n_states_per_label=2), max_iter=10, random_state=0),
+        PerturbMAPCRF(max_iter=2, random_state=0),
+        StructuredSVM(max_iter=2, random_state=0),
+    ],
+    ids=["chain_crf", "hidden_states", "perturb_map", "ssvm"],
+)
+def test_none_for_a_whole_sample_of_known_labels_means_nothing_known(chains, model):
+    """``known_labels=[None, None]`` failed with "sample 0: y has shape ()", naming y."""
+    X, y = chains
+    model.fit(X, y)
+    free = model.predict(X[:2])
+    given = model.predict(X[:2], known_labels=[None, y[1]])
+    np.testing.assert_array_equal(given[0], free[0])  # nothing known in sample 0
+    np.testing.assert_array_equal(given[1], y[1])  # sample 1 clamped to its labels
+    nothing = model.predict(X[:2], known_labels=[None, None])
+    for predicted, expected in zip(nothing, free, strict=True):
+        np.testing.assert_array_equal(predicted, expected)
+    if hasattr(model, "sample"):
+        draws = model.sample(X[:2], n_draws=3, known_labels=[None, y[1]], random_state=0)
+        assert draws[0].shape == (3, len(y[0]))
+        assert (draws[1] == y[1]).all()
+
+
+def test_none_for_a_whole_grid_sample_of_known_labels():
+    grids = make_grid_data(n_samples=4, random_state=0)
+    model = PerturbMAPCRF("grid", max_iter=1, random_state=0).fit(grids.data, grids.target)
+    free = model.predict(grids.data[:2])
+    known = model.predict(grids.data[:2], known_labels=[None, grids.target[1]])
+    np.testing.assert_array_equal(known[0], free[0])
+    np.testing.assert_array_equal(known[1], grids.target[1])
