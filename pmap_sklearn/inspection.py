@@ -700,7 +700,14 @@ def _joint_model(estimator, X, what: str):
     from (no marginals): ``what`` would have no probability."""
     model, X = _fitted_learner(estimator, X)
     if not hasattr(model, "sample"):
-        raise ValueError(f"{type(model).__name__} has no marginals: {what} have no probability")
+        name = type(model).__name__
+        if not getattr(model, "_marginal_methods", ()):
+            raise ValueError(f"{name} has no marginals: {what} have no probability")
+        raise ValueError(  # marginals node by node, but no joint draws
+            f"{name} has no sample: the probabilities of {what} need draws of whole "
+            f"labellings, and its predict_marginals gives each node's on its own; use an "
+            "estimator with sample (ChainCRF, PerturbMAPCRF, MarginalPerturbMAPCRF, ...)"
+        )
     return model, X
 
 

@@ -662,3 +662,24 @@ def test_k_best_labellings_errors(short_chains, chain_crf):
         k_best_labellings(grid, data.data[:1], method="exact")
     with pytest.raises(ValueError, match="StructuredSVM has no marginals"):
         k_best_labellings(StructuredSVM(max_iter=2).fit(X, y), X[:1])
+
+
+def test_events_of_a_learner_with_marginals_but_no_draws_name_sample(short_chains):
+    """EpsilonCRF has predict_marginals but no sample: the events were refused with "has no
+    marginals", which its predict_marginals contradicts."""
+    from pmap_sklearn import EpsilonCRF
+
+    X, y = short_chains
+    model = EpsilonCRF(max_iter=2).fit(X, y)
+    assert model.predict_marginals(X[:1])[0].shape == (4, 3)
+    functions = [
+        entity_probabilities,
+        sequence_probabilities,
+        region_probabilities,
+        edge_marginals,
+        k_best_labellings,
+    ]
+    for function in functions:
+        with pytest.raises(ValueError, match=r"EpsilonCRF has no sample: .*estimator with sample"):
+            function(model, X[:1])
+    assert marginal_entropy(model, X[:1])[0].shape == (4,)  # node by node: it has what it needs
