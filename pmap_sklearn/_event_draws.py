@@ -16,6 +16,7 @@ from numbers import Real
 import numpy as np
 
 from ._parallel import SampleSeeds, sample_seeds
+from ._validation import check_draws_memory
 
 #: Growth of the draw counts a round asks for: each sample's target is rounded up to the
 #: grid ``first · GROWTH^j`` (capped at ``n_draws``), so that the samples of a round share a
@@ -108,6 +109,7 @@ def event_frequencies(draw, batch, n_events, held, n_draws: int, tol: float, ran
         for start, stop in np.unique(groups, axis=0):
             members = todo[(drawn[todo] == start) & (target[todo] == stop)]
             round_seeds = SampleSeeds(_round_seeds(seeds, members, calls))
+            check_draws_memory(int(stop - start), int(batch.lengths[members].sum()))
             codes, nodes = draw(batch.subset(members), int(stop - start), round_seeds, members)
             for i, columns in zip(members, nodes, strict=True):
                 counts[i] += held(i, codes[:, columns]).sum(axis=0)

@@ -20,6 +20,7 @@ from .._backend import GIBBS_SWEEPS, Potentials, check_capabilities, sample_labe
 from .._docstrings import shared_docstring
 from .._labels import as_samples, check_seen, known_sequence, set_entries
 from .._parallel import SampleSeeds, in_chunks, one_blas_thread, prediction_chunks
+from .._validation import check_draws_memory
 from ..metrics.hamming import mean_hamming_loss
 from ..perturbation import perturb_and_map, perturbed_maps
 from ..samples import SampleBatch
@@ -142,8 +143,9 @@ class StructuredQueries:
         known_labels : sequence of label arrays, optional
             Labels already known at prediction time (e.g. from a rule or a gazetteer), shaped
             like the predictions, with None (or ``unknown_label``) where the label is to be
-            predicted (None for a whole sample: nothing known there), or a set of labels (``{"B-PER", "I-PER"}``, a ``set`` or ``frozenset``)
-            where the node takes one of them: the known nodes keep their labels, the others
+            predicted (None for a whole sample: nothing known there), or a set of labels
+            (``{"B-PER", "I-PER"}``, a ``set`` or ``frozenset``) where the node takes one of
+            them: the known nodes keep their labels, the others
             are decoded given them and the nodes of a set take one of its labels (constrained
             decoding, through the solver's clamps).
 
@@ -309,7 +311,8 @@ class StructuredQueries:
         ----------
         X : sequence of samples
         n_draws : int, default=100
-            Draws per sample.
+            Draws per sample; refused, before anything is allocated, where the draws' states
+            would not fit in the machine's memory.
         known_labels : sequence of label arrays, optional
             Labels known at prediction time (None elsewhere; sets of labels), as in
             :meth:`predict`: every draw keeps them and is drawn conditionally on them.
@@ -336,6 +339,7 @@ class StructuredQueries:
         structure = self.structure_
         problem = self._prediction_problem(X, known_labels=known_labels)
         batch, clamp = problem.batch, problem.labels
+        check_draws_memory(n_draws, batch.n_nodes)  # before any draw is allocated
         if random_state is None:
             random_state = getattr(self, "random_state", None)
         states = self._batch_draws(

@@ -508,3 +508,23 @@ def test_none_for_a_whole_grid_sample_of_known_labels():
     known = model.predict(grids.data[:2], known_labels=[None, grids.target[1]])
     np.testing.assert_array_equal(known[0], free[0])
     np.testing.assert_array_equal(known[1], grids.target[1])
+
+
+# ---- n_draws against the memory it implies ---------------------------------------------------
+def test_n_draws_beyond_memory_is_refused_before_allocating(chains, monkeypatch):
+    """``sample(X, n_draws=10**12)`` asked numpy for 50-182 TiB at once."""
+    from pmap_sklearn import _validation
+    from pmap_sklearn.inspection import sequence_probabilities
+
+    X, y = chains
+    for model in (ChainCRF(max_iter=5), PerturbMAPCRF(max_iter=2, random_state=0)):
+        model.fit(X, y)
+        with pytest.raises(ValueError, match=r"n_draws=10+ draws of \d+ nodes need about .*TiB"):
+            model.sample(X[:2], n_draws=10**12)
+    with pytest.raises(ValueError, match="fewer draws.*batches"):  # frequencies of draws
+        sequence_probabilities(model, X[:2], n_draws=10**12, tol=0)
+    n_nodes = sum(len(x) for x in X[:2])
+    monkeypatch.setattr(_validation, "physical_memory", lambda: 1000 * n_nodes * 48)
+    assert model.sample(X[:2], n_draws=1000)[0].shape == (1000, len(X[0]))
+    with pytest.raises(ValueError, match=r"n_draws=1001 .*at most about 1000 of these"):
+        model.sample(X[:2], n_draws=1001)
