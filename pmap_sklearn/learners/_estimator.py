@@ -312,8 +312,8 @@ class BaseStructuredEstimator(StructuredQueries, BaseEstimator):
         complete = np.flatnonzero(~unknown)
         if len(complete) == 0:
             raise ValueError(
-                "every sample has unknown labels (-1): at least one fully labelled sample is "
-                "needed to fit the supervised model w_1"
+                f"every sample has unknown labels (unknown_label={self.unknown_label!r}): at "
+                "least one fully labelled sample is needed to fit the supervised model w_1"
             )
         train = np.arange(batch.n_samples)
         validation_score = None

@@ -114,6 +114,7 @@ class HeldOutChoice:
             return _Choice(forms[0], scales[0], 0.0, no_offsets, None, None)
         held = np.sort(np.asarray(folds[-1][1], dtype=np.intp))
         rest = np.setdiff1d(np.arange(len(samples)), held)
+        held, rest = self._fittable(held, rest, labels, known, classes, offsets)
         nodes = _nodes_of(held, offsets)
         if not known[nodes].any():  # no label to score there: the fitted samples instead
             held = rest
@@ -203,6 +204,36 @@ class HeldOutChoice:
         crf, delta = candidates[key]
         temperature = self._temperature(crf, _shifted(held_samples, delta), held_y, report)
         return _Choice(*key, delta, scores, temperature)
+
+    def _fittable(self, held, rest, labels, known, classes, offsets):
+        """The held-out and fitted samples of the choice, such that stage two is fitted on
+        samples that hold every class of the whole fit (its structure takes one score per
+        class) and a fully labelled sample (its supervised first stage): the held-out samples
+        that supply what the others lack move to the fitted ones, all of them if need be
+        (then the choice is scored on the fitted samples)."""
+        from .._labels import unknown_mask
+
+        unknown = unknown_mask(labels, self.unknown_label)
+
+        def lacking(fitted) -> tuple:
+            nodes = _nodes_of(fitted, offsets) if len(fitted) else np.zeros(0, np.intp)
+            seen = labels[nodes][known[nodes]]
+            complete = [not unknown[offsets[i] : offsets[i + 1]].any() for i in fitted]
+            return np.setdiff1d(classes, seen), not any(complete)
+
+        missing, incomplete = lacking(rest)
+        if not missing.size and not incomplete:
+            return held, rest
+        moved = []
+        for i in held:
+            nodes = np.arange(offsets[i], offsets[i + 1])
+            has_missing = np.isin(labels[nodes][known[nodes]], missing).any()
+            if has_missing or (incomplete and not unknown[nodes].any()):
+                moved.append(i)
+                incomplete = False
+        held = np.setdiff1d(held, moved)
+        rest = np.union1d(rest, moved).astype(np.intp)
+        return (rest if len(held) == 0 else held), rest
 
     def _temperature(self, crf, X, y, report):
         """The temperature of ``crf``'s marginals fitted on held-out samples (at most

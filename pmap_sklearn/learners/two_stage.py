@@ -15,12 +15,14 @@ from __future__ import annotations
 import dataclasses
 import sys
 import time
+import warnings
 from numbers import Integral, Real
 
 import numpy as np
 from joblib import Parallel, delayed
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, _fit_context, clone
 from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import Pipeline
 from sklearn.utils._param_validation import HasMethods, StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, has_fit_parameter
@@ -99,8 +101,9 @@ class TwoStageCRF(HeldOutChoice, MetaEstimatorMixin, BaseEstimator):
         training and set as stage two's ``ignore_label`` (removed from its fit, not scored).
     class_weight : None, "balanced" or dict, default=None
         Set on both stages where they take it (e.g. ``LogisticRegression``,
-        ``HistGradientBoostingClassifier``, :class:`~pmap_sklearn.PerturbMAPCRF`); None leaves
-        theirs as given.
+        ``HistGradientBoostingClassifier``, :class:`~pmap_sklearn.PerturbMAPCRF`; a
+        :class:`~sklearn.pipeline.Pipeline` classifier's last step), with a warning for one
+        that does not; None leaves theirs as given.
     unary : {"auto", "matrix", "scale"}, default="auto"
         What stage two learns of the log-probabilities. ``"matrix"``: a K×K matrix and a bias,
         :math:`u_d(k) = \sum_j w_{kj} \log p_j(x_d) + b_k` — it can correct the classifier,
@@ -545,8 +548,24 @@ class TwoStageCRF(HeldOutChoice, MetaEstimatorMixin, BaseEstimator):
         return self._with_class_weight(classifier)
 
     def _with_class_weight(self, estimator):
-        if self.class_weight is not None and "class_weight" in estimator.get_params(deep=False):
-            estimator.set_params(class_weight=self.class_weight)
+        """``estimator`` with this ``class_weight`` (a pipeline: on its last step), or a
+        warning naming the estimator that takes none, which then fits unbalanced."""
+        if self.class_weight is None:
+            return estimator
+        final, prefix = estimator, ""
+        if isinstance(estimator, Pipeline):
+            final, prefix = estimator.steps[-1][1], f"{estimator.steps[-1][0]}__"
+        if "class_weight" in final.get_params(deep=False):
+            estimator.set_params(**{f"{prefix}class_weight": self.class_weight})
+        else:
+            warnings.warn(
+                f"class_weight={self.class_weight!r} does not reach {type(final).__name__}, "
+                "which takes no class_weight, so it fits unbalanced: give a classifier that "
+                "takes it (LogisticRegression, HistGradientBoostingClassifier, ...) or "
+                "balance it yourself",
+                UserWarning,
+                stacklevel=3,
+            )
         return estimator
 
     def _crf(self, unary=None):

@@ -545,3 +545,57 @@ def test_empty_x_is_refused_as_the_structured_learners_refuse_it(chains):
             query([])
     with pytest.raises(ValueError, match="X is empty: at least one sample is needed"):
         crf.fit(X, Y).sample([], n_draws=3)  # the same words as the learner alone
+
+
+def test_class_weight_reaches_the_last_step_of_a_pipeline_classifier_or_warns(chains):
+    """A Pipeline classifier was left unbalanced with no word."""
+    from sklearn.neighbors import KNeighborsClassifier
+
+    X, Y = chains
+    crf = PerturbMAPCRF(max_iter=2, random_state=0)
+    pipeline = make_pipeline(StandardScaler(), LogisticRegression(max_iter=200))
+    model = TwoStageCRF(pipeline, crf=crf, cv=2, class_weight="balanced", **AS_FITTED)
+    model.fit(X, Y)
+    assert model.classifier_[-1].class_weight == "balanced"
+    assert pipeline[-1].class_weight is None  # the given classifier is cloned, not changed
+    assert model.crf_.class_weight == "balanced"
+    unbalanced = make_pipeline(StandardScaler(), KNeighborsClassifier())
+    with pytest.warns(UserWarning, match="does not reach KNeighborsClassifier.*unbalanced"):
+        TwoStageCRF(unbalanced, crf=crf, cv=2, class_weight="balanced", **AS_FITTED).fit(X, Y)
+
+
+def _one_sample_holds(label):
+    """Chains of 3 classes where only the last sample holds ``label``."""
+    data = make_chain_data(n_samples=16, n_states=3, random_state=0)
+    y = [np.where(t == 2, 1, t) for t in data.target]
+    y[-1] = y[-1].copy()
+    y[-1][0] = label
+    return list(data.data), y
+
+
+def test_the_choice_fits_stage_two_on_samples_holding_every_class():
+    """A class held only by samples of the held-out fold failed with "unary='scaled' takes
+    one score per label as node features (K = 2), got 3 node features"."""
+    X, y = _one_sample_holds(2)
+    crf = PerturbMAPCRF(max_iter=2, random_state=0)
+    for params in ({}, {"cv": 2}, {"unary": "scale"}, {"unary": "matrix"}):
+        model = TwoStageCRF(crf=crf, random_state=0, **params).fit(X, y)
+        np.testing.assert_array_equal(model.crf_.classes_, [0, 1, 2])
+        assert model.choice_scores_  # a choice was made on held-out samples
+        assert all(len(p) == len(t) for p, t in zip(model.predict(X), y, strict=True))
+
+
+def test_the_choice_fits_stage_two_on_a_fully_labelled_sample():
+    """With string labels and ``unknown_label='?'``, one fully labelled sample (sample 0) in
+    the held-out fold left the choice's stage two without any: "every sample has unknown
+    labels (-1)"."""
+    data = make_chain_data(n_samples=16, n_states=3, random_state=0)
+    y = [np.array(["abc"[k] for k in t], dtype=object) for t in data.target]
+    for t in y[1:]:
+        t[0] = "?"
+    crf = PerturbMAPCRF(max_iter=2, random_state=0)
+    for seed in range(4):  # folds that put sample 0 in the held-out fold among them
+        model = TwoStageCRF(crf=crf, unknown_label="?", random_state=seed).fit(data.data, y)
+        np.testing.assert_array_equal(model.classes_, ["a", "b", "c"])
+    with pytest.raises(ValueError, match=r"every sample has unknown labels \(unknown_label='\?'\)"):
+        PerturbMAPCRF(max_iter=2, unknown_label="?").fit(data.data[1:], y[1:])
