@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Mapping
 from numbers import Number
 
@@ -240,25 +241,25 @@ def encode(y, unknown_label=-1, classes=None, n_states=None):
     return out, classes
 
 
-def check_seen(y, classes, markers=(), name: str = "y") -> None:
-    """Refuse labels of ``y`` outside ``classes`` (a fitted estimator's ``classes_``), naming
-    every such label: a score would count them as errors the model could never avoid, or
-    match them to nothing, with no word. The nodes of ``markers`` (the unknown and ignored
-    labels) are not labels and pass.
+def warn_unseen(y, classes, markers=(), name: str = "y") -> None:
+    """Warn, naming every label of ``y`` outside ``classes`` (a fitted estimator's
+    ``classes_``): a score counts those nodes as errors the model could never avoid. The nodes
+    of ``markers`` (the unknown and ignored labels) are not labels and pass.
+
+    A warning, not an error, so that a cross-validation fold holding a rare class its training
+    folds lack is still scored, as scikit-learn's ``accuracy_score`` scores it.
 
     Parameters
     ----------
-    y : sequence of array-like or sparse matrix
-        One label array per sample (a sparse matrix: one row per sample).
+    y : sequence of array-like
+        One label array per sample.
     classes : ndarray
         The labels the model knows.
     markers : tuple
         The markers of nodes that are not counted.
     name : str, default="y"
-        The argument named in the error.
+        The argument named in the warning.
     """
-    if hasattr(y, "toarray"):  # a sparse indicator matrix of multi-label rows
-        y = y.toarray()
     _, flat = _flat(y)
     if not flat.size:
         return
@@ -279,12 +280,15 @@ def check_seen(y, classes, markers=(), name: str = "y") -> None:
     shown = ", ".join(repr(v) for v in unseen[:10]) + (", ..." if len(unseen) > 10 else "")
     marker = next((m for m in markers if m is not None), None)
     if marker is not None and isinstance(marker, str) == _textual(flat):
-        remedy = f", or mark those nodes with unknown_label={marker!r} to leave them out"
+        remedy = f"mark those nodes with unknown_label={marker!r} to leave them out"
     else:  # the marker cannot match these labels: one of their kind is needed
-        remedy = ", or mark those nodes with an unknown_label of the labels' kind"
-    raise ValueError(
-        f"{name} holds labels the model never saw: {shown}; classes_ is "
-        f"{classes.tolist()}. Give labels of classes_ (refit on data with the others{remedy})"
+        remedy = "mark those nodes with an unknown_label of the labels' kind to leave them out"
+    warnings.warn(
+        f"{name} holds labels the model never saw: {shown} ({int((~valid).sum())} of "
+        f"{known.size} nodes), counted as errors; classes_ is {classes.tolist()}. Refit on "
+        f"data holding them, or {remedy}",
+        UserWarning,
+        stacklevel=3,
     )
 
 

@@ -18,7 +18,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._backend import GIBBS_SWEEPS, Potentials, check_capabilities, sample_labellings
 from .._docstrings import shared_docstring
-from .._labels import as_samples, check_seen, known_sequence, set_entries
+from .._labels import as_samples, known_sequence, set_entries, warn_unseen
 from .._parallel import SampleSeeds, in_chunks, one_blas_thread, prediction_chunks
 from .._validation import check_draws_memory
 from ..metrics.hamming import mean_hamming_loss
@@ -580,7 +580,7 @@ class StructuredQueries:
     @shared_docstring
     def score(self, X, y, sample_weight=None) -> float:
         """``1 −`` the Hamming loss of the MAP labelling, averaged over samples (unknown labels
-        are not counted; a label outside ``classes_`` is an error).
+        are not counted; a label outside ``classes_`` counts as an error, with a warning).
 
         Parameters
         ----------
@@ -598,7 +598,7 @@ class StructuredQueries:
                 "unknown_label at the nodes of a set to leave them out"
             )
         check_is_fitted(self, "coef_")
-        check_seen(y, self.classes_, self._not_counted())
+        warn_unseen(y, self.classes_, self._not_counted())
         return 1.0 - mean_hamming_loss(
             y, self.predict(X), unknown_label=self._not_counted(), sample_weight=sample_weight
         )
