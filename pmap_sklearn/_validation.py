@@ -219,7 +219,8 @@ def as_finite_features(value, what: str):
 
 def check_edges(edges, n_nodes: int, where: str) -> np.ndarray:
     """Validated undirected edges: int array (E, 2) of node indices in ``0..n_nodes-1``, no
-    self-loop. ``where`` names the sample in the messages (e.g. ``"sample 3"``)."""
+    self-loop, each pair of nodes at most once. ``where`` names the sample in the messages (e.g.
+    ``"sample 3"``)."""
     edges = np.asarray(edges)
     if edges.size == 0:
         return np.zeros((0, 2), dtype=np.intp)
@@ -235,7 +236,21 @@ def check_edges(edges, n_nodes: int, where: str) -> np.ndarray:
     loops = np.flatnonzero(edges[:, 0] == edges[:, 1])
     if len(loops):
         raise ValueError(f"{where}: edge {loops[0]} is a self-loop {tuple(edges[loops[0]])}")
-    return edges.astype(np.intp)
+    edges = edges.astype(np.intp)
+    # An undirected pair listed twice (as (i, j) twice or as (i, j) and (j, i)) would add its
+    # pairwise term twice, silently doubling that edge's coupling.
+    pairs = np.sort(edges, axis=1)
+    keys = pairs[:, 0] * np.intp(n_nodes) + pairs[:, 1]
+    order = np.argsort(keys, kind="stable")
+    repeated = np.flatnonzero(keys[order][1:] == keys[order][:-1])
+    if len(repeated):
+        first, second = order[repeated[0]], order[repeated[0] + 1]
+        raise ValueError(
+            f"{where}: edges {first} {tuple(edges[first].tolist())} and {second} "
+            f"{tuple(edges[second].tolist())} join the same pair of nodes; an undirected edge "
+            "must be listed once (a repeated edge would count its coupling twice)"
+        )
+    return edges
 
 
 def check_binary_images(images, what: str) -> list[np.ndarray]:

@@ -78,7 +78,7 @@ class GraphSample:
     node_features : array-like of shape (D, F)
         Features of the nodes.
     edges : array-like of shape (E, 2)
-        Undirected edges as pairs of node indices (no self-loops).
+        Undirected edges as pairs of node indices (no self-loops, each pair listed once).
     edge_features : array-like of shape (E, G), optional
         Non-negative edge features; a single constant 1 per edge when omitted.
     node_sizes : array-like of shape (D,), optional

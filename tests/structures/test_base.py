@@ -161,6 +161,18 @@ def test_projection_keeps_cut_weights_nonpositive(rng):
         (ChainStructure(n_states=1), [np.zeros((2, 2))], None, "n_states must be at least 2"),
         (GraphStructure(), [GraphSample(np.zeros((3, 1)), [[0, 3]])], None, "out of range"),
         (GraphStructure(), [GraphSample(np.zeros((3, 1)), [[0, 1], [2, 2]])], None, "self-loop"),
+        (
+            GraphStructure(),
+            [GraphSample(np.zeros((3, 1)), [[0, 1], [1, 2], [0, 1]])],
+            None,
+            r"sample 0: edges 0 \(0, 1\) and 2 \(0, 1\) join the same pair",
+        ),
+        (
+            GraphStructure(),
+            [GraphSample(np.zeros((3, 1)), [[0, 1], [2, 1], [1, 0]])],
+            None,
+            r"sample 0: edges 0 \(0, 1\) and 2 \(1, 0\) join the same pair",
+        ),
         (GraphStructure(), [GraphSample(np.zeros((3, 1)), [[0, 1]], [[-1.0]])], None, ">= 0"),
         (
             GraphStructure(),
