@@ -52,7 +52,20 @@ class EdgeFeatureStructure(BaseStructure):
                 )
         self.symmetric_edge_features_ = tied["symmetric_edge_features"]
         self.antisymmetric_edge_features_ = tied["antisymmetric_edge_features"]
+        per_label = np.bincount(self.state_labels_[self.state_labels_ >= 0])
+        if self.pairwise == "potts" and per_label.max() > 1 and self._has_edges(X):
+            raise ValueError(
+                f"n_states_per_label={self.n_states_per_label!r} needs pairwise='table', got "
+                "pairwise='potts': a Potts term sees two states of one label as two labels "
+                "(neighbours of one label pay for differing states) and cannot give the states "
+                "pairwise relations of their own; use pairwise='table' (a table between "
+                "states), or n_states_per_label=None"
+            )
         return self
+
+    def _has_edges(self, X) -> bool:
+        """Whether some training sample has an edge (by default: some sample has two nodes)."""
+        return any(self._node_count(x) > 1 for x in X)
 
     def project_pairwise(self, pairwise: np.ndarray) -> np.ndarray:
         """:meth:`BaseStructure.project_pairwise`, first onto the tied tables' subspace (the

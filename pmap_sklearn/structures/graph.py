@@ -72,6 +72,15 @@ class GraphStructure(EdgeFeatureStructure):
                 return 1
         return super()._node_count(x)
 
+    def _has_edges(self, X) -> bool:
+        """Whether some graph has an edge (a graph of no edges needs no pairwise term)."""
+        for x in X:
+            if isinstance(x, tuple | list) and not isinstance(x, GraphSample) and len(x) > 1:
+                x = GraphSample(*x[:2])
+            if isinstance(x, GraphSample) and np.size(x.edges):
+                return True
+        return False
+
     def _parse_sample(self, x, index):
         if isinstance(x, tuple | list) and not isinstance(x, GraphSample):
             x = GraphSample(*x)

@@ -255,8 +255,31 @@ def test_solver_decides_what_the_structure_accepts(rng):
     assert table[0, 0] + table[1, 1] - table[0, 1] - table[1, 0] == pytest.approx(0, abs=1e-12)
 
 
+@pytest.mark.parametrize(
+    "structure, X, y",
+    [
+        (GridStructure(n_states_per_label=2), [np.zeros((2, 2))], [np.array([[0, 1], [1, 1]])]),
+        (
+            GraphStructure(n_states_per_label=[1, 2]),
+            [GraphSample(np.ones((3, 2)), [[0, 1], [1, 2]])],
+            [np.array([0, 1, 1])],
+        ),
+    ],
+)
+def test_hidden_states_with_potts_terms_are_refused_on_edges(structure, X, y):
+    """A Potts term over states scores two states of one label as two labels."""
+    with pytest.raises(ValueError, match=r"n_states_per_label=.* needs pairwise='table', got "):
+        structure.fit(X, y)
+    structure.set_params(pairwise="table").fit(X, y)
+    assert structure.n_states_ > structure.n_labels_
+    # without edges a Potts term has nothing to score: the states are a mixture of unaries
+    no_edges = [GraphSample(np.ones((1, 2)), np.zeros((0, 2), dtype=int))] * 2
+    fitted = GraphStructure(n_states_per_label=2).fit(no_edges, [np.array([0]), np.array([1])])
+    assert fitted.n_states_ == 4
+
+
 def test_states_are_laid_out_label_by_label_then_hidden():
-    structure = GraphStructure(n_states_per_label=[1, 3], n_hidden_states=2)
+    structure = GraphStructure(pairwise="table", n_states_per_label=[1, 3], n_hidden_states=2)
     X = [GraphSample(np.ones((3, 2)), [[0, 1], [1, 2], [2, 3]], n_hidden_nodes=1)]
     structure.fit(X, [np.array([0, 1, 1])])
     assert structure.n_labels_ == 2 and structure.n_states_ == 6
