@@ -127,11 +127,22 @@ def _confidence_and_correct(y_true, y_proba, classes, void):
         flat = None
     if flat is not None and flat.ndim == 1 and flat.dtype.kind in "biuf":
         return _event_confidences(y_true, flat, classes, void)
+    if flat is not None and flat.ndim == 2 and _is_flat(y_true):
+        kind = "bools" if np.asarray(y_true).dtype == bool else "values"
+        raise ValueError(
+            f"y_true is a flat array of {len(y_true)} {kind} but y_proba has shape "
+            f"{flat.shape}: read so, each value would be a sample of one node. Give node "
+            "marginals as sequences of samples (y_true=[labels], y_proba=[marginals], one "
+            "(n_nodes, K) array per sample), or event confidences as a flat y_proba of shape "
+            "(n_events,) with y_true whether each event is right"
+        )
     if len(y_true) != len(y_proba):
         raise ValueError(f"y_true has {len(y_true)} samples but y_proba has {len(y_proba)}")
     confidence, correct, n_classes = [], [], set()
     for i, (true, proba) in enumerate(zip(y_true, y_proba, strict=True)):
-        true = np.asarray(true).ravel()
+        true = np.asarray(true)
+        _check_class_axis(true.shape, proba, i)
+        true = true.ravel()
         proba = check_probabilities(proba, f"y_proba[{i}]")
         proba = proba.reshape(-1, proba.shape[-1])
         n_classes.add(proba.shape[1])
@@ -157,6 +168,32 @@ def _confidence_and_correct(y_true, y_proba, classes, void):
     if not len(confidence):
         raise ValueError("no scored label in y_true")
     return confidence, correct
+
+
+def _is_flat(values) -> bool:
+    """Whether ``values`` is a flat array of scalars (not a sequence of label arrays)."""
+    try:
+        array = np.asarray(values)
+    except ValueError:  # ragged: a sequence of samples
+        return False
+    return array.ndim == 1 and array.dtype != object
+
+
+def _check_class_axis(true_shape, proba, i) -> None:
+    """Refuse sample ``i``'s marginals when they have the labels' shape (one probability per
+    node) instead of one more axis of K classes."""
+    try:
+        shape = np.shape(proba)
+    except ValueError:  # ragged rows: check_probabilities names them
+        return
+    if len(true_shape) and shape == true_shape and shape[-1] != 1:
+        raise ValueError(
+            f"y_proba[{i}] has shape {shape}, the shape of y_true[{i}]: one probability per "
+            f"node, not marginals. Give one column per class, shape "
+            f"({', '.join(map(str, true_shape))}, K) "
+            "(for two classes and p the probability of class 1, np.stack([1 - p, p], axis=-1)), "
+            "or event confidences as a flat y_proba with y_true whether each event is right"
+        )
 
 
 def _event_confidences(y_true, confidence, classes, void):

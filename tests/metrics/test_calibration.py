@@ -24,6 +24,30 @@ def test_ece_refuses_what_is_not_a_probability(proba, message):
         expected_calibration_error([[0, 1]], proba)
 
 
+@pytest.mark.parametrize("metric", [expected_calibration_error, reliability_curve])
+def test_flat_flags_with_marginal_rows_are_refused(metric):
+    """Flat bools beside an (n, 2) array would be read as n samples of one node each."""
+    right = np.array([True, False, True])
+    proba = np.array([[0.9, 0.1], [0.4, 0.6], [0.2, 0.8]])
+    with pytest.raises(ValueError, match=r"y_true is a flat array of 3 bools but y_proba has "):
+        metric(right, proba)
+    with pytest.raises(ValueError, match=r"flat array of 3 values .* shape \(3, 2\)"):
+        metric([0, 1, 1], proba)
+    assert metric([[0, 1, 1]], [proba]) is not None  # the same nodes, as one sample
+
+
+@pytest.mark.parametrize(
+    "y_true, y_proba", [([[0, 1, 1]], [[0.2, 0.7, 0.9]]), ([[0, 1]], [[0.3, 0.7]])]
+)
+def test_ece_says_one_probability_per_node_is_not_marginals(y_true, y_proba):
+    n = len(y_true[0])
+    with pytest.raises(ValueError, match=rf"y_proba\[0\] has shape \({n},\), the shape of y_true"):
+        expected_calibration_error(y_true, y_proba)
+    p = np.asarray(y_proba[0])
+    two_columns = [np.stack([1 - p, p], axis=-1)]  # the remedy the message gives
+    assert 0 <= expected_calibration_error(y_true, two_columns) <= 1
+
+
 def test_ece_refuses_ragged_classes_and_takes_any_number_of_bins():
     with pytest.raises(ValueError, match="same classes"):
         expected_calibration_error([[0], [1]], [[[0.5, 0.5]], [[0.2, 0.3, 0.5]]])
