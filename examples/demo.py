@@ -23,7 +23,10 @@ def independent_error(X_train, y_train, X_test, y_test):
     model = LogisticRegression(max_iter=1000).fit(
         np.vstack(flat), np.concatenate([y.ravel() for y in y_train])
     )
-    predicted = [model.predict(x.reshape(-1, x.shape[-1])) for x in X_test]
+    predicted = [
+        model.predict(x.reshape(-1, x.shape[-1])).reshape(y.shape)
+        for x, y in zip(X_test, y_test, strict=True)
+    ]
     return mean_hamming_loss(y_test, predicted)
 
 

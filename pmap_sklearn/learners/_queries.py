@@ -21,7 +21,7 @@ from .._docstrings import shared_docstring
 from .._labels import as_samples, known_sequence, set_entries, warn_unseen
 from .._parallel import SampleSeeds, in_chunks, one_blas_thread, prediction_chunks
 from .._validation import check_draws_memory
-from ..metrics.hamming import mean_hamming_loss
+from ..metrics.hamming import _shaped_like, mean_hamming_loss
 from ..perturbation import perturb_and_map, perturbed_maps
 from ..samples import SampleBatch
 from ..structures import Problem
@@ -600,7 +600,10 @@ class StructuredQueries:
         check_is_fitted(self, "coef_")
         warn_unseen(y, self.classes_, self._not_counted())
         return 1.0 - mean_hamming_loss(
-            y, self.predict(X), unknown_label=self._not_counted(), sample_weight=sample_weight
+            y,
+            _shaped_like(y, self.predict(X)),
+            unknown_label=self._not_counted(),
+            sample_weight=sample_weight,
         )
 
 

@@ -31,12 +31,29 @@ def _pairs(y_true, y_pred):
     if len(y_true) != len(y_pred):
         raise ValueError(f"y_true has {len(y_true)} samples but y_pred has {len(y_pred)}")
     for i, (true, pred) in enumerate(zip(y_true, y_pred, strict=True)):
-        true, pred = np.asarray(true).ravel(), np.asarray(pred).ravel()
-        if true.shape != pred.shape:
+        true, pred = np.asarray(true), np.asarray(pred)
+        if true.size != pred.size:
             raise ValueError(
                 f"sample {i}: y_true has {true.size} labels but y_pred has {pred.size}"
             )
-        yield i, true, pred
+        if true.shape != pred.shape:  # same count, other layout: which node is which?
+            raise ValueError(
+                f"sample {i}: y_true has shape {true.shape} but y_pred has shape {pred.shape}: "
+                "each sample's labels and predictions must have the same shape (reshape one "
+                "to the other's, e.g. np.reshape(pred, np.shape(true)))"
+            )
+        yield i, true.ravel(), pred.ravel()
+
+
+def _shaped_like(y_true, y_pred) -> list:
+    """An estimator's predictions laid out as the labels it was given: a structure takes a
+    grid's labels flat (in row-major order) or as the image, and predicts the image."""
+    if sparse.issparse(y_true) or sparse.issparse(y_pred):  # multi-label rows
+        return y_pred
+    return [
+        np.reshape(pred, np.shape(true)) if np.size(pred) == np.size(true) else pred
+        for true, pred in zip(y_true, y_pred, strict=False)
+    ]
 
 
 def mean_hamming_loss(y_true, y_pred, unknown_label=-1, *, sample_weight=None) -> float:

@@ -16,7 +16,7 @@ from sklearn.metrics import f1_score, make_scorer
 from sklearn.metrics._scorer import _BaseScorer
 
 from .._validation import check_sample_weight
-from .hamming import mean_hamming_loss, weighted_hamming_loss
+from .hamming import _shaped_like, mean_hamming_loss, weighted_hamming_loss
 from .segmentation import segmentation_scores
 from .sequence import entity_f1_score, flat_f1_score
 
@@ -83,7 +83,10 @@ def _hamming_score(estimator, X, y, sample_weight=None) -> float:
     float
     """
     return 1.0 - mean_hamming_loss(
-        y, estimator.predict(X), _not_counted(estimator), sample_weight=sample_weight
+        y,
+        _shaped_like(y, estimator.predict(X)),
+        _not_counted(estimator),
+        sample_weight=sample_weight,
     )
 
 
@@ -111,7 +114,7 @@ def _weighted_hamming_score(estimator, X, y, sample_weight=None) -> float:
     """
     return 1.0 - weighted_hamming_loss(
         y,
-        estimator.predict(X),
+        _shaped_like(y, estimator.predict(X)),
         _sizes(X, y),
         _not_counted(estimator),
         sample_weight=sample_weight,

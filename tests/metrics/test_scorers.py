@@ -120,3 +120,20 @@ def test_scorers_weigh_nodes_by_size_and_skip_the_ignored_label(rng):
     assert global_accuracy_scorer(model, X, y) == pytest.approx(expected["global_accuracy"])
     assert class_average_accuracy_scorer(model, X, y) == expected["class_average_accuracy"]
     assert mean_iou_scorer(model, X, y) == expected["mean_iou"]
+
+
+def test_score_lays_grid_predictions_out_as_the_labels_it_is_given(rng):
+    """A grid's labels may be given flat; its predictions are images: the estimator's score
+    and the Hamming scorers compare them pixel by pixel, not refuse the shapes."""
+    from pmap_sklearn import hamming_scorer
+
+    images = [rng.integers(0, 2, size=(4, 5)) for _ in range(4)]
+    X = [(m + rng.normal(0, 0.5, m.shape))[:, :, None] for m in images]
+    model = PerturbMAPCRF("grid", max_iter=3, random_state=0).fit(X, images)
+    flat = [m.ravel() for m in images]
+    score = model.score(X, images)
+    assert model.score(X, flat) == pytest.approx(score)
+    assert hamming_scorer(model, X, flat) == pytest.approx(score)
+    assert weighted_hamming_scorer(model, X, flat) == pytest.approx(
+        weighted_hamming_scorer(model, X, images)
+    )

@@ -13,6 +13,8 @@ from pmap_sklearn.metrics import (
     entity_spans,
     flat_f1_score,
     flat_precision_recall_fscore_support,
+    segmentation_scores,
+    sequence_accuracy_score,
 )
 
 from ..helpers import FAST
@@ -88,6 +90,21 @@ def test_crfsuite_reports_leave_unknown_labels_out():
     assert "?" not in report and report["B-PER"]["support"] == 1
     with pytest.raises(ValueError, match="2 labels but y_pred has 1"):
         metrics.sequence_accuracy_score([["O", "O"]], [["O"]])
+
+
+@pytest.mark.parametrize(
+    "metric",
+    [
+        sequence_accuracy_score,
+        mean_hamming_loss,
+        lambda t, p: segmentation_scores(t, p, labels=[0, 1]),
+    ],
+)
+def test_labels_and_predictions_of_one_count_but_other_shapes_are_refused(metric):
+    """A (2, 2) labelling against a flat one of 4 was scored node by node, in ravel order."""
+    with pytest.raises(ValueError, match=r"sample 0: y_true has shape \(2, 2\) but y_pred has "):
+        metric([np.eye(2, dtype=int)], [np.eye(2, dtype=int).ravel()])
+    metric([np.eye(2, dtype=int)], [np.eye(2, dtype=int)])  # same shapes are scored
 
 
 @pytest.mark.parametrize(
