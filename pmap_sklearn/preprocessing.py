@@ -268,6 +268,15 @@ class _SampleListOutput:
         return self
 
 
+class _TransformedSamples(list):
+    """The samples :class:`NodeTransformer` returns, with how it read their 2-D arrays:
+    ``grey_images_read_as_chains`` is True when some 2-D array was read as a chain (D, F) (the
+    default, ``images=False``), which a grid structure reads as a grey image (H, W) — so a
+    grid structure after it in a pipeline can refuse features transformed column by column."""
+
+    grey_images_read_as_chains = False
+
+
 class NodeTransformer(
     _SampleListOutput, TransformerMixin, BaseEstimator, auto_wrap_output_keys=None
 ):
@@ -286,7 +295,9 @@ class NodeTransformer(
         Whether the samples are images: then a 2-D sample is a grey image (H, W), one feature
         per pixel, as :class:`~pmap_sklearn.GridStructure` reads it (and comes back as
         (H, W, F')). By default a 2-D sample is a chain (D, F) of D nodes with F features —
-        grey images then need ``images=True`` or the shape (H, W, 1).
+        grey images then need ``images=True`` or the shape (H, W, 1); a grid structure after
+        it (in a pipeline) refuses 2-D samples read as chains, whose image columns were
+        transformed as separate features.
 
     Attributes
     ----------
@@ -384,7 +395,13 @@ class NodeTransformer(
             return []
         lengths = [f.shape[0] for f in features]
         transformed = _split_rows(self.transformer_.transform(stack_rows(features)), lengths)
-        return [self._with_features(x, f) for x, f in zip(X, transformed, strict=True)]
+        out = _TransformedSamples(
+            self._with_features(x, f) for x, f in zip(X, transformed, strict=True)
+        )
+        out.grey_images_read_as_chains = not self.images and any(
+            isinstance(x, np.ndarray | list) and np.ndim(x) == 2 for x in X
+        )
+        return out
 
 
 class SequenceVectorizer(

@@ -169,6 +169,29 @@ def test_node_transformer_reads_grey_images_when_told():
     assert chains[0].shape == (6, 5)
 
 
+def test_grid_refuses_grey_images_a_node_transformer_read_as_chains():
+    """By default a 2-D sample is a chain, and a grid reads it as a grey image: in a pipeline
+    each image column was scaled as its own feature, with no word."""
+    from sklearn.pipeline import make_pipeline
+
+    from pmap_sklearn import GridStructure, PerturbMAPCRF
+
+    rng = np.random.default_rng(0)
+    labels = [rng.integers(0, 2, size=(5, 6)) for _ in range(4)]
+    grey = [m + rng.normal(0, 0.5, m.shape) for m in labels]
+    crf = PerturbMAPCRF(GridStructure(), max_iter=2, random_state=0)
+    with pytest.raises(
+        ValueError, match=r"NodeTransformer\(images=False\), which read .* images=True"
+    ):
+        make_pipeline(NodeTransformer(StandardScaler()), crf).fit(grey, labels)
+    pipe = make_pipeline(NodeTransformer(StandardScaler(), images=True), crf).fit(grey, labels)
+    assert pipe.predict(grey)[0].shape == (5, 6)
+    fitted = crf.fit(NodeTransformer(StandardScaler(), images=True).fit_transform(grey), labels)
+    chains = NodeTransformer(StandardScaler()).fit_transform(grey)
+    with pytest.raises(ValueError, match="GridStructure reads a 2-D sample as a grey image"):
+        fitted.predict(chains)  # at prediction too
+
+
 def _dicts(sentences):
     return [[token_features(s, i) for i in range(len(s))] for s in sentences]
 

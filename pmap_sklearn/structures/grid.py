@@ -69,6 +69,7 @@ class GridStructure(EdgeFeatureStructure):
 
     def _fit(self, X, y):
         """Learn the dimensions and, with ``untied``, the image shape."""
+        _refuse_chains_of_grey_images(X)
         self.image_shape_ = None
         if self.untied and len(X):
             shapes = sorted({tuple(np.shape(x)[:2]) for x in X})
@@ -106,6 +107,12 @@ class GridStructure(EdgeFeatureStructure):
         if self.connectivity not in GRID_OFFSETS:
             raise ValueError(f"connectivity must be 4 or 8, got {self.connectivity!r}")
         return list(GRID_OFFSETS[self.connectivity])
+
+    def prepare(self, X, index=None):
+        _refuse_chains_of_grey_images(X)
+        return super().prepare(X, index)
+
+    prepare.__doc__ = EdgeFeatureStructure.prepare.__doc__
 
     def _parse_sample(self, x, index):
         image = _finite(x, "pixel features", index)
@@ -145,3 +152,16 @@ class GridStructure(EdgeFeatureStructure):
 
     def _layout(self, batch):
         return GridLayout(tuple(batch.label_shapes), tuple(self.offsets), batch.edge_directions)
+
+
+def _refuse_chains_of_grey_images(X) -> None:
+    """Refuse what :class:`~pmap_sklearn.NodeTransformer` returned after reading 2-D samples
+    as chains (D, F): a grid reads them as grey images (H, W), whose columns it transformed as
+    separate features."""
+    if getattr(X, "grey_images_read_as_chains", False):
+        raise ValueError(
+            "X comes from NodeTransformer(images=False), which read its 2-D samples as chains "
+            "(D, F) and transformed each image column as a feature; GridStructure reads a 2-D "
+            "sample as a grey image (H, W), one feature per pixel: use NodeTransformer(..., "
+            "images=True), or give the images the shape (H, W, 1)"
+        )
