@@ -175,7 +175,9 @@ class MeanFieldCRF(ClassWeightedSGD):
     def _make_structure(self):
         """The structure, its solver the mean field of this model."""
         structure = super()._make_structure()
-        structure.solver = MeanFieldSolver(self.n_sweeps, self.damping, schedule="parallel")
+        structure.solver = MeanFieldSolver(
+            self.n_sweeps, self.damping, schedule="parallel", finish_oscillations=False
+        )
         return structure
 
     def _make_oracle(self, batch, labels):

@@ -128,9 +128,10 @@ def test_mean_field_names_scores_beyond_double_precision():
     assert np.isfinite(clamped.statistics.unary).all()
 
 
-def test_default_mean_field_schedule_is_the_one_that_does_not_oscillate():
-    """On strongly attractive chains parallel updates oscillate between labellings and their
-    argmax can be the worst labelling; sequential updates (the default) lock into a mode."""
+def test_parallel_updates_that_oscillate_end_as_sequential_ones():
+    """On strongly attractive chains parallel (Jacobi) updates swing between labellings; the
+    samples whose iterates swing are finished by sequential sweeps (the default schedule),
+    so their argmax is a mode, not the worst labelling."""
     rng = np.random.default_rng(0)
     n_samples, length = 60, 8
     edges = np.array([[d, d + 1] for d in range(length - 1)])
@@ -147,10 +148,37 @@ def test_default_mean_field_schedule_is_the_one_that_does_not_oscillate():
         for schedule in ("parallel", "sequential")
     }
     assert MeanFieldSolver().schedule == "sequential"
-    assert gap["sequential"].mean() < gap["parallel"].mean() / 2
+    swung = best - potentials.score(unrolled(MeanFieldModel(potentials), 10, 0.0)[-1].argmax(1))
+    assert swung.mean() > 3 * gap["sequential"].mean()  # the plain Jacobi iterates: 8.6 vs 1.5
+    np.testing.assert_allclose(gap["parallel"], gap["sequential"])
+    solver = MeanFieldCRF("chain")._make_structure().solver  # its model: the unrolled iterates
+    assert solver.schedule == "parallel" and not solver.finish_oscillations
+
+
+@pytest.mark.parametrize("damping", [0.0, 0.5])
+def test_parallel_mean_field_finds_the_map_of_a_strongly_attractive_chain(damping):
+    """Its Jacobi iterates end at [0, 1, 0] whether damped by 0.5 or not; the MAP is [1, 1, 1]."""
     chain = Potentials(
-        np.array([[0.0, 0.3], [0.0, -0.2], [0.0, 0.3]]), edges=edges[:2], pairwise=[-5.0, -5.0]
+        np.array([[0.0, -1.1], [0.0, 1.5], [0.0, -0.1]]),
+        edges=[[0, 1], [1, 2]],
+        pairwise=[-10.0, -10.0],
     )
-    assert MeanFieldSolver(schedule="parallel").map(chain).tolist() == [1, 0, 1]  # the worst
-    assert len(set(MeanFieldSolver().map(chain).tolist())) == 1  # a mode
-    assert MeanFieldCRF("chain")._make_structure().solver.schedule == "parallel"  # its model
+    iterates = unrolled(MeanFieldModel(chain), 10, damping)
+    assert iterates[-1].argmax(axis=1).tolist() == [0, 1, 0]
+    labellings = np.array([[a, b, c] for a in (0, 1) for b in (0, 1) for c in (0, 1)])
+    best = labellings[np.argmax([chain.score(y)[0] for y in labellings])]
+    parallel = MeanFieldSolver(schedule="parallel", damping=damping)
+    sequential = MeanFieldSolver(schedule="sequential", damping=damping)
+    assert parallel.map(chain).tolist() == best.tolist() == [1, 1, 1]
+    assert sequential.map(chain).tolist() == best.tolist()
+    np.testing.assert_allclose(parallel.marginals(chain).node, sequential.marginals(chain).node)
+    kept = MeanFieldSolver(schedule="parallel", damping=damping, finish_oscillations=False)
+    assert kept.map(chain).tolist() == [0, 1, 0]  # the unrolled network, MeanFieldCRF's model
+
+
+def test_parallel_updates_that_settle_are_left_as_they_are(rng):
+    """Without an oscillation the parallel schedule is the unrolled iteration CRF as RNN
+    learns through."""
+    potentials = _loopy(rng, coupling=0.3)
+    q = MeanFieldSolver(5, schedule="parallel").marginals(potentials).node
+    np.testing.assert_array_equal(q, unrolled(MeanFieldModel(potentials), 5, 0.0)[-1])
