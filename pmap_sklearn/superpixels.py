@@ -412,6 +412,19 @@ def _segments_of(graph_or_segments) -> np.ndarray:
             f"the superpixel map holds the negative id {segments.min()}: superpixel ids are "
             "0..n_nodes-1 (relabel the map, e.g. np.unique(segments, return_inverse=True))"
         )
+    present = np.unique(segments)
+    if len(present) and len(present) != present[-1] + 1:  # ids that label no pixel
+        n_absent = int(present[-1]) + 1 - len(present)
+        candidates = np.arange(min(len(present) + 5, int(present[-1]) + 1))
+        first = np.setdiff1d(candidates, present)[:5]  # the first absent ids
+        shown = ", ".join(map(str, first)) + (", ..." if n_absent > 5 else "")
+        raise ValueError(
+            f"the superpixel map's ids run to {present[-1]} but {n_absent} of "
+            f"them label no pixel ({shown}): superpixel ids are 0..n_nodes-1, one per node, "
+            "and an absent id would be a node with no pixel; relabel the map as "
+            "superpixel_sample numbers its nodes, np.unique(segments, return_inverse=True)[1]"
+            ".reshape(segments.shape)"
+        )
     return segments
 
 
@@ -421,7 +434,8 @@ def node_labels(graph, label_image, *, void=None) -> np.ndarray:
     Parameters
     ----------
     graph : GraphSample or ndarray of int of shape (H, W)
-        A superpixel graph (with ``segments``) or the superpixel map.
+        A superpixel graph (with ``segments``) or the superpixel map, its ids ``0..n-1``
+        with every id labelling some pixel.
     label_image : array-like of int of shape (H, W)
         Pixel labels, integers >= 0 (and ``void``, which may be negative).
     void : int, optional

@@ -109,6 +109,20 @@ def test_bad_input_is_named(call, message):
         call()
 
 
+def test_a_raw_superpixel_map_with_gaps_is_refused_not_given_phantom_nodes():
+    """Ids 1, 3 and 4 label no pixel: they were nodes of label 0 (node_labels gave six
+    labels for three superpixels)."""
+    segments = np.array([[0, 0, 2], [5, 5, 2]])
+    labels = np.array([[1, 1, 2], [2, 2, 2]])
+    for call in (lambda s: node_labels(s, labels), lambda s: to_pixels(s, np.arange(6))):
+        with pytest.raises(
+            ValueError, match=r"ids run to 5 but 3 of them label no pixel \(1, 3, 4\)"
+        ):
+            call(segments)
+    relabelled = np.unique(segments, return_inverse=True)[1].reshape(segments.shape)  # the remedy
+    np.testing.assert_array_equal(node_labels(relabelled, labels), [1, 2, 2])
+
+
 def _node_labels_brute(segments, labels, void):
     result = []
     for node in range(segments.max() + 1):
