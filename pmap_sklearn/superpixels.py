@@ -12,6 +12,7 @@ void pixels left out of the vote; :func:`to_pixels` paints node values back.
 from __future__ import annotations
 
 import importlib
+import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -292,7 +293,10 @@ class SuperpixelGraphs(TransformerMixin, BaseEstimator):
         SLIC's target number of superpixels per photo (on 480×360 road scenes, 1000 leave a
         ceiling of about 94 % pixel accuracy for a perfect node labelling).
     compactness : float, default=10.0
-        SLIC's balance of colour against space (higher: more square superpixels).
+        SLIC's balance of colour against space (higher: more square superpixels). Where colours
+        change at nearly every pixel (noise, fine texture) SLIC at 10 merges its fragments
+        into a few superpixels, and :meth:`transform` warns when it makes fewer than a quarter
+        of ``n_segments``: raise it (e.g. to 100) there.
     filter_bank : bool, default=True
         Add 15 filter-bank responses (see :func:`superpixel_sample`).
     neighbour_context : bool, default=True
@@ -304,8 +308,8 @@ class SuperpixelGraphs(TransformerMixin, BaseEstimator):
     --------
     >>> import numpy as np
     >>> from pmap_sklearn.superpixels import SuperpixelGraphs, to_pixels
-    >>> photo = np.random.default_rng(0).random((40, 60, 3))
-    >>> graph = SuperpixelGraphs(n_segments=20).transform([photo])[0]
+    >>> photo = np.random.default_rng(0).random((4, 6, 3)).repeat(10, axis=0).repeat(10, axis=1)
+    >>> graph = SuperpixelGraphs(n_segments=20).transform([photo])[0]  # 24 patches of colour
     >>> graph.node_features.shape[1], to_pixels(graph, np.arange(graph.n_nodes)).shape
     (140, (40, 60))
     """
@@ -385,12 +389,34 @@ class SuperpixelGraphs(TransformerMixin, BaseEstimator):
         params = self.get_params()
         pairs = enumerate(zip(X, segments, strict=True))
         if self.n_jobs in (None, 1) or len(X) < 2:
-            return [_transform_one(x, s, i, params) for i, (x, s) in pairs]
-        return list(
-            Parallel(n_jobs=self.n_jobs)(
-                delayed(_transform_one)(x, s, i, params) for i, (x, s) in pairs
+            graphs = [_transform_one(x, s, i, params) for i, (x, s) in pairs]
+        else:
+            graphs = list(
+                Parallel(n_jobs=self.n_jobs)(
+                    delayed(_transform_one)(x, s, i, params) for i, (x, s) in pairs
+                )
             )
-        )
+        cut = [i for i, s in enumerate(segments) if s is None]  # by SLIC, here
+        self._warn_few_superpixels([graphs[i].n_nodes for i in cut], cut)
+        return graphs
+
+    def _warn_few_superpixels(self, counts, photos) -> None:
+        """Warn about the photos SLIC cut into far fewer superpixels than ``n_segments``
+        (counted here, not in the workers, whose warnings would be lost)."""
+        few = [(i, n) for i, n in zip(photos, counts, strict=True) if n < self.n_segments / 4]
+        if few and self.n_segments > 1:
+            first, n = few[0]
+            warnings.warn(
+                f"SLIC cut {len(few)} photo{'s' if len(few) > 1 else ''} into far fewer "
+                f"superpixels than n_segments={self.n_segments} (photo {first}: {n} "
+                f"superpixel{'s' if n > 1 else ''}): SLIC follows colour, and where colours "
+                "change at nearly every pixel (texture, noise, dithering) it merges its "
+                "fragments into few superpixels. Raise compactness (e.g. 100: space outweighs "
+                f"colour; now {self.compactness}), lower n_segments to what the photos hold, "
+                "or pass segments of your own",
+                UserWarning,
+                stacklevel=3,
+            )
 
 
 def _segments_of(graph_or_segments) -> np.ndarray:

@@ -1,5 +1,7 @@
 """pmap_sklearn.superpixels: photos to superpixel graphs to pixel maps."""
 
+import warnings
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -220,3 +222,18 @@ def test_integer_photos_beyond_8_bit_need_uint16():
     photo = np.full((6, 6, 3), 1000, dtype=np.int64)
     with pytest.raises(ValueError, match="give 16-bit photos as uint16"):
         SuperpixelGraphs().transform([photo], segments=[np.zeros((6, 6), int)])
+
+
+def test_slic_making_far_fewer_superpixels_than_asked_warns():
+    """A photo of two colours speckled pixel by pixel: SLIC at compactness 10 merged it into
+    one superpixel for n_segments=10, with no word."""
+    rng = np.random.default_rng(0)
+    speckled = np.where(rng.random((40, 60, 1)) < 0.5, [1.0, 0.0, 0.0], [0.0, 0.0, 1.0])
+    with pytest.warns(UserWarning, match=r"n_segments=10 \(photo 0: 1 superpixel\).*compactness"):
+        [graph] = SuperpixelGraphs(10).transform([speckled])
+    assert graph.n_nodes == 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        [regular] = SuperpixelGraphs(10, compactness=1000.0).transform([speckled])  # the remedy
+        SuperpixelGraphs(10).transform([speckled], [np.zeros((40, 60), int)])  # given segments
+    assert regular.n_nodes >= 10 / 4
