@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping
 from numbers import Number
 
 import numpy as np
+from scipy import sparse
 from sklearn.utils.multiclass import type_of_target
 
 
@@ -260,6 +261,9 @@ def warn_unseen(y, classes, markers=(), name: str = "y") -> None:
     name : str, default="y"
         The argument named in the warning.
     """
+    if sparse.issparse(y):  # a multi-label indicator matrix: its stored values and its zeros
+        zeros = [np.zeros(1, y.dtype)] if y.nnz < np.prod(y.shape) else []
+        y = [np.asarray(y.data), *zeros]
     _, flat = _flat(y)
     if not flat.size:
         return
