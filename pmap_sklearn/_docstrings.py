@@ -51,7 +51,8 @@ FRAGMENTS = {
     one the estimator was fitted to, as for
     :func:`~pmap_sklearn.inspection.entity_probabilities` (the perturbed MAPs for the
     perturb-and-MAP learners, the default marginals' otherwise and after
-    ``calibrate_marginals``).""",
+    ``calibrate_marginals``). ``"exact"`` events are exact with hidden states too: summed
+    over the states of each label (the "Hidden states" guide).""",
     "lbfgs_warm_start": r"""warm_start : bool, default=False
     Start from the previous ``coef_`` on the same data (``X`` and ``y``) and parameters, when
     the previous fit was made with ``warm_start=True``; after a change of the data or of

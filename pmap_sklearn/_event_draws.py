@@ -131,6 +131,90 @@ def conditioned_potentials(model, problem):
     return model._restricted_potentials(problem.batch, weights, labels, sets, fold=True)[0]
 
 
+def exact_event_log_probabilities(model, solver, problem, nodes, codes, events) -> np.ndarray:
+    """The exact ``log P`` of events "these nodes take these labels" of ``problem``'s batch
+    given its known labels (:meth:`ExactEvents.event_log_probabilities`): with hidden states
+    a label is the set of its states, and the probability sums over the states that show the
+    labels (:meth:`ExactEvents.set_event_log_probabilities`), exactly, as the marginals do.
+
+    Parameters
+    ----------
+    model : fitted estimator
+    solver : ExactEvents
+        The model's solver.
+    problem : Problem
+    nodes, codes, events : ndarray of shape (M,)
+        Each event node, its label code (0..K-1) and its event (0..Q-1).
+
+    Returns
+    -------
+    ndarray of shape (Q,)
+    """
+    potentials = conditioned_potentials(model, problem)
+    structure = model.structure_
+    if not structure.has_hidden_states_:
+        return solver.event_log_probabilities(potentials, nodes, codes, events)
+    allowed = structure.label_states_[: structure.n_labels_][codes]
+    return solver.set_event_log_probabilities(potentials, nodes, allowed, events)
+
+
+def exact_span_log_probabilities(model, solver, problem, labels, spans, before, after):
+    """The exact ``log P`` of entity spans on chains (:func:`span_log_probabilities`): the
+    span's labels, a label before it outside ``before`` and one after it outside ``after``;
+    with hidden states, one event of label sets per span (the states of its labels, of the
+    labels allowed before and after it) summed over the states that show it.
+
+    Parameters
+    ----------
+    model : fitted estimator
+    solver : ChainSolver
+    problem : Problem
+    labels : ndarray of shape (n_nodes,)
+        The label codes the spans take.
+    spans : ndarray of shape (S, 3)
+        ``(sample, start, end)`` of each span, positions in its sample.
+    before, after : ndarray of shape (S, K) of bool
+        The labels forbidden just before and just after each span.
+
+    Returns
+    -------
+    ndarray of shape (S,)
+    """
+    potentials = conditioned_potentials(model, problem)
+    structure = model.structure_
+    if not structure.has_hidden_states_:
+        return solver.span_log_probabilities(potentials, labels, spans, before, after)
+    states = structure.label_states_[: structure.n_labels_]  # (K, n_states)
+    offsets, lengths = problem.batch.node_offsets, problem.batch.lengths
+    nodes, allowed, events = [], [], []
+    for q, (sample, start, end) in enumerate(spans):
+        inside = offsets[sample] + np.arange(start, end)
+        span_nodes, span_allowed = [inside], [states[labels[inside]]]
+        if start > 0:  # the states of the labels allowed just before and just after
+            span_nodes.append([inside[0] - 1])
+            span_allowed.append(states[~before[q]].any(axis=0)[None])
+        if end < lengths[sample]:
+            span_nodes.append([inside[-1] + 1])
+            span_allowed.append(states[~after[q]].any(axis=0)[None])
+        nodes.append(np.concatenate(span_nodes))
+        allowed.append(np.concatenate(span_allowed))
+        events.append(np.full(len(nodes[-1]), q))
+    return solver.set_event_log_probabilities(
+        potentials, np.concatenate(nodes), np.concatenate(allowed), np.concatenate(events)
+    )
+
+
+def exact_edge_marginals(model, solver, problem) -> np.ndarray:
+    """The exact (E, K, K) label-pair marginals of every edge of ``problem``'s batch: the
+    solver's state-pair marginals summed over the states of each label."""
+    pair = solver.edge_marginals(conditioned_potentials(model, problem))
+    structure = model.structure_
+    if not structure.has_hidden_states_:
+        return pair
+    states = structure.label_states_[: structure.n_labels_].astype(float)  # (K, n_states)
+    return np.einsum("as,est,bt->eab", states, pair, states)
+
+
 def model_event_frequencies(model, problem, n_events, held, method, n_draws, tol, random_state):
     """Per sample of ``problem``, the frequency of each of its ``n_events`` events over draws
     of the model given its known labels (``held(i, codes)``: which of sample i's events each

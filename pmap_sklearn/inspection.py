@@ -9,7 +9,13 @@ from sklearn.utils import Bunch
 from sklearn.utils.validation import check_is_fitted
 
 from ._docstrings import shared_docstring
-from ._event_draws import check_tol, conditioned_potentials, model_event_frequencies
+from ._event_draws import (
+    check_tol,
+    exact_edge_marginals,
+    exact_event_log_probabilities,
+    exact_span_log_probabilities,
+    model_event_frequencies,
+)
 from ._k_best_labellings import k_best_labellings
 from ._labels import as_samples
 
@@ -310,11 +316,12 @@ def entity_probabilities(
             chosen = (where[:, 0] >= first) & (where[:, 0] < stop)
             if not chosen.any():
                 return np.zeros(0)
-            potentials = conditioned_potentials(model, model._prediction_problem(X, index, known))
+            chunk = model._prediction_problem(X, index, known)
             labels = np.searchsorted(model.classes_, np.concatenate(list(predicted[first:stop])))
-            log_p = structure.solver_.span_log_probabilities(
-                potentials, labels, where[chosen] - [first, 0, 0], before[chosen], after[chosen]
-            )
+            log_p = exact_span_log_probabilities(
+                model, structure.solver_, chunk, labels, where[chosen] - [first, 0, 0],
+                before[chosen], after[chosen],
+            )  # fmt: skip
             return np.exp(log_p)
 
         probability = model._in_chunks(chunk_probabilities, X, known_labels)
@@ -424,14 +431,13 @@ def sequence_probabilities(
         codes = _labelling_codes(model, batch, X, y)
     method = _event_method(model, method)
     solver = _exact_solver(model, "event_log_probabilities", method)
-    if solver is not None:  # each sample's labelling is one event over all its nodes
+    if solver is not None:  # each sample's labelling is one event over its visible nodes
+        nodes = np.flatnonzero((codes >= 0) & (codes < len(model.classes_)))
         probability = np.ones(batch.n_samples)  # a sample without nodes: its empty labelling
-        filled = batch.lengths > 0
-        event = (np.cumsum(filled) - 1)[batch.node_sample]
-        potentials = conditioned_potentials(model, problem)
-        nodes = np.arange(batch.n_nodes)
+        filled = np.bincount(batch.node_sample[nodes], minlength=batch.n_samples) > 0
+        event = (np.cumsum(filled) - 1)[batch.node_sample[nodes]]
         probability[filled] = np.exp(
-            solver.event_log_probabilities(potentials, nodes, codes, event)
+            exact_event_log_probabilities(model, solver, problem, nodes, codes[nodes], event)
         )
         return probability
     targets = [t.ravel() for t in structure._visible_split(batch, codes)]
@@ -507,7 +513,7 @@ def edge_marginals(
     method = _event_method(model, method)
     solver = _exact_solver(model, "edge_marginals", method)
     if solver is not None:
-        pair = solver.edge_marginals(conditioned_potentials(model, problem))
+        pair = exact_edge_marginals(model, solver, problem)
     else:
         k = len(model.classes_)
         pair = np.zeros((len(batch.edges), k, k))
@@ -595,9 +601,11 @@ def region_probabilities(
     method = _event_method(model, method)
     solver = _exact_solver(model, "event_log_probabilities", method)
     if solver is not None:  # every region one event: its nodes clamped to its label
-        potentials = conditioned_potentials(model, problem)
-        nodes = np.arange(batch.n_nodes)
-        probability = np.exp(solver.event_log_probabilities(potentials, nodes, codes, region))
+        nodes = np.flatnonzero(region >= 0)
+        log_p = exact_event_log_probabilities(
+            model, solver, problem, nodes, codes[nodes], region[nodes]
+        )
+        probability = np.exp(log_p)
     else:
         from scipy import sparse
 
@@ -730,17 +738,17 @@ def _event_method(model, method):
 def _exact_solver(model, capability: str, method: str | None = None):
     """The model's solver where it answers ``capability`` exactly for the distribution of
     ``method`` (None: the estimator's default marginals) — that method is the solver's exact
-    marginals and no label has hidden states — else None (the probabilities are then
-    frequencies over draws). A capability the solvers declare (``k_best``) is read from the
-    solver's capabilities, the others from its methods."""
+    marginals — else None (the probabilities are then frequencies over draws). A capability
+    the solvers declare (``k_best``) is read from the solver's capabilities, the others from
+    its methods. With hidden states the events sum over the states of each label
+    (:func:`~pmap_sklearn._event_draws.exact_event_log_probabilities`), exactly; the k-best
+    labellings of the visible labels have no exact solver then (None)."""
     solver = model.structure_.solver_
     method = model._default_marginal_method() if method is None else method
     able = getattr(solver.capabilities, capability, None)
-    if (
-        (hasattr(solver, capability) if able is None else able)
-        and method == "exact"
-        and model.structure_.n_states_ == len(model.classes_)
-    ):
+    if capability == "k_best" and model.structure_.has_hidden_states_:
+        return None
+    if (hasattr(solver, capability) if able is None else able) and method == "exact":
         return solver
     return None
 

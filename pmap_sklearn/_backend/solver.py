@@ -466,32 +466,15 @@ class ExactEvents:
         """
         self._check(potentials)
         p = potentials
-        nodes, labels, events = (
-            np.asarray(a, dtype=np.intp).ravel() for a in (nodes, labels, events)
-        )
-        if not len(nodes) == len(labels) == len(events):
-            raise ValueError("nodes, labels and events must have the same length")
-        if not len(nodes):
+        labels = np.asarray(labels, dtype=np.intp).ravel()
+        order, starts, sample, event_sample = self._events(p, nodes, events, len(labels))
+        if not len(order):
             return np.zeros(0)
-        if nodes.min() < 0 or nodes.max() >= p.n_nodes:
-            raise ValueError(f"event nodes must lie in 0..{p.n_nodes - 1}")
+        nodes, labels = np.asarray(nodes, dtype=np.intp).ravel()[order], labels[order]
         if labels.min() < 0 or labels.max() >= p.n_states:
             raise ValueError(f"event labels must lie in 0..{p.n_states - 1}")
-        n_events = int(events.max()) + 1
-        if events.min() < 0 or not np.bincount(events, minlength=n_events).all():
-            raise ValueError(f"events must number 0..{n_events - 1}, each with at least one node")
-        if len(np.unique(events * p.n_nodes + nodes)) != len(nodes):
-            raise ValueError("a node appears twice in one event")
-        order = np.lexsort((nodes, events))  # by event, then node
-        nodes, labels, events = nodes[order], labels[order], events[order]
-        starts = np.searchsorted(events, np.arange(n_events + 1))
-        sample = p.node_sample[nodes]
-        event_sample = sample[starts[:-1]]
-        if np.any(sample != event_sample[events]):
-            bad = int(events[np.flatnonzero(sample != event_sample[events])[0]])
-            raise ValueError(f"event {bad} has nodes in two samples: an event lies in one")
         log_z = self._exact_log_partition(p)[event_sample]
-        out = np.empty(n_events)
+        out = np.empty(len(starts) - 1)
         whole = np.diff(starts) == p.lengths[event_sample]
         if whole.any():  # whole labellings: their score, on a copy of each one's sample
             ids = np.flatnonzero(whole)
@@ -507,6 +490,100 @@ class ExactEvents:
             clamp[copies.node_offsets[copy] + local] = labels[members]
             out[ids] = self._exact_log_partition(copies, clamp)
         return out - log_z
+
+    def set_event_log_probabilities(
+        self, potentials: Potentials, nodes, allowed, events
+    ) -> np.ndarray:
+        """Exact log-probabilities that sets of nodes take states within given sets.
+
+        Event q holds when every node ``nodes[i]`` with ``events[i] == q`` takes one of the
+        states ``allowed[i]``: :math:`\\log P(y_A \\in S_A) = \\log Z(y_A \\in S_A) - \\log Z`,
+        the log-partition of the event's sample with the states outside each node's set
+        forbidden, minus that of the sample. A visible label split into hidden states is
+        such a set (the states of the label): the probability of a labelling is then
+        :math:`\\sum_h \\exp f(h) / Z` over the state sequences ``h`` that show it, summed by
+        the solver's own recursion (forward-backward restricted to the label's states on
+        chains, as for hidden Markov models; Rabiner 1989), never by draws. Events are solved
+        on restricted copies of their samples, in bounded chunks.
+
+        Parameters
+        ----------
+        potentials : Potentials
+        nodes : array-like of shape (M,)
+            Global nodes, each at most once per event.
+        allowed : array-like of shape (M, n_states) of bool
+            The states each of them may take.
+        events : array-like of shape (M,)
+            The event of each node, ``0..Q-1``: every event has nodes, all in one sample.
+
+        Returns
+        -------
+        ndarray of shape (Q,)
+            ``log P`` of every event (``-inf`` for an event the model forbids).
+
+        Raises
+        ------
+        ValueError
+            For nodes or events out of range, ``allowed`` of the wrong shape, an event
+            without nodes or across samples, or a node twice in one event.
+        """
+        self._check(potentials)
+        p = potentials
+        allowed = np.asarray(allowed, dtype=bool)
+        if allowed.ndim != 2 or allowed.shape[1] != p.n_states:
+            raise ValueError(
+                f"allowed must be a bool array of shape (n_event_nodes, {p.n_states}) (the "
+                f"states each node may take), got shape {allowed.shape}"
+            )
+        order, starts, sample, event_sample = self._events(p, nodes, events, len(allowed))
+        if not len(order):
+            return np.zeros(0)
+        nodes, allowed = np.asarray(nodes, dtype=np.intp).ravel()[order], allowed[order]
+        log_z = self._exact_log_partition(p)[event_sample]
+        out = np.full(len(starts) - 1, -np.inf)  # a node with no state allowed: impossible
+        empty = np.repeat(np.arange(len(out)), np.diff(starts))[~allowed.any(axis=1)]
+        events = np.setdiff1d(np.arange(len(out)), empty)
+        for chunk in chunks_by_size(p.lengths[event_sample[events]]):
+            ids = events[chunk]
+            copies = p.take(event_sample[ids])
+            members = ranges(starts, ids)
+            copy = np.repeat(np.arange(len(ids)), np.diff(starts)[ids])
+            local = nodes[members] - p.node_offsets[sample[members]]
+            forbidden = np.zeros(copies.unary.shape, dtype=bool)
+            forbidden[copies.node_offsets[copy] + local] = ~allowed[members]
+            if self.capabilities.infinite_scores:
+                unary = np.where(forbidden, -np.inf, copies.unary)
+            else:  # scores below every labelling within the sets: a probability of 0.0
+                unary = forbid_states(copies.unary, forbidden, copies.pairwise, copies.n_edges)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                out[ids] = self._exact_log_partition(replace(copies, unary=unary))
+        return out - log_z
+
+    @staticmethod
+    def _events(p: Potentials, nodes, events, n_entries: int):
+        """The entries of events checked and ordered by event then node: the order, the first
+        entry of each event (and one past the last), each entry's sample and each event's."""
+        nodes, events = (np.asarray(a, dtype=np.intp).ravel() for a in (nodes, events))
+        if not len(nodes) == n_entries == len(events):
+            raise ValueError("nodes, labels (or allowed) and events must have the same length")
+        if not len(nodes):
+            return np.zeros(0, np.intp), np.zeros(1, np.intp), nodes, nodes
+        if nodes.min() < 0 or nodes.max() >= p.n_nodes:
+            raise ValueError(f"event nodes must lie in 0..{p.n_nodes - 1}")
+        n_events = int(events.max()) + 1
+        if events.min() < 0 or not np.bincount(events, minlength=n_events).all():
+            raise ValueError(f"events must number 0..{n_events - 1}, each with at least one node")
+        if len(np.unique(events * p.n_nodes + nodes)) != len(nodes):
+            raise ValueError("a node appears twice in one event")
+        order = np.lexsort((nodes, events))  # by event, then node
+        nodes, events = nodes[order], events[order]
+        starts = np.searchsorted(events, np.arange(n_events + 1))
+        sample = p.node_sample[nodes]
+        event_sample = sample[starts[:-1]]
+        if np.any(sample != event_sample[events]):
+            bad = int(events[np.flatnonzero(sample != event_sample[events])[0]])
+            raise ValueError(f"event {bad} has nodes in two samples: an event lies in one")
+        return order, starts, sample, event_sample
 
     def _exact_log_partition(self, potentials: Potentials, clamp=None) -> np.ndarray:
         """``log Z`` of every sample: the solver's own ``log_partition`` where it has one

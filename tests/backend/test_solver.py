@@ -542,3 +542,37 @@ def test_event_log_probabilities_refuse_bad_events():
         solver.event_log_probabilities(potentials, [0], [0], [1])
     with pytest.raises(ValueError, match="labels must lie"):
         solver.event_log_probabilities(potentials, [0], [2], [0])
+
+
+@pytest.mark.parametrize("solver", [ChainSolver(), ForestSolver(), BruteForceSolver()])
+def test_set_event_log_probabilities_sum_over_the_allowed_states(solver, rng):
+    """Events "each node in a set of states" (a label's hidden states) against enumeration:
+    a whole labelling of sets, a partial one, and one the sets forbid."""
+    k, unary, transition = 3, rng.normal(size=(7, 3)), rng.normal(size=(3, 3))
+    edges = np.array([[0, 1], [1, 2], [2, 3], [4, 5], [5, 6]])
+    potentials = Potentials(unary, edges, transition, np.array([0, 4, 7]), np.array([0, 3, 5]))
+    sets = {0: [0, 1], 1: [2], 2: [1, 2], 3: [0, 2], 4: [], 5: [0, 1, 2], 6: [1]}
+    nodes = [0, 1, 2, 3, 4, 6, 5]
+    events = [0, 0, 0, 0, 1, 2, 2]
+    allowed = np.array([[s in sets[v] for s in range(k)] for v in nodes])
+    got = solver.set_event_log_probabilities(potentials, nodes, allowed, events)
+
+    def log_p(sample_nodes, members):
+        scores, held = [], []
+        for y in itertools.product(range(k), repeat=len(sample_nodes)):
+            s = sum(unary[v, y[i]] for i, v in enumerate(sample_nodes))
+            s += sum(transition[y[i], y[i + 1]] for i in range(len(y) - 1))
+            scores.append(s)
+            held.append(all(y[sample_nodes.index(v)] in sets[v] for v in members))
+        scores, held = np.array(scores), np.array(held)
+        if not held.any():
+            return -np.inf
+        return np.logaddexp.reduce(scores[held]) - np.logaddexp.reduce(scores)
+
+    expected = [log_p([0, 1, 2, 3], [0, 1, 2, 3]), log_p([4, 5, 6], [4]), log_p([4, 5, 6], [6, 5])]
+    assert expected[1] == -np.inf
+    np.testing.assert_allclose(np.exp(got), np.exp(expected), rtol=1e-10, atol=1e-300)
+    with pytest.raises(
+        ValueError, match=r"allowed must be a bool array of shape \(n_event_nodes, 3\)"
+    ):
+        solver.set_event_log_probabilities(potentials, [0], np.ones((1, 2), bool), [0])
