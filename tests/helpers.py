@@ -435,3 +435,17 @@ def _samples(kind, rng):
         sample,
         GraphSample(rng.normal(size=(2, 2)), [[0, 1]], rng.random((1, 3))),
     ]
+
+
+def _hidden_graph_data(n_samples=20, seed=0):
+    """Three visible nodes on a path and one hidden node joined to all of them."""
+    rng = np.random.default_rng(seed)
+    edges = np.array([[0, 1], [1, 2], [3, 0], [3, 1], [3, 2]])
+    X, y = [], []
+    for _ in range(n_samples):
+        labels = np.full(3, rng.integers(0, 2))
+        labels[rng.integers(0, 3)] = rng.integers(0, 2)
+        features = np.eye(2)[labels] + rng.normal(0, 0.8, (3, 2))
+        X.append(GraphSample(features, edges, n_hidden_nodes=1))
+        y.append(labels)
+    return X, y

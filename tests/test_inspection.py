@@ -42,7 +42,7 @@ from pmap_sklearn.inspection import (
 )
 from pmap_sklearn.metrics import entity_spans
 
-from .helpers import _corpus, _token_data
+from .helpers import _corpus, _hidden_graph_data, _token_data
 
 
 @pytest.fixture(scope="module")
@@ -509,6 +509,50 @@ def test_multilabel_weights_are_each_labels_logistic_coefficients():
         transition_features(model)
 
 
+def test_weight_views_list_each_hidden_state(short_chains):
+    """With hidden states every view has one entry per state, named (label, j): the node
+    weights and the state transition table as the structure unpacks them."""
+    X, y = short_chains
+    model = ChainCRF(ChainStructure(n_states_per_label=[1, 2, 2]), max_iter=10).fit(X, y)
+    states = [(0, 0), (1, 0), (1, 1), (2, 0), (2, 1)]
+    unary, _ = model.structure_.unpack(model.coef_)
+    assert unary.shape[1] == 5
+    explanation = explain_weights(model, top=3)
+    assert explanation.states.tolist() == states and explanation.classes.tolist() == [0, 1, 2]
+    assert list(explanation.positive) == states and explanation.weights.shape == unary.shape
+    weights = state_features(model)
+    assert {k for _, k in weights} == set(states)
+    assert weights[("x3", (2, 1))] == unary[3, 4]
+    table = model.structure_.transition(model.coef_)
+    assert explanation.transitions.shape == (5, 5)
+    transitions = transition_features(model)
+    assert transitions[((1, 1), (2, 0))] == table[2, 3] and len(transitions) == 25
+    with pytest.raises(ValueError, match="hidden states.*method='perturb'"):
+        k_best_labellings(model, X[:1], method="exact")
+
+
+def test_weight_views_name_the_states_of_hidden_nodes():
+    """A graph with hidden nodes: their states' weights appear as ("<hidden>", j); the graph
+    has no label transitions, and says so."""
+    X, y = _hidden_graph_data()
+    model = PerturbMAPCRF(
+        GraphStructure(pairwise="table", n_hidden_states=2), max_iter=3, random_state=0
+    ).fit(X, y)
+    explanation = explain_weights(model)
+    assert explanation.states.tolist() == [(0, 0), (1, 0), ("<hidden>", 0), ("<hidden>", 1)]
+    unary, _ = model.structure_.unpack(model.coef_)
+    weights = state_features(model)
+    assert weights[("<bias>", ("<hidden>", 1))] == unary[-1, 3]
+    assert set(weights) == {
+        (name, state)
+        for i, name in enumerate(["x0", "x1", "<bias>"])
+        for k, state in enumerate(explanation.states)
+        if unary[i, k] != 0
+    }
+    with pytest.raises(ValueError, match="not a chain model.*not label transitions"):
+        transition_features(model)
+
+
 def test_edge_marginals_sum_to_the_node_marginals_and_count_the_draws(short_chains):
     """Exact transition marginals sum, over either label, to the exact node marginals; where
     they come from draws they are the pair frequencies of the same draws of ``sample``."""
@@ -684,124 +728,3 @@ def test_events_of_a_learner_with_marginals_but_no_draws_name_sample(short_chain
         with pytest.raises(ValueError, match=r"EpsilonCRF has no sample: .*estimator with sample"):
             function(model, X[:1])
     assert marginal_entropy(model, X[:1])[0].shape == (4,)  # node by node: it has what it needs
-
-
-# ---- exactness with hidden states ----------------------------------------------------------
-def _hidden_graph_data(n_samples=20, seed=0):
-    """Three visible nodes on a path and one hidden node joined to all of them."""
-    rng = np.random.default_rng(seed)
-    edges = np.array([[0, 1], [1, 2], [3, 0], [3, 1], [3, 2]])
-    X, y = [], []
-    for _ in range(n_samples):
-        labels = np.full(3, rng.integers(0, 2))
-        labels[rng.integers(0, 3)] = rng.integers(0, 2)
-        features = np.eye(2)[labels] + rng.normal(0, 0.8, (3, 2))
-        X.append(GraphSample(features, edges, n_hidden_nodes=1))
-        y.append(labels)
-    return X, y
-
-
-EXACT_SETUPS = {
-    "chain": lambda: ChainCRF(alpha=0.1, max_iter=30),
-    "chain-2-states": lambda: ChainCRF(ChainStructure(n_states_per_label=2), max_iter=30),
-    "chain-1-2-states": lambda: ChainCRF(ChainStructure(n_states_per_label=[1, 2]), max_iter=30),
-    "brute-force-2-states": lambda: PerturbMAPCRF(
-        ChainStructure(n_states_per_label=2, solver="brute_force"), max_iter=3, random_state=0
-    ),
-    "brute-force-hidden-node": lambda: PerturbMAPCRF(
-        GraphStructure(pairwise="table", n_hidden_states=2, solver="brute_force"),
-        max_iter=3,
-        random_state=0,
-    ),
-}
-
-
-def _state_enumeration(model, x):
-    """P(y) of every visible labelling of x by brute force over the states (hidden nodes and
-    the states of each label): Σ_h exp f(h) / Z over the states h that show y."""
-    structure = model.structure_
-    batch = structure.prepare([x])
-    potentials = structure.potentials(batch, model.coef_)
-    states = np.array(list(itertools.product(range(structure.n_states_), repeat=batch.n_nodes)))
-    scores = np.array([potentials.score(h)[0] for h in states])
-    visible = (
-        np.flatnonzero(~batch.hidden) if batch.hidden is not None else np.arange(batch.n_nodes)
-    )
-    shown = structure.state_labels_[states][:, visible]
-    labellings = _labellings(range(len(model.classes_)), len(visible))
-    log_z = np.logaddexp.reduce(scores)
-    p = [np.exp(np.logaddexp.reduce(scores[(shown == y).all(axis=1)]) - log_z) for y in labellings]
-    return [model.classes_[y] for y in labellings], np.array(p), shown, np.exp(scores - log_z)
-
-
-@pytest.fixture(scope="module", params=list(EXACT_SETUPS))
-def exact_setup(request):
-    """Each solver or estimator that claims exact events, fitted on tiny K=2 models."""
-    if request.param == "brute-force-hidden-node":
-        X, y = _hidden_graph_data()
-    else:
-        data = make_chain_data(n_samples=16, n_states=2, random_state=0)
-        X, y = [x[:3] * 0.3 for x in data.data], [t[:3] for t in data.target]
-    model = EXACT_SETUPS[request.param]().fit(X, y)
-    return model, X[:2]
-
-
-def test_exact_sequence_probabilities_sum_over_the_hidden_states(exact_setup):
-    """P(y) over every labelling of a tiny model: sums to one, the same at every call, and
-    equal to the brute-force sum over the states that show each labelling."""
-    model, X = exact_setup
-    for x in X:
-        labellings, expected, _, _ = _state_enumeration(model, x)
-        n = len(labellings)
-        first = sequence_probabilities(model, [x] * n, labellings, method="exact")
-        again = sequence_probabilities(model, [x] * n, labellings, method="exact", random_state=1)
-        np.testing.assert_allclose(first.sum(), 1.0, rtol=1e-10)
-        np.testing.assert_array_equal(first, again)
-        np.testing.assert_allclose(first, expected, rtol=1e-9, atol=1e-14)
-
-
-def test_exact_region_probabilities_and_edges_sum_over_the_hidden_states(exact_setup):
-    """Each predicted region's probability and each edge's label-pair marginals are the
-    brute-force sums over the states; the edges' sum to the node marginals."""
-    model, X = exact_setup
-    for x in X:
-        _, _, shown, p = _state_enumeration(model, x)
-        (region,), (probability,) = region_probabilities(model, [x], method="exact")
-        again = region_probabilities(model, [x], method="exact", random_state=3)[1][0]
-        np.testing.assert_array_equal(probability, again)
-        best = np.searchsorted(model.classes_, model.predict([x])[0].ravel())
-        for r, value in enumerate(probability):
-            inside = region.ravel() == r
-            expected = p[(shown[:, inside] == best[inside]).all(axis=1)].sum()
-            np.testing.assert_allclose(value, expected, rtol=1e-9)
-        if not hasattr(model.structure_.solver_, "edge_marginals"):
-            continue  # hidden nodes (no edge of labels), or no exact pair marginals
-        (pair,) = edge_marginals(model, [x], method="exact")
-        for e in range(len(x) - 1):
-            expected = [[p[(shown[:, e] == a) & (shown[:, e + 1] == b)].sum() for b in (0, 1)]
-                        for a in (0, 1)]  # fmt: skip
-            np.testing.assert_allclose(pair[e], expected, rtol=1e-9, atol=1e-10)
-        marginals = model.predict_marginals([x], method="exact")[0]
-        np.testing.assert_allclose(pair.sum(axis=2), marginals[:-1], rtol=1e-9)
-
-
-def test_exact_entity_probabilities_sum_over_the_hidden_states():
-    """A tagger with two states per tag: each entity's probability is the brute-force sum,
-    over the state sequences, of those whose tags hold the entity by conlleval's rules."""
-    X, y = _tagging_data(n=40)
-    crf = ChainCRF(ChainStructure(n_states_per_label=2), alpha=0.1, max_iter=20).fit(X, y)
-    features = X[:4]
-    exact = entity_probabilities(crf, features, method="exact")
-    assert entity_probabilities(crf, features, method="exact", random_state=2) == exact
-    checked = 0
-    for x, entities, tags in zip(features, exact, crf.predict(features), strict=True):
-        labellings, p, _, _ = _state_enumeration(crf, x)
-        for kind, start, end, probability in entities:
-            held = [
-                (kind, start, end) in entity_spans(list(t))
-                and list(t[start:end]) == list(tags[start:end])
-                for t in labellings
-            ]
-            np.testing.assert_allclose(probability, p[held].sum(), rtol=1e-9)
-            checked += 1
-    assert checked >= 2
