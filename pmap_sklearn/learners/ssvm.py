@@ -31,10 +31,10 @@ from ._estimator import (
 @dataclass
 class BCFWState(FitState):
     r"""The fit state of BCFW: ``coef`` is :math:`\hat{w} = \sum_i w_i` (before the projection onto
-    the constraint set); the dual blocks, their loss terms and the average of the primal
-    iterates."""
+    the constraint set by ``structure``, kept rather than its bound method, which ``skops.io``
+    cannot store); the dual blocks, their loss terms and the average of the primal iterates."""
 
-    project: object = None
+    structure: object = None
     # (n, size): w_i; with sparse node features a list of SparseVector over each sample's rows
     blocks: np.ndarray | list | None = None
     block_losses: np.ndarray | None = None  # (n,): ℓ_i
@@ -48,7 +48,7 @@ class BCFWState(FitState):
     def current(self) -> np.ndarray:
         r"""The primal iterate :math:`w = \Pi_C(\hat{w})` (cut weights ``<= 0`` on loopy
         structures)."""
-        return self.project(self.coef.copy())
+        return self.structure.project(self.coef.copy())
 
     @property
     def estimate(self) -> np.ndarray:
@@ -264,7 +264,7 @@ class StructuredSVM(ConcaveConvex, BaseStructuredEstimator):
         size = self.structure_.size_
         if self.algorithm == "subgradient":
             return _sgd.SGDState(coef=self.structure_.project(np.zeros(size)), rng=rng)
-        return BCFWState(coef=np.zeros(size), rng=rng, project=self.structure_.project)
+        return BCFWState(coef=np.zeros(size), rng=rng, structure=self.structure_)
 
     #: BCFW's dual blocks and both algorithms' averages belong to the algorithm, the averaging and
     #: the samples of the last fit: a warm start after a change fits afresh

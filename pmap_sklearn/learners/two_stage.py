@@ -241,6 +241,20 @@ class TwoStageCRF(HeldOutChoice, MetaEstimatorMixin, BaseEstimator):
         tags.input_tags.two_d_array = False  # X is a sequence of structured samples
         return tags
 
+    # ---- pickling: the held-out scores by pairs ------------------------------------------------
+    def __getstate__(self):
+        """The attributes, ``choice_scores_`` as a list of ``(key, score)`` pairs: its keys are
+        tuples, which ``skops.io`` cannot store (it stores dictionaries with string keys)."""
+        state = super().__getstate__()
+        if isinstance(state.get("choice_scores_"), dict):
+            state = {**state, "choice_scores_": list(state["choice_scores_"].items())}
+        return state
+
+    def __setstate__(self, state):
+        if isinstance(state.get("choice_scores_"), list):
+            state = {**state, "choice_scores_": {tuple(k): v for k, v in state["choice_scores_"]}}
+        super().__setstate__(state)
+
     # ---- the two stages ---------------------------------------------------------------------
     @shared_docstring
     @_fit_context(prefer_skip_nested_validation=False)
