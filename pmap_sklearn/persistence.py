@@ -260,7 +260,7 @@ def save_weights(estimator, path) -> None:
     >>> from pmap_sklearn.datasets import make_chain_data
     >>> from pmap_sklearn.persistence import load_weights, save_weights
     >>> data = make_chain_data(n_samples=20, random_state=0)
-    >>> model = ChainCRF(max_iter=50).fit(data.data, data.target)
+    >>> model = ChainCRF().fit(data.data, data.target)
     >>> path = os.path.join(tempfile.mkdtemp(), "tagger.npz")
     >>> save_weights(model, path)
     >>> loaded = load_weights(path)

@@ -61,6 +61,8 @@ def _needs(code):
         pytest.importorskip("distributed")
     if "skimage" in code:
         pytest.importorskip("skimage")
+    if "skops" in code:
+        pytest.importorskip("skops")
 
 
 def test_the_readme_and_the_guide_have_their_examples():

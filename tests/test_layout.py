@@ -50,8 +50,8 @@ def test_a_pickle_naming_an_old_module_loads():
 def test_public_names_resolve_where_users_find_them():
     for name in pmap_sklearn.__all__:
         assert getattr(pmap_sklearn, name) is not None
-    from pmap_sklearn import metrics, solvers
+    from pmap_sklearn import metrics, persistence, solvers
 
-    for module in (metrics, solvers):
+    for module in (metrics, solvers, persistence):
         for name in module.__all__:
             assert getattr(module, name) is not None

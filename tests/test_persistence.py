@@ -2,6 +2,7 @@
 ``skops.io`` with only :func:`~pmap_sklearn.persistence.trusted_types` trusted, and through the
 weights-only format of :func:`~pmap_sklearn.persistence.save_weights`."""
 
+import copy
 import json
 import warnings
 import zipfile
@@ -250,6 +251,32 @@ def test_skops_round_trip_with_the_listed_types_trusted(name, tmp_path):
     loaded = sio.load(path, trusted=shared.trusted_types())
     assert type(loaded) is type(model)
     _assert_predicts_the_same(model, loaded, X)
+
+
+def test_the_two_stage_choice_scores_survive_skops_and_pickles():
+    """Their keys are tuples, which skops.io cannot write: stored as pairs, loaded as the dict."""
+    import pickle
+
+    model, _ = _fitted("TwoStageCRF on chain")
+    assert isinstance(model.choice_scores_, dict) and model.choice_scores_
+    loaded = sio.loads(sio.dumps(model), trusted=shared.trusted_types())
+    assert loaded.choice_scores_ == model.choice_scores_
+    assert pickle.loads(pickle.dumps(model)).choice_scores_ == model.choice_scores_
+    assert model.choice_scores_  # the fitted model itself is unchanged
+
+
+def test_a_warm_started_structured_svm_continues_after_skops():
+    """BCFW's state keeps its structure (not a bound method of it): skops.io stores it and a
+    warm start after loading continues as one on the original does."""
+    model, X = _fitted("warm BCFW")
+    loaded = sio.loads(sio.dumps(model), trusted=shared.trusted_types())
+    assert loaded._state.structure is loaded.structure_
+    _, y = _data("grid")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        original = copy.deepcopy(model).fit(X, y)  # (the cached model stays as fitted)
+        np.testing.assert_array_equal(loaded.fit(X, y).coef_, original.coef_)
+    assert not np.array_equal(original.coef_, model.coef_)  # it continued
 
 
 def test_trusted_types_are_sorted_and_name_what_they_import():
