@@ -136,8 +136,8 @@ WEIGHTS_CLASSES = {
         "pmap_sklearn.embeddings.TokenEmbeddings",
         "pmap_sklearn._clusters.TokenClusters",
         "sklearn.pipeline.Pipeline",
-        "sklearn.feature_extraction._dict_vectorizer.DictVectorizer",
-        "sklearn.feature_extraction._hash.FeatureHasher",
+        "sklearn.feature_extraction.DictVectorizer",
+        "sklearn.feature_extraction.FeatureHasher",
     )
 }
 
@@ -199,7 +199,7 @@ def _encoder(arrays: dict):
         if callable(value) and not isinstance(value, type) and value in functions:
             return {"function": functions[value]}
         name = type(value).__name__
-        if WEIGHTS_CLASSES.get(name) != f"{type(value).__module__}.{type(value).__qualname__}":
+        if name not in WEIGHTS_CLASSES or _resolve(WEIGHTS_CLASSES[name]) is not type(value):
             raise TypeError(
                 f"save_weights cannot store {path} (a {name} of {type(value).__module__}"
                 f"{_WHY_NOT.get(name, '')}): the weights format rebuilds only the classes of "
@@ -230,14 +230,11 @@ def save_weights(estimator, path) -> None:
     Parameters
     ----------
     estimator : estimator or Pipeline
-        A fitted learner, structure or :class:`~pmap_sklearn.SequenceVectorizer` of
+        A fitted learner, denoiser, structure or token transformer of
         :data:`WEIGHTS_CLASSES`, or a :class:`~sklearn.pipeline.Pipeline` of them.
         :class:`~pmap_sklearn.TwoStageCRF` and :class:`~pmap_sklearn.NodeTransformer`
-        (they hold a scikit-learn classifier or transformer), a custom solver, and the
-        transformers :class:`~pmap_sklearn.SequenceUnion`,
-        :class:`~pmap_sklearn.TokenEmbeddings` lookups and
-        :class:`~pmap_sklearn.TokenClusters` are refused by name: share them with
-        ``skops.io``.
+        (they hold a scikit-learn classifier or transformer) and a solver of your own are
+        refused by name: share them with ``skops.io``.
     path : str or path-like
         The file to write (``.npz`` by convention).
 
@@ -314,10 +311,11 @@ def _decoder(arrays, path):
             out = np.empty(len(items), dtype=object)
             out[:] = items
             return out
-        if kind == "dtype":
-            return np.dtype(value)
-        if kind == "scalar_type":
-            return np.dtype(value).type
+        if kind in ("dtype", "scalar_type"):
+            dtype = np.dtype(str(value))
+            if dtype.kind not in "biufcUSMm":
+                raise ValueError(f"{path}: settings.json names the dtype {value!r}, not plain data")
+            return dtype if kind == "dtype" else dtype.type
         if kind == "tuple":
             return tuple(decode(v) for v in value)
         if kind == "dict":

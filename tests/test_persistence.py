@@ -4,6 +4,7 @@ weights-only format of :func:`~pmap_sklearn.persistence.save_weights`."""
 
 import copy
 import json
+import re
 import warnings
 import zipfile
 from functools import cache
@@ -279,7 +280,7 @@ def test_a_warm_started_structured_svm_continues_after_skops():
     assert not np.array_equal(original.coef_, model.coef_)  # it continued
 
 
-def test_trusted_types_are_sorted_and_name_what_they_import():
+def test_trusted_types_and_weights_classes_name_what_they_import():
     import importlib
 
     names = shared.trusted_types()
@@ -289,6 +290,9 @@ def test_trusted_types_are_sorted_and_name_what_they_import():
         obj = getattr(importlib.import_module(module), attribute)
         if name.startswith("pmap_sklearn."):
             assert f"{obj.__module__}.{obj.__qualname__}" == name
+    for name, qualified in shared.WEIGHTS_CLASSES.items():  # each resolves, by its own name
+        module, _, attribute = qualified.rpartition(".")
+        assert getattr(importlib.import_module(module), attribute).__name__ == name
 
 
 #: Classes no fitted model holds: bases of the learners and structures, the solver protocol,
@@ -446,6 +450,20 @@ def test_loading_refuses_foreign_files_other_versions_and_unknown_classes(tmp_pa
     _rewrite(path, lambda s: s["model"]["attributes"].update(__class__="x"))
     with pytest.raises(ValueError, match=r"attribute names not allowed: \['__class__'\]"):
         shared.load_weights(path)
+    _rewrite(path, lambda s: s["model"]["attributes"].pop("__class__"))
+    _rewrite(path, lambda s: s["model"]["attributes"].update(dtype_={"dtype": "|O"}))
+    with pytest.raises(ValueError, match=re.escape("names the dtype '|O', not plain data")):
+        shared.load_weights(path)
+
+
+def test_a_fitted_structure_alone_round_trips(tmp_path):
+    model, _ = _fitted("BIO constraints")
+    shared.save_weights(model.structure_, tmp_path / "structure.npz")
+    loaded = shared.load_weights(tmp_path / "structure.npz")
+    assert type(loaded) is type(model.structure_)
+    assert sorted(vars(loaded)) == sorted(vars(model.structure_))
+    np.testing.assert_array_equal(loaded.label_states_, model.structure_.label_states_)
+    assert loaded.get_params() == model.structure_.get_params()
 
 
 def test_a_warm_start_after_loading_weights_fits_afresh(tmp_path):
