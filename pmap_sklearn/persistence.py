@@ -135,6 +135,7 @@ WEIGHTS_CLASSES = {
         "pmap_sklearn.embeddings.SequenceUnion",
         "pmap_sklearn.embeddings.TokenEmbeddings",
         "pmap_sklearn._clusters.TokenClusters",
+        "pmap_sklearn.superpixels.SuperpixelGraphs",
         "sklearn.pipeline.Pipeline",
         "sklearn.feature_extraction.DictVectorizer",
         "sklearn.feature_extraction.FeatureHasher",

@@ -172,6 +172,27 @@ def _special_setups():
             ),
             "tokens",
         ),
+        "hashing pipeline": (
+            lambda: make_pipeline(
+                SequenceVectorizer(token_features, n_features=64), ChainCRF(max_iter=5)
+            ),
+            "tokens",
+        ),
+        "chain of labels": (
+            lambda: ChainCRF(MultiLabelStructure("chain"), max_iter=5),
+            "multilabel",
+        ),
+        "untied tables, contrast, balanced": (
+            lambda: PerturbMAPCRF(
+                GridStructure(
+                    contrast=True, n_states=3, pairwise="table", untied=True, solver="trws"
+                ),
+                class_weight="balanced",
+                max_iter=2,
+                random_state=0,
+            ),
+            "grid",
+        ),
         "node transformer pipeline": (
             lambda: make_pipeline(NodeTransformer(StandardScaler()), ChainCRF(max_iter=5)),
             "chain",
@@ -454,6 +475,26 @@ def test_loading_refuses_foreign_files_other_versions_and_unknown_classes(tmp_pa
     _rewrite(path, lambda s: s["model"]["attributes"].update(dtype_={"dtype": "|O"}))
     with pytest.raises(ValueError, match=re.escape("names the dtype '|O', not plain data")):
         shared.load_weights(path)
+
+
+def test_superpixel_graphs_round_trip(tmp_path):
+    """The photo-to-graph transformer (its parameters only) through both formats."""
+    pytest.importorskip("skimage")
+    from pmap_sklearn import SuperpixelGraphs
+
+    photo = np.random.default_rng(0).random((12, 12, 3))
+    graphs = SuperpixelGraphs(6).fit([photo])
+    shared.save_weights(graphs, tmp_path / "superpixels.npz")
+    loaded = [
+        sio.loads(sio.dumps(graphs), trusted=shared.trusted_types()),
+        shared.load_weights(tmp_path / "superpixels.npz"),
+    ]
+    expected = graphs.transform([photo])[0]
+    for other in loaded:
+        assert other.get_params() == graphs.get_params()
+        got = other.transform([photo])[0]
+        np.testing.assert_array_equal(got.node_features, expected.node_features)
+        np.testing.assert_array_equal(got.segments, expected.segments)
 
 
 def test_a_fitted_structure_alone_round_trips(tmp_path):
