@@ -151,6 +151,9 @@ _WHY_NOT = {
 #: Functions a model may hold as a parameter, by name (the vectorizer's ``token_features``).
 _FUNCTIONS = {"token_features": "pmap_sklearn.datasets._treebank.token_features"}
 
+#: numpy's bit generators, by name, that a ``random_state`` parameter may hold.
+_BIT_GENERATORS = frozenset({"PCG64", "PCG64DXSM", "MT19937", "Philox", "SFC64"})
+
 #: Attributes left out: the fit state only a warm start reads (a warm start after
 #: :func:`load_weights` fits afresh, as after a pickle of ``warm_start=False``).
 _LEFT_OUT = frozenset({"_state"})
@@ -197,6 +200,10 @@ def _encoder(arrays: dict):
                     for i, (k, v) in enumerate(value.items())
                 ]
             }
+        if isinstance(value, np.random.Generator):  # a random_state: its bit generator's state
+            return {"generator": encode(value.bit_generator.state, f"{path}.state")}
+        if isinstance(value, np.random.RandomState):
+            return {"random_state": encode(value.get_state(legacy=False), f"{path}.state")}
         if callable(value) and not isinstance(value, type) and value in functions:
             return {"function": functions[value]}
         name = type(value).__name__
@@ -323,6 +330,18 @@ def _decoder(arrays, path):
             return {str(k): decode(v) for k, v in value.items()}
         if kind == "pairs":
             return {_hashable(decode(k)): decode(v) for k, v in value}
+        if kind in ("generator", "random_state"):
+            state = decode(value)
+            name = state.get("bit_generator") if isinstance(state, dict) else None
+            if name not in _BIT_GENERATORS:
+                raise ValueError(f"{path}: settings.json names the bit generator {name!r}")
+            if kind == "random_state":
+                generator = np.random.RandomState()
+                generator.set_state(state)
+                return generator
+            bits = getattr(np.random, name)()
+            bits.state = state
+            return np.random.Generator(bits)
         if kind == "function" and value in _FUNCTIONS:
             return _resolve(_FUNCTIONS[value])
         if kind == "object":

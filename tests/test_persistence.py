@@ -507,6 +507,32 @@ def test_a_fitted_structure_alone_round_trips(tmp_path):
     assert loaded.get_params() == model.structure_.get_params()
 
 
+@pytest.mark.parametrize("seed", [np.random.default_rng(5), np.random.RandomState(5)])
+def test_a_random_state_object_is_stored_by_its_state(seed, tmp_path):
+    """Marginals by perturbations re-seed from random_state: the same after loading."""
+    X, y = _data("chain")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = PerturbMAPCRF(max_iter=2, random_state=seed).fit(X, y)
+    shared.save_weights(model, tmp_path / "model.npz")
+    loaded = shared.load_weights(tmp_path / "model.npz")
+    assert type(loaded.random_state) is type(seed)
+    for a, b in zip(
+        model.predict_marginals(X[:3], n_perturbations=5),
+        loaded.predict_marginals(X[:3], n_perturbations=5),
+        strict=True,
+    ):
+        np.testing.assert_array_equal(a, b)
+
+    def evil(settings):
+        (node,) = settings["model"]["attributes"]["random_state"].values()
+        node["dict"]["bit_generator"] = "Evil"
+
+    _rewrite(tmp_path / "model.npz", evil)
+    with pytest.raises(ValueError, match="names the bit generator 'Evil'"):
+        shared.load_weights(tmp_path / "model.npz")
+
+
 def test_a_warm_start_after_loading_weights_fits_afresh(tmp_path):
     X, y = _data("chain")
     model = PerturbMAPCRF(max_iter=2, warm_start=True, random_state=0).fit(X, y)
