@@ -35,6 +35,7 @@ from pmap_sklearn import (
     SequenceUnion,
     SequenceVectorizer,
     StructuredSVM,
+    SuperpixelGraphs,
     TokenClusters,
     TokenEmbeddings,
     TwoStageCRF,
@@ -262,6 +263,31 @@ def _assert_predicts_the_same(model, other, X):
         np.testing.assert_array_equal(a, b)
 
 
+def test_every_public_estimator_and_structure_is_in_a_setup():
+    """A new public estimator, transformer or structure must join the setups above."""
+    from sklearn.base import BaseEstimator
+
+    import pmap_sklearn
+
+    public = {
+        obj
+        for obj in (getattr(pmap_sklearn, name) for name in pmap_sklearn.__all__)
+        if isinstance(obj, type) and issubclass(obj, BaseEstimator)
+    }
+    covered = set()
+    for make, _ in SETUPS.values():
+        model = make()
+        covered |= {type(model)} | {
+            type(value)
+            for value in model.get_params(deep=True).values()
+            if isinstance(value, BaseEstimator)
+        }
+        for step in getattr(model, "steps", []):  # the transformers of a union
+            for _, part in getattr(step[1], "transformer_list", []):
+                covered.add(type(part))
+    assert public - covered == {SuperpixelGraphs}  # (test_superpixel_graphs_round_trip)
+
+
 # ---- skops.io -----------------------------------------------------------------------------
 @pytest.mark.parametrize("name", sorted(SETUPS))
 def test_skops_round_trip_with_the_listed_types_trusted(name, tmp_path):
@@ -480,8 +506,6 @@ def test_loading_refuses_foreign_files_other_versions_and_unknown_classes(tmp_pa
 def test_superpixel_graphs_round_trip(tmp_path):
     """The photo-to-graph transformer (its parameters only) through both formats."""
     pytest.importorskip("skimage")
-    from pmap_sklearn import SuperpixelGraphs
-
     photo = np.random.default_rng(0).random((12, 12, 3))
     graphs = SuperpixelGraphs(6).fit([photo])
     shared.save_weights(graphs, tmp_path / "superpixels.npz")
