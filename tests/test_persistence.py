@@ -506,8 +506,10 @@ def test_loading_refuses_foreign_files_other_versions_and_unknown_classes(tmp_pa
 def test_superpixel_graphs_round_trip(tmp_path):
     """The photo-to-graph transformer (its parameters only) through both formats."""
     pytest.importorskip("skimage")
-    photo = np.random.default_rng(0).random((12, 12, 3))
-    graphs = SuperpixelGraphs(6).fit([photo])
+    photo = np.zeros((12, 12, 3))  # four colour patches, some noise
+    photo[:6, :6, 0] = photo[6:, :6, 1] = photo[:6, 6:, 2] = 1.0
+    photo = np.clip(photo + np.random.default_rng(0).normal(0, 0.02, photo.shape), 0, 1)
+    graphs = SuperpixelGraphs(4).fit([photo])
     shared.save_weights(graphs, tmp_path / "superpixels.npz")
     loaded = [
         sio.loads(sio.dumps(graphs), trusted=shared.trusted_types()),
