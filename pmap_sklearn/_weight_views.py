@@ -195,20 +195,31 @@ def transition_features(estimator) -> dict:
         ``{(state_from, state_to): weight}``, each state named ``(label, j)``
         (:func:`explain_weights`, Notes).
 
+        A multi-label model (:class:`~pmap_sklearn.MultiLabelStructure`) gives the 2×2 table
+        of each edge ``(l, m)`` of its label graph: ``{((l, a), (m, b)): weight}``, the score
+        of label column l taking value a while label m takes value b
+        (``structure_.tables(coef_)`` over ``structure_.edges_``); an empty dict with
+        ``label_graph="independent"``.
+
     Raises
     ------
     ValueError
-        For a model that is not on chains (grids, graphs, multi-label: their pairwise weights
-        are not label transitions).
+        For a model on grids or graphs (their pairwise weights are per edge feature, not label
+        transitions).
     """
     model = estimator[-1] if isinstance(estimator, Pipeline) else estimator
     check_is_fitted(model, "coef_")
     structure = getattr(model, "structure_", None)
     if getattr(structure, "sample_kind", None) == "multilabel":
-        raise ValueError(
-            f"{type(model).__name__} is a multi-label model: its label edges have 2×2 tables "
-            "(structure_.tables(coef_), over structure_.edges_), not label transitions"
-        )
+        tables = structure.tables(model.coef_)
+        edges, a, b = np.nonzero(tables)
+        pairs = structure.edges_[edges].tolist()
+        return {
+            ((first, i), (second, j)): float(tables[e, i, j])
+            for (first, second), e, i, j in zip(
+                pairs, edges.tolist(), a.tolist(), b.tolist(), strict=True
+            )
+        }
     if getattr(structure, "sample_kind", None) != "chain":
         raise ValueError(
             f"{type(model).__name__} is not a chain model: its pairwise weights are per edge "

@@ -505,8 +505,46 @@ def test_multilabel_weights_are_each_labels_logistic_coefficients():
     weights = state_features(model, feature_names=list("abcde"))
     assert weights[("c", 1)] == pytest.approx(coefficients[2, 1])
     assert weights[("<bias>", 2)] == pytest.approx(intercept[2])
-    with pytest.raises(ValueError, match="multi-label model.*tables"):
-        transition_features(model)
+    assert transition_features(model) == {}  # no label edge
+
+
+def test_multilabel_weight_views_name_labels_and_label_pairs():
+    """On a Chow–Liu tree (a pipeline with a scaler, names from it) the views have one bias and
+    one row per feature for each label column, and the label-pair tables keyed by the labels
+    and values of each label edge."""
+    from sklearn.datasets import make_multilabel_classification
+    from sklearn.preprocessing import StandardScaler
+
+    from pmap_sklearn import ChainCRF, MultiLabelStructure
+
+    X, Y = make_multilabel_classification(60, n_features=4, n_classes=3, random_state=0)
+    pipe = make_pipeline(StandardScaler(), ChainCRF(MultiLabelStructure("tree"))).fit(X, Y)
+    structure, coef = pipe[-1].structure_, pipe[-1].coef_
+    coefficients = structure.label_coefficients(coef)  # (labels, features + bias)
+    explanation = explain_weights(pipe, top=10)
+    assert explanation.classes.tolist() == [0, 1, 2] == explanation.states.tolist()
+    assert explanation.weights.shape == (5, 3)
+    np.testing.assert_allclose(explanation.weights, coefficients.T)
+    weights = state_features(pipe)
+    assert {label for _, label in weights} == {0, 1, 2}
+    assert {name for name, _ in weights} == {"x0", "x1", "x2", "x3", "<bias>"}
+    assert weights[("<bias>", 1)] == pytest.approx(coefficients[1, -1])
+    assert weights[("x3", 2)] == pytest.approx(coefficients[2, 3])
+    for label in range(3):  # each label's own features, sorted by weight
+        listed = explanation.positive[label] + explanation.negative[label]
+        assert {name for name, _ in listed} <= {"x0", "x1", "x2", "x3", "<bias>"}
+        assert [w for _, w in explanation.positive[label]] == sorted(
+            coefficients[label][coefficients[label] > 0], reverse=True
+        )
+    tables = structure.tables(coef)
+    assert len(structure.edges_) == 2  # a spanning tree of 3 labels
+    pairs = transition_features(pipe)
+    assert len(pairs) == np.count_nonzero(tables)
+    for e, (first, second) in enumerate(structure.edges_.tolist()):
+        for a in (0, 1):
+            for b in (0, 1):
+                entry = pairs.get(((first, a), (second, b)), 0.0)
+                assert entry == pytest.approx(tables[e, a, b])
 
 
 def test_weight_views_list_each_hidden_state(short_chains):
