@@ -61,7 +61,21 @@ class EdgeFeatureStructure(BaseStructure):
                 "pairwise relations of their own; use pairwise='table' (a table between "
                 "states), or n_states_per_label=None"
             )
+        n_hidden = getattr(self, "n_hidden_states", 0)
+        if self.pairwise == "potts" and n_hidden and self._has_hidden_edges(X):
+            raise ValueError(
+                f"n_hidden_states={n_hidden!r} needs pairwise='table', got pairwise='potts' "
+                "on graphs whose edges reach hidden nodes: a Potts term only asks whether the "
+                "two ends differ (a hidden node's state always differs from a visible label), "
+                "so no edge can prefer one hidden state to another; use pairwise='table' (a "
+                "table between states)"
+            )
         return self
+
+    def _has_hidden_edges(self, X) -> bool:
+        """Whether some training sample has an edge touching a hidden node (none by default:
+        only graphs have hidden nodes)."""
+        return False
 
     def _has_edges(self, X) -> bool:
         """Whether some training sample has an edge (by default: some sample has two nodes)."""

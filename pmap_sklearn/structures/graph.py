@@ -81,6 +81,25 @@ class GraphStructure(EdgeFeatureStructure):
                 return True
         return False
 
+    def _has_hidden_edges(self, X) -> bool:
+        """Whether some graph has an edge touching one of its hidden nodes (numbered after
+        the visible ones); a malformed sample is left to :meth:`_parse_sample`."""
+        for x in X:
+            if isinstance(x, tuple | list) and not isinstance(x, GraphSample):
+                try:
+                    x = GraphSample(*x)
+                except TypeError:
+                    continue
+            if not isinstance(x, GraphSample) or not _is_count(x.n_hidden_nodes):
+                continue
+            try:
+                edges = np.asarray(x.edges, dtype=float)
+                if edges.size and edges.max() >= len(x.node_features):
+                    return True
+            except (TypeError, ValueError):
+                continue
+        return False
+
     def _parse_sample(self, x, index):
         if isinstance(x, tuple | list) and not isinstance(x, GraphSample):
             x = GraphSample(*x)
@@ -150,3 +169,8 @@ class GraphStructure(EdgeFeatureStructure):
         if n_hidden:
             sizes = np.concatenate([sizes, np.ones(n_hidden)])
         return ParsedSample(features, edges, edge_features, sizes, (n,), None, int(n_hidden))
+
+
+def _is_count(value) -> bool:
+    """Whether ``value`` is an int >= 1 (not a bool)."""
+    return not isinstance(value, bool) and isinstance(value, int | np.integer) and value > 0

@@ -278,6 +278,24 @@ def test_hidden_states_with_potts_terms_are_refused_on_edges(structure, X, y):
     assert fitted.n_states_ == 4
 
 
+def test_hidden_nodes_with_potts_terms_are_refused_on_their_edges():
+    """A hidden node's state always differs from a visible label: its Potts terms are the same
+    for every hidden state."""
+    X = [GraphSample(np.ones((3, 2)), [[0, 1], [1, 2], [2, 3]], n_hidden_nodes=1)]
+    y = [np.array([0, 1, 1])]
+    with pytest.raises(ValueError, match=r"n_hidden_states=2 needs pairwise='table', got "):
+        GraphStructure(n_hidden_states=2).fit(X, y)
+    as_tuples = [(np.ones((3, 2)), [[3, 0]], None, None, None, 1)]
+    with pytest.raises(ValueError, match="edges reach hidden nodes"):
+        GraphStructure(n_hidden_states=1).fit(as_tuples, y)
+    assert GraphStructure(pairwise="table", n_hidden_states=2).fit(X, y).n_states_ == 4
+    # a hidden node with no edge, or no hidden node at all: nothing to tell apart by edges
+    apart = [GraphSample(np.ones((3, 2)), [[0, 1], [1, 2]], n_hidden_nodes=1)]
+    assert GraphStructure(n_hidden_states=2).fit(apart, y).n_states_ == 4
+    visible = [GraphSample(np.ones((3, 2)), [[0, 1], [1, 2]])]
+    assert GraphStructure(n_hidden_states=2).fit(visible, y).n_states_ == 4
+
+
 def test_states_are_laid_out_label_by_label_then_hidden():
     structure = GraphStructure(pairwise="table", n_states_per_label=[1, 3], n_hidden_states=2)
     X = [GraphSample(np.ones((3, 2)), [[0, 1], [1, 2], [2, 3]], n_hidden_nodes=1)]
@@ -318,7 +336,9 @@ def test_hidden_nodes_are_checked():
     with pytest.raises(ValueError, match="n_hidden_nodes must be an int >= 0"):
         StructuredSVM(GraphStructure(n_hidden_states=2)).fit(bad, [np.array([0, 1])])
     with pytest.raises(ValueError, match=r"y has shape \(3,\), expected \(2,\) .*visible node"):
-        StructuredSVM(GraphStructure(n_hidden_states=2)).fit(X, [np.array([0, 1, 1])])
+        StructuredSVM(GraphStructure(pairwise="table", n_hidden_states=2)).fit(
+            X, [np.array([0, 1, 1])]
+        )
     with pytest.raises(ValueError, match="n_hidden_states must be an int >= 0"):
         StructuredSVM(GraphStructure(n_hidden_states=-2)).fit(X, [np.array([0, 1])])
 
