@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 
 import numpy as np
+from scipy import sparse
 from sklearn.metrics import f1_score, make_scorer
 from sklearn.metrics._scorer import _BaseScorer
 
@@ -125,11 +126,71 @@ hamming_scorer = _SampleScorer(_hamming_score, "hamming_scorer")
 weighted_hamming_scorer = _SampleScorer(_weighted_hamming_score, "weighted_hamming_scorer")
 
 
-#: The example-based F1 of ``estimator.predict(X)`` (:func:`multilabel_scores`): scikit-learn's
-#: ``"f1_samples"`` scorer with a sample that has no true and no predicted label scoring 1
-#: instead of 0 with a warning. Subset accuracy is scikit-learn's ``"accuracy"`` scorer and
-#: ``1 −`` the Hamming loss is :data:`hamming_scorer`.
-example_f1_scorer = make_scorer(f1_score, average="samples", zero_division=1.0)
+def _check_multilabel(estimator, y, scorer: str) -> None:
+    """Refuse, naming ``scorer``, a model that is not multi-label (its structure's samples
+    are chains, grids or graphs) or labels ``y`` that are not an (n_samples, n_labels)
+    indicator matrix."""
+    structure = getattr(_scored_model(estimator), "structure_", None)
+    kind = getattr(structure, "sample_kind", None)
+    if kind is not None and kind != "multilabel":
+        raise ValueError(
+            f"{scorer} needs multi-label data (an (n_samples, n_labels) 0/1 indicator matrix, "
+            f"MultiLabelStructure's Y), got a model on {kind} samples: score it with a scorer "
+            "of node labels (hamming_scorer, flat_f1_scorer, global_accuracy_scorer, ...)"
+        )
+    if sparse.issparse(y):
+        return
+    try:
+        shape = np.shape(y)
+    except ValueError:  # ragged: one label array per sample
+        shape = (len(y),)
+    if len(shape) != 2:
+        raise ValueError(
+            f"{scorer} needs multi-label data: y must be an (n_samples, n_labels) 0/1 "
+            f"indicator matrix (MultiLabelStructure's Y), got {len(y)} samples that are not "
+            "rows of one such matrix"
+        )
+
+
+def _example_f1_score(estimator, X, y, sample_weight=None) -> float:
+    """The example-based F1 of ``estimator.predict(X)`` (:func:`multilabel_scores`):
+    scikit-learn's ``"f1_samples"`` scorer with a sample that has no true and no predicted
+    label scoring 1 instead of 0 with a warning. Subset accuracy is scikit-learn's
+    ``"accuracy"`` scorer and ``1 −`` the Hamming loss is :data:`hamming_scorer`.
+
+    Parameters
+    ----------
+    estimator : fitted estimator
+        A multi-label model (e.g. on :class:`~pmap_sklearn.MultiLabelStructure`).
+    X : array-like or sparse matrix of shape (n_samples, n_features)
+    y : array-like or sparse matrix of shape (n_samples, n_labels)
+        0/1 indicator matrix.
+    sample_weight : array-like of shape (n_samples,), optional
+        One weight per sample (routed to the scorer with
+        ``set_score_request(sample_weight=True)`` under metadata routing).
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    ValueError
+        For a model on chains, grids or graphs, or labels that are not an indicator matrix.
+    """
+    _check_multilabel(estimator, y, "example_f1_scorer")
+    return float(
+        f1_score(
+            y,
+            estimator.predict(X),
+            average="samples",
+            zero_division=1.0,
+            sample_weight=sample_weight,
+        )
+    )
+
+
+example_f1_scorer = _SampleScorer(_example_f1_score, "example_f1_scorer")
 
 
 #: Entity-level F1 of ``estimator.predict(X)`` (IOB1, IOB2 or BIOES tags, ``O`` outside): a

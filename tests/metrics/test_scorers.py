@@ -137,3 +137,45 @@ def test_score_lays_grid_predictions_out_as_the_labels_it_is_given(rng):
     assert weighted_hamming_scorer(model, X, flat) == pytest.approx(
         weighted_hamming_scorer(model, X, images)
     )
+
+
+def test_example_f1_scorer_needs_multilabel_data(rng):
+    """On a multi-label model it is scikit-learn's example-based F1 (with sample weights); a
+    model on chains or grids, or labels that are not an indicator matrix, are refused by name
+    instead of failing inside numpy."""
+    from sklearn.datasets import make_multilabel_classification
+    from sklearn.dummy import DummyClassifier
+    from sklearn.metrics import f1_score
+
+    from pmap_sklearn import ChainCRF, MultiLabelStructure, hamming_scorer
+    from pmap_sklearn.datasets import make_chain_data
+    from pmap_sklearn.metrics import example_f1_scorer, flat_f1_scorer
+
+    X, Y = make_multilabel_classification(40, n_features=4, n_classes=3, random_state=0)
+    multilabel = ChainCRF(MultiLabelStructure("tree")).fit(X, Y)
+    predicted = multilabel.predict(X)
+    expected = f1_score(Y, predicted, average="samples", zero_division=1.0)
+    assert example_f1_scorer(multilabel, X, Y) == pytest.approx(expected)
+    weights = rng.random(40)
+    assert example_f1_scorer(multilabel, X, Y, sample_weight=weights) == pytest.approx(
+        f1_score(Y, predicted, average="samples", zero_division=1.0, sample_weight=weights)
+    )
+    # the scorers of node labels read a multi-label model's rows as its nodes
+    assert hamming_scorer(multilabel, X, Y) == pytest.approx(1 - np.mean(predicted != Y))
+    assert 0 < flat_f1_scorer(multilabel, X, Y) <= 1
+
+    data = make_chain_data(n_samples=8, n_states=3, n_features=3, random_state=0)
+    chain = ChainCRF(max_iter=5).fit(data.data, data.target)
+    with pytest.raises(ValueError, match="example_f1_scorer needs multi-label data.*chain"):
+        example_f1_scorer(chain, data.data, data.target)
+    images = [rng.integers(0, 2, size=(3, 4)) for _ in range(3)]
+    grid = PerturbMAPCRF("grid", max_iter=2, random_state=0).fit(
+        [m[:, :, None] + rng.normal(0, 0.5, (3, 4, 1)) for m in images], images
+    )
+    with pytest.raises(ValueError, match="example_f1_scorer needs multi-label data.*grid"):
+        example_f1_scorer(grid, [m[:, :, None] * 1.0 for m in images], images)
+    # a model without a structure: the labels decide
+    dummy = DummyClassifier().fit(np.zeros((2, 1)), [0, 1])
+    ragged = [np.array([0, 1]), np.array([1])]
+    with pytest.raises(ValueError, match=r"example_f1_scorer .* \(n_samples, n_labels\)"):
+        example_f1_scorer(dummy, np.zeros((2, 1)), ragged)
