@@ -52,7 +52,9 @@ FRAGMENTS = {
     :func:`~pmap_sklearn.inspection.entity_probabilities` (the perturbed MAPs for the
     perturb-and-MAP learners, the default marginals' otherwise and after
     ``calibrate_marginals``). ``"exact"`` events are exact with hidden states too: summed
-    over the states of each label (the "Hidden states" guide).""",
+    over the states of each label (the "Hidden states" guide); ``method="exact"`` asked of a
+    solver that cannot answer the query exactly (approximate marginals, no exact query of
+    its kind) is refused, where the default method would estimate it from draws.""",
     "lbfgs_warm_start": r"""warm_start : bool, default=False
     Start from the previous ``coef_`` on the same data (``X`` and ``y``) and parameters, when
     the previous fit was made with ``warm_start=True``; after a change of the data or of

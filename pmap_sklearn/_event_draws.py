@@ -161,13 +161,14 @@ def exact_event_log_probabilities(model, solver, problem, nodes, codes, events) 
 def exact_span_log_probabilities(model, solver, problem, labels, spans, before, after):
     """The exact ``log P`` of entity spans on chains (:func:`span_log_probabilities`): the
     span's labels, a label before it outside ``before`` and one after it outside ``after``;
-    with hidden states, one event of label sets per span (the states of its labels, of the
-    labels allowed before and after it) summed over the states that show it.
+    with hidden states, or with an exact solver that has no span query (forests, brute
+    force), one event of label sets per span (the states of its labels, of the labels
+    allowed before and after it) summed over the states that show it.
 
     Parameters
     ----------
     model : fitted estimator
-    solver : ChainSolver
+    solver : ExactEvents
     problem : Problem
     labels : ndarray of shape (n_nodes,)
         The label codes the spans take.
@@ -182,8 +183,9 @@ def exact_span_log_probabilities(model, solver, problem, labels, spans, before, 
     """
     potentials = conditioned_potentials(model, problem)
     structure = model.structure_
-    if not structure.has_hidden_states_:
+    if not structure.has_hidden_states_ and hasattr(solver, "span_log_probabilities"):
         return solver.span_log_probabilities(potentials, labels, spans, before, after)
+    # set events: those of the chain solver's states, or each label alone on the others
     states = structure.label_states_[: structure.n_labels_]  # (K, n_states)
     offsets, lengths = problem.batch.node_offsets, problem.batch.lengths
     nodes, allowed, events = [], [], []

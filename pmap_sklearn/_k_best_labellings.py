@@ -91,21 +91,21 @@ def k_best_labellings(
     >>> len(k_best_labellings(model, X[:1], k=10)[0][0])  # a chain of 2 nodes has 4
     4
     """
-    from .inspection import _check_n_draws, _drawn, _event_method, _exact_solver, _joint_model
+    from .inspection import _check_n_draws, _drawn, _event_method, _exact_query, _joint_model
 
     if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
         raise ValueError(f"k must be an int >= 1, got {k!r}")
     _check_n_draws(n_draws)
     model, X = _joint_model(estimator, X, "labellings")
-    method = _event_method(model, method)
+    asked, method = method, _event_method(model, method)
     structure = model.structure_
-    solver = _exact_solver(model, "k_best", method)
-    if solver is None and method == "exact" and getattr(structure, "has_hidden_states_", False):
+    if method == "exact" and getattr(structure, "has_hidden_states_", False):
         raise ValueError(
             "method='exact' with hidden states: the most probable labellings of the visible "
             "labels sum over the hidden states, which no solver lists exactly; use "
             "method='perturb' (the perturbed MAPs' labels ranked by frequency)"
         )
+    solver = _exact_query(model, "k_best", method, asked, "the most probable labellings")
     if solver is not None:
 
         def chunk_labellings(index, known, _):

@@ -104,7 +104,7 @@ def entity_probabilities(
     _check_n_draws(n_draws)
     tol = check_tol(tol)
     model, X = _joint_model(estimator, X, "entities")
-    method = _event_method(model, method)
+    asked, method = method, _event_method(model, method)
     predicted = model.predict(X, known_labels=known_labels)
     classes = model.classes_.tolist()
     split = [_split_tag(tag, outside) for tag in classes]  # names the tags it cannot read
@@ -122,7 +122,8 @@ def entity_probabilities(
     before, after = np.array(before, bool), np.array(after, bool)
     structure = model.structure_
     # exact where the solver has the capability for the distribution asked
-    exact = _exact_solver(model, "span_log_probabilities", method) is not None
+    exact = _exact_query(model, "set_event_log_probabilities", method, asked, "entities")
+    exact = exact is not None
     if not spans:
         probability = np.zeros(0)
     elif exact:  # sequences in chunks of bounded memory, as the predictions take them
@@ -246,8 +247,8 @@ def sequence_probabilities(
         codes = structure.visible_labels(codes)
     else:
         codes = _labelling_codes(model, batch, X, y)
-    method = _event_method(model, method)
-    solver = _exact_solver(model, "event_log_probabilities", method)
+    asked, method = method, _event_method(model, method)
+    solver = _exact_query(model, "event_log_probabilities", method, asked, "labellings")
     if solver is not None:  # each sample's labelling is one event over its visible nodes
         nodes = np.flatnonzero((codes >= 0) & (codes < len(model.classes_)))
         probability = np.ones(batch.n_samples)  # a sample without nodes: its empty labelling
@@ -276,9 +277,10 @@ def edge_marginals(
     """The pairwise marginals of every edge, :math:`P(y_i = a, y_j = b)`: on chains the
     transition marginals :math:`P(y_d = a, y_{d+1} = b)`.
 
-    For a distribution a solver gives exactly (``method="exact"`` on chains: forward–backward)
-    they are exact, and summed over ``b`` (over ``a``) they are the node marginals of
-    :meth:`predict_marginals` with ``method="exact"`` at the edge's first (second) node.
+    For a distribution a solver gives exactly (``method="exact"`` on chains: forward–backward;
+    forests: sum-product; ``solver="brute_force"``: enumeration) they are exact, and summed
+    over ``b`` (over ``a``) they are the node marginals of :meth:`predict_marginals` with
+    ``method="exact"`` at the edge's first (second) node.
     Elsewhere they are the frequencies of each label pair over ``n_draws`` draws of
     :meth:`sample` (summed, the node frequencies of those draws). Transition constraints
     (``ChainStructure(constraints=...)``) give their forbidden pairs zero.
@@ -305,8 +307,9 @@ def edge_marginals(
     Raises
     ------
     ValueError
-        For an estimator without marginals, or a model with hidden nodes (whose labels no
-        draw shows).
+        For an estimator without marginals, a model with hidden nodes (whose labels no
+        draw shows), or ``method="exact"`` asked of a solver without exact edge marginals
+        (approximate marginals: message passing, mean field).
 
     Examples
     --------
@@ -327,8 +330,8 @@ def edge_marginals(
     batch = problem.batch
     if batch.hidden is not None and batch.hidden.any():
         raise ValueError("the model has hidden nodes: their edges have no labels to count")
-    method = _event_method(model, method)
-    solver = _exact_solver(model, "edge_marginals", method)
+    asked, method = method, _event_method(model, method)
+    solver = _exact_query(model, "edge_marginals", method, asked, "edge marginals")
     if solver is not None:
         pair = exact_edge_marginals(model, solver, problem)
     else:
@@ -415,8 +418,8 @@ def region_probabilities(
     codes = model._map(batch, model.coef_, problem.labels, problem.label_sets)
     codes = structure.visible_labels(codes)
     region, offsets = _regions(batch, codes)
-    method = _event_method(model, method)
-    solver = _exact_solver(model, "event_log_probabilities", method)
+    asked, method = method, _event_method(model, method)
+    solver = _exact_query(model, "event_log_probabilities", method, asked, "regions")
     if solver is not None:  # every region one event: its nodes clamped to its label
         nodes = np.flatnonzero(region >= 0)
         log_p = exact_event_log_probabilities(
@@ -568,6 +571,30 @@ def _exact_solver(model, capability: str, method: str | None = None):
     if (hasattr(solver, capability) if able is None else able) and method == "exact":
         return solver
     return None
+
+
+def _exact_query(model, capability: str, method: str, asked, what: str):
+    """:func:`_exact_solver`, refusing by name a ``method="exact"`` the caller asked for that
+    the model's solver cannot answer exactly (its marginals are approximate, or it has no
+    exact query of that kind), instead of estimating it from draws without a word. A solver
+    without marginals is left to the draws, which name it."""
+    from ._backend import SOLVERS
+
+    solver = _exact_solver(model, capability, method)
+    own = model.structure_.solver_
+    if solver is None and asked == "exact" and own.has_marginals:
+        able = [
+            repr(name)
+            for name, kind in SOLVERS.items()
+            if getattr(kind.capabilities, capability, hasattr(kind, capability)) is True
+        ]
+        raise ValueError(
+            f"method='exact': the {own.name!r} solver of {type(model).__name__} gives no "
+            f"exact probabilities of {what} (no {capability}); leave method unset for "
+            "frequencies over draws of the estimator's model, or use a solver that has "
+            f"{capability} ({', '.join(able)}) where the structure takes it"
+        )
+    return solver
 
 
 def _check_n_draws(n_draws) -> None:

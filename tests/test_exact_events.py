@@ -26,6 +26,9 @@ EXACT_SETUPS = {
     "brute-force-2-states": lambda: PerturbMAPCRF(
         ChainStructure(n_states_per_label=2, solver="brute_force"), max_iter=3, random_state=0
     ),
+    "forest-2-states": lambda: PerturbMAPCRF(
+        ChainStructure(n_states_per_label=2, solver="forest"), max_iter=3, random_state=0
+    ),
     "brute-force-hidden-node": lambda: PerturbMAPCRF(
         GraphStructure(pairwise="table", n_hidden_states=2, solver="brute_force"),
         max_iter=3,
@@ -92,8 +95,8 @@ def test_exact_region_probabilities_and_edges_sum_over_the_hidden_states(exact_s
             inside = region.ravel() == r
             expected = p[(shown[:, inside] == best[inside]).all(axis=1)].sum()
             np.testing.assert_allclose(value, expected, rtol=1e-9)
-        if not hasattr(model.structure_.solver_, "edge_marginals"):
-            continue  # hidden nodes (no edge of labels), or no exact pair marginals
+        if model.structure_.prepare([x]).hidden is not None:
+            continue  # hidden nodes: no edge of labels
         (pair,) = edge_marginals(model, [x], method="exact")
         for e in range(len(x) - 1):
             expected = [[p[(shown[:, e] == a) & (shown[:, e + 1] == b)].sum() for b in (0, 1)]
@@ -103,11 +106,21 @@ def test_exact_region_probabilities_and_edges_sum_over_the_hidden_states(exact_s
         np.testing.assert_allclose(pair.sum(axis=2), marginals[:-1], rtol=1e-9)
 
 
-def test_exact_entity_probabilities_sum_over_the_hidden_states():
-    """A tagger with two states per tag: each entity's probability is the brute-force sum,
-    over the state sequences, of those whose tags hold the entity by conlleval's rules."""
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: ChainCRF(ChainStructure(n_states_per_label=2), alpha=0.1, max_iter=20),
+        lambda: PerturbMAPCRF(ChainStructure(solver="forest"), max_iter=3, random_state=0),
+        lambda: PerturbMAPCRF(ChainStructure(solver="brute_force"), max_iter=3, random_state=0),
+    ],
+    ids=["chain-2-states", "forest", "brute-force"],
+)
+def test_exact_entity_probabilities_sum_over_the_hidden_states(make):
+    """A tagger with two states per tag, or on an exact solver without a span query (forest,
+    brute force): each entity's probability is the brute-force sum, over the state
+    sequences, of those whose tags hold the entity by conlleval's rules."""
     X, y = _tagging_data(n=40)
-    crf = ChainCRF(ChainStructure(n_states_per_label=2), alpha=0.1, max_iter=20).fit(X, y)
+    crf = make().fit(X, y)
     features = X[:4]
     exact = entity_probabilities(crf, features, method="exact")
     assert entity_probabilities(crf, features, method="exact", random_state=2) == exact
@@ -123,3 +136,58 @@ def test_exact_entity_probabilities_sum_over_the_hidden_states():
             np.testing.assert_allclose(probability, p[held].sum(), rtol=1e-9)
             checked += 1
     assert checked >= 2
+
+
+def test_exact_edge_marginals_of_a_loopy_graph_by_enumeration():
+    """Edge marginals of the brute-force solver on a triangle with two states for label 1:
+    the sums over the states of each label pair, in the orientation of the edges,
+    conditional on known labels too."""
+    from pmap_sklearn import GraphSample
+
+    rng = np.random.default_rng(0)
+    edges, n = [[0, 1], [2, 1], [0, 2]], 3
+    X = [GraphSample(rng.normal(size=(n, 2)), np.array(edges)) for _ in range(12)]
+    y = [(x.node_features[:, 0] > 0).astype(int) for x in X]
+    structure = GraphStructure(pairwise="table", n_states_per_label=[1, 2], solver="brute_force")
+    model = PerturbMAPCRF(structure, max_iter=3, random_state=0).fit(X, y)
+    x = X[0]
+    _, _, shown, p = _state_enumeration(model, x)
+    (pair,) = edge_marginals(model, [x], method="exact")
+    for e, (i, j) in enumerate(edges):
+        expected = [[p[(shown[:, i] == a) & (shown[:, j] == b)].sum() for b in (0, 1)]
+                    for a in (0, 1)]  # fmt: skip
+        np.testing.assert_allclose(pair[e], expected, rtol=1e-9, atol=1e-12)
+    known = np.array([1, -1, -1])
+    (given,) = edge_marginals(model, [x], known_labels=[known], method="exact")
+    held = shown[:, 0] == 1
+    for e, (i, j) in enumerate(edges):
+        expected = [[p[held & (shown[:, i] == a) & (shown[:, j] == b)].sum() for b in (0, 1)]
+                    for a in (0, 1)]  # fmt: skip
+        np.testing.assert_allclose(given[e], np.array(expected) / p[held].sum(), rtol=1e-9)
+
+
+def test_exact_events_are_refused_where_the_solver_has_no_exact_query():
+    """method="exact" asked of a solver whose marginals are approximate, or without an exact
+    query of that kind, is refused by name instead of answered from draws; the default
+    method still estimates from draws."""
+    from pmap_sklearn import GraphSample, MultiLabelStructure
+    from pmap_sklearn.inspection import k_best_labellings
+
+    rng = np.random.default_rng(0)
+    triangle = np.array([[0, 1], [1, 2], [2, 0]])
+    X = [GraphSample(rng.normal(size=(3, 2)), triangle) for _ in range(8)]
+    y = [(x.node_features[:, 0] > 0).astype(int) for x in X]
+    structure = GraphStructure(pairwise="table", solver="message_passing")
+    model = PerturbMAPCRF(structure, max_iter=2, random_state=0).fit(X, y)
+    for query in (edge_marginals, sequence_probabilities, region_probabilities):
+        with pytest.raises(ValueError, match="method='exact': the 'message_passing' solver"):
+            query(model, X[:1], method="exact")
+    with pytest.raises(ValueError, match="no exact probabilities of the most probable"):
+        k_best_labellings(model, X[:1], method="exact")
+    assert edge_marginals(model, X[:1], n_draws=20)[0].shape == (3, 2, 2)
+    features = rng.normal(size=(30, 3))
+    labels = (features[:, :2] > 0).astype(int)
+    forest = ChainCRF(MultiLabelStructure("chain")).fit(features, labels)
+    with pytest.raises(ValueError, match="'forest' solver .*no k_best.*'viterbi', 'brute_force'"):
+        k_best_labellings(forest, features[:1], method="exact")
+    assert len(k_best_labellings(forest, features[:1], k=2, n_draws=50)[0][0]) <= 2

@@ -222,8 +222,34 @@ class BruteForceSolver(ExactEvents, Solver):
         return labels, log_p
 
     def marginals(self, potentials, clamp=None):
+        node, pair, log_z = self._enumerated_tables(potentials, clamp)
+        kind = potentials.pairwise_kind
+        return Marginals(Statistics(node, pairwise_statistics(pair, kind)), log_z)
+
+    def edge_marginals(self, potentials, clamp=None) -> np.ndarray:
+        """Exact pairwise marginals of every edge, ``P(y_i = a, y_j = b)``, by enumeration:
+        the probabilities of the labellings summed by the label pair each gives the edge.
+
+        Parameters
+        ----------
+        potentials : Potentials
+            Tiny models (K^D labellings are enumerated per sample).
+        clamp : ndarray of shape (n_nodes,), optional
+            A label ``>= 0`` fixes the node's label: the marginals are conditional on it.
+
+        Returns
+        -------
+        ndarray of shape (n_edges, K, K)
+            In the orientation of ``potentials.edges`` (first end, second end); summed over
+            ``b`` (``a``) they are the node marginals of the edge's first (second) node.
+        """
+        return self._enumerated_tables(potentials, clamp)[1]
+
+    def _enumerated_tables(self, potentials, clamp):
+        """The node marginals (n_nodes, K), the edge marginals (n_edges, K, K) and ``log Z``
+        of every sample, by enumeration."""
         groups = self._groups(potentials, clamp)
-        kind, k = potentials.pairwise_kind, potentials.n_states
+        k = potentials.n_states
         node = np.zeros(potentials.unary.shape)
         pair = np.zeros((potentials.n_edges, k, k))
         log_z = np.zeros(potentials.n_samples)
@@ -245,7 +271,7 @@ class BruteForceSolver(ExactEvents, Solver):
                 node[potentials.node_offsets[i] : potentials.node_offsets[i + 1]] = sample_node
                 pair[potentials.edge_offsets[i] : potentials.edge_offsets[i + 1]] = sample_pair
                 log_z[i] = sample_log_z
-        return Marginals(Statistics(node, pairwise_statistics(pair, kind)), log_z)
+        return node, pair, log_z
 
     def _enumerated_marginals(self, potentials, clamp, samples):
         """Per sample ``(i, node marginals, edge marginals (E, K, K), log Z)``, streaming over

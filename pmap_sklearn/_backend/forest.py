@@ -365,6 +365,31 @@ class ForestSolver(ExactEvents, Solver):
         return labels
 
     def marginals(self, potentials, clamp=None):
+        node, pair, log_z = self._sum_product(potentials, clamp)
+        statistics = Statistics(node, pairwise_statistics(pair, potentials.pairwise_kind))
+        return Marginals(statistics, log_z)
+
+    def edge_marginals(self, potentials, clamp=None) -> np.ndarray:
+        """Exact pairwise marginals of every edge, ``P(y_i = a, y_j = b)``, by sum-product.
+
+        Parameters
+        ----------
+        potentials : Potentials
+            Forests once the clamped nodes are removed.
+        clamp : ndarray of shape (n_nodes,), optional
+            A label ``>= 0`` fixes the node's label: the marginals are conditional on it.
+
+        Returns
+        -------
+        ndarray of shape (n_edges, K, K)
+            In the orientation of ``potentials.edges`` (first end, second end); summed over
+            ``b`` (``a``) they are the node marginals of the edge's first (second) node.
+        """
+        return self._sum_product(potentials, clamp)[1]
+
+    def _sum_product(self, potentials, clamp):
+        """The node marginals (n_nodes, K), the edge marginals (n_edges, K, K) and ``log Z``
+        of every sample."""
         node = np.zeros(potentials.unary.shape)
         pair = np.zeros((potentials.n_edges,) + (potentials.n_states,) * 2)
         log_z = np.zeros(potentials.n_samples)
@@ -381,8 +406,7 @@ class ForestSolver(ExactEvents, Solver):
                 sample_log_z, sample_node, sample_pair = session.marginals(*scores)
                 log_z[loopy[i]] = sample_log_z[0]
                 node[nodes_of[nodes]], pair[edges_of[edges]] = sample_node[0], sample_pair[0]
-        statistics = Statistics(node, pairwise_statistics(pair, potentials.pairwise_kind))
-        return Marginals(statistics, log_z)
+        return node, pair, log_z
 
 
 def _nodes_of(potentials: Potentials, samples: np.ndarray) -> np.ndarray:
