@@ -157,13 +157,22 @@ def check_probabilities(value, what: str, *, atol: float = 1e-6) -> np.ndarray:
     [0, 1], rows summing to 1 within ``atol``), or a ValueError naming ``what`` and the first
     row that is not one (logits, scores or counts are not probabilities: take their softmax,
     or ``predict_proba`` / ``predict_marginals``)."""
-    try:
-        array = np.asarray(value, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(
+
+    def ragged(exc):
+        return ValueError(
             f"{what} must be an array of probabilities with one column per class ({exc}); "
             "rows of different lengths are not"
-        ) from None
+        )
+
+    try:
+        array = np.asarray(value)
+    except (TypeError, ValueError) as exc:
+        raise ragged(exc) from None
+    _check_real_dtype(array, what)  # complex numbers and text are refused, never cast
+    try:
+        array = array.astype(float, copy=False)
+    except (TypeError, ValueError) as exc:
+        raise ragged(exc) from None
     if array.ndim == 0 or array.shape[-1] == 0:
         raise ValueError(f"{what} must have one column per class, got shape {array.shape}")
     rows = array.reshape(-1, array.shape[-1])

@@ -17,7 +17,7 @@ from sklearn.metrics import accuracy_score, f1_score, hamming_loss
 
 from .._labels import unknown_mask
 from .._utils import onehot
-from .._validation import check_probabilities, check_sample_weight
+from .._validation import as_real_array, check_probabilities, check_sample_weight
 
 
 def _pairs(y_true, y_pred):
@@ -127,7 +127,9 @@ def weighted_hamming_loss(
     losses, counted, n_samples = [], [], 0
     for i, true, pred in _pairs(y_true, y_pred):
         n_samples = i + 1
-        sizes = None if node_sizes is None else np.asarray(node_sizes[i], dtype=float).ravel()
+        sizes = None
+        if node_sizes is not None:
+            sizes = as_real_array(node_sizes[i], f"sample {i}: node_sizes").ravel()
         if sizes is not None and sizes.shape != true.shape:
             raise ValueError(f"sample {i}: {sizes.size} node sizes for {true.size} labels")
         known = ~unknown_mask(true, unknown_label)
@@ -168,7 +170,7 @@ def balanced_node_weights(label_distribution, node_sizes=None) -> np.ndarray:
         dist = onehot(labels, max(labels.max() + 1, 2))
     else:
         dist = check_probabilities(dist, "label_distribution")
-    sizes = np.ones(len(dist)) if node_sizes is None else np.asarray(node_sizes, dtype=float)
+    sizes = np.ones(len(dist)) if node_sizes is None else as_real_array(node_sizes, "node_sizes")
     return balanced_weights_batch(dist, sizes, np.zeros(len(dist), dtype=np.intp))
 
 
@@ -342,6 +344,11 @@ def _indicator(y, name: str):
             f"{matrix.shape}"
         )
     values = matrix.data if sparse.issparse(matrix) else matrix
+    if values.dtype == object and any(v is None for v in values.flat):
+        raise ValueError(
+            f"{name} holds None: multilabel_scores takes 0/1 indicator matrices, as "
+            "MultiLabelStructure predicts them"
+        )
     if values.dtype == object:  # numbers in an object array are numbers
         try:
             values = values.astype(float)

@@ -16,7 +16,7 @@ from scipy import sparse
 from sklearn.metrics import f1_score, make_scorer
 from sklearn.metrics._scorer import _BaseScorer
 
-from .._validation import check_sample_weight
+from .._validation import as_real_array, check_sample_weight
 from .hamming import _shaped_like, mean_hamming_loss, weighted_hamming_loss
 from .segmentation import segmentation_scores
 from .sequence import entity_f1_score, flat_f1_score
@@ -211,7 +211,10 @@ def _segmentation_score(name: str, estimator, X, y, sample_weight=None) -> float
     sizes = _sizes(X, y)
     if sample_weight is not None:  # a node counts its size times its sample's weight
         weights = check_sample_weight(sample_weight, len(sizes), what="y")
-        sizes = [np.asarray(size, dtype=float) * c for size, c in zip(sizes, weights, strict=True)]
+        sizes = [
+            as_real_array(size, f"sample {i}: node_sizes") * c
+            for i, (size, c) in enumerate(zip(sizes, weights, strict=True))
+        ]
     scores = segmentation_scores(
         y, estimator.predict(X), labels=labels, void=void, sample_weight=sizes
     )

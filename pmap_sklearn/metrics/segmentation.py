@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._labels import unknown_mask
+from .._validation import as_real_array
 from .hamming import _pairs
 
 
@@ -49,7 +50,9 @@ def _labelled_confusion(y_true, y_pred, labels, void, sample_weight):
     confusion = np.zeros((k, k))
     for i, true, pred in pairs:
         scored = ~unknown_mask(true, void)
-        weight = None if sample_weight is None else np.asarray(sample_weight[i], float).ravel()
+        weight = None
+        if sample_weight is not None:
+            weight = as_real_array(sample_weight[i], f"sample {i}: sample_weight").ravel()
         if weight is not None and weight.shape != true.shape:
             raise ValueError(f"sample {i}: {true.size} labels but {weight.size} weights")
         if weight is not None and not (np.isfinite(weight).all() and (weight >= 0).all()):

@@ -12,10 +12,12 @@ from pmap_sklearn import (
     mean_hamming_loss,
     weighted_hamming_loss,
 )
+from pmap_sklearn._validation import check_probabilities
 from pmap_sklearn.metrics import (
     balanced_node_weights,
     example_f1_scorer,
     multilabel_scores,
+    segmentation_scores,
 )
 
 from ..helpers import _correlated
@@ -77,6 +79,7 @@ def test_multi_label_metrics_are_scikit_learns():
         ([[1, 0, 0], [1, 1, 1]], [[1, 2, 0], [0, 0, 0]], "y_pred holds 2: .*0/1 indicator"),
         (sparse.csr_matrix([[1, 0], [0, 2]]), [[1, 0], [0, 1]], "y_true holds 2"),
         ([["a", "b"]], [[0, 1]], "y_true holds 'a'"),
+        ([[1, None], [0, 1]], [[1, 0], [0, 1]], "y_true holds None: "),
         ([[1, 0]], [[1, 0, 1]], r"y_true has shape \(1, 2\) but y_pred has shape \(1, 3\)"),
         ([1, 0], [1, 0], r"y_true must be an \(n_samples, n_labels\) 0/1 indicator"),
     ],
@@ -96,3 +99,43 @@ def test_balanced_node_weights_take_distributions_only():
     np.testing.assert_allclose(
         balanced_node_weights([[1.0, 0.0], [0.0, 1.0]]), balanced_node_weights([0, 1])
     )
+
+
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (
+            lambda: weighted_hamming_loss([[0, 1]], [[0, 0]], node_sizes=[np.array([1 + 1j, 2])]),
+            "sample 0: node_sizes: Complex data",
+        ),
+        (
+            lambda: balanced_node_weights([0, 1], node_sizes=np.array([1, 2 + 0j])),
+            "node_sizes: Complex data",
+        ),
+        (
+            lambda: balanced_node_weights(np.array([[0.5 + 0j, 0.5], [1, 0]])),
+            "label_distribution: Complex data",
+        ),
+        (
+            lambda: segmentation_scores([[0, 1]], [[0, 0]], sample_weight=[np.array([1j, 2])]),
+            "sample 0: sample_weight: Complex data",
+        ),
+        (
+            lambda: check_probabilities(np.array([[0.5 + 0j, 0.5]]), "y_proba"),
+            "y_proba: Complex data",
+        ),
+        (
+            lambda: check_probabilities(np.array([["0.5", "0.5"]]), "y_proba"),
+            "y_proba must be numeric, got strings",
+        ),
+    ],
+)
+def test_metric_helpers_refuse_complex_numbers(call, match):
+    """Complex node sizes, weights or probabilities are refused by name, not cast to their
+    real part with numpy's ComplexWarning."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a ComplexWarning would fail here, not pass
+        with pytest.raises(ValueError, match=match):
+            call()
