@@ -92,7 +92,7 @@ def load_multilabel(name: str = "scene", subset: str = "train", path=None) -> Bu
         ]
     except ElementTree.ParseError as exc:
         raise ValueError(
-            f"{xml} is not Mulan's label file ({exc}); get it again from {url}"
+            f"{xml} is not Mulan's label file ({_one_line(exc)}); get it again from {url}"
         ) from None
     values, columns = _read_arff(file, url)
     n_features, n_labels, *_ = MULTILABEL_SETS[name]
@@ -132,7 +132,7 @@ def _read_arff(file: Path, url: str):
             values, meta = arff.loadarff(handle)
         except (ValueError, arff.ParseArffError) as exc:
             raise ValueError(
-                f"{file} is not an ARFF file ({exc}); download it again from {url}"
+                f"{file} is not an ARFF file ({_one_line(exc)}); download it again from {url}"
             ) from None
         # scipy's parser runs off the end of a file without "@data" (StopIteration) and off a
         # row cut short (IndexError)
@@ -145,6 +145,12 @@ def _read_arff(file: Path, url: str):
         return values, list(meta.names())
 
     return read_data_file(file, parse, url)
+
+
+def _one_line(exc: Exception) -> str:
+    """A parser's message on one line: scipy's ARFF header errors end the offending line with
+    its newline, which would split the loader's message."""
+    return " ".join(str(exc).split())
 
 
 def _binary(column: np.ndarray, file: Path, name: str) -> np.ndarray:
