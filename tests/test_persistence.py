@@ -43,7 +43,7 @@ from pmap_sklearn import (
 from pmap_sklearn import persistence as shared
 from pmap_sklearn.datasets import add_flip_noise, make_chain_data, make_grid_data, token_features
 
-from .helpers import _corpus, _grid_graphs
+from .helpers import _corpus, _grid_graphs, _hidden_graph_data
 
 sio = pytest.importorskip("skops.io", reason="skops is the share extra")
 
@@ -60,6 +60,8 @@ def _data(kind):
         return data.data, data.target
     if kind == "graph":
         return _grid_graphs(rng, n_samples=4)
+    if kind == "hidden graph":  # a hidden node joined to every visible one
+        return _hidden_graph_data(n_samples=6)
     if kind == "multilabel":
         X = rng.normal(size=(30, 4))
         cause = X[:, 0] + 0.5 * rng.normal(size=30)
@@ -109,8 +111,10 @@ def _special_setups():
             "chain",
         ),
         "hidden graph nodes": (
-            lambda: StructuredSVM(GraphStructure(n_hidden_states=1), max_iter=2, random_state=0),
-            "graph",
+            lambda: StructuredSVM(
+                GraphStructure(pairwise="table", n_hidden_states=2), max_iter=2, random_state=0
+            ),
+            "hidden graph",
         ),
         "L1": (lambda: ChainCRF(l1_ratio=0.9, alpha=0.5, max_iter=10), "chain"),
         "warm SGD, L1, AdaGrad": (
