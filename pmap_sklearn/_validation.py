@@ -352,8 +352,8 @@ def check_draws_memory(n_draws: int, n_nodes: int, limit: int | None = None) -> 
     affordable = max(limit // max(DRAW_NODE_BYTES * int(n_nodes), 1), 1)
     raise ValueError(
         f"n_draws={n_draws} draws of {n_nodes} nodes need about {_bytes(need)}, more than the "
-        f"{_bytes(limit)} of memory: ask for fewer draws (at most about {affordable} of these "
-        "samples), or draw in batches (fewer samples or draws a call) and combine them"
+        f"{_bytes(limit)} of memory: ask for at most about {affordable} draws of these "
+        "samples, or draw in batches (fewer samples or draws a call) and combine them"
     )
 
 
