@@ -28,8 +28,11 @@ def test_grid_search_cross_validate_and_n_jobs_on_ocr_lists(ocr):
     ).fit(X, y)
     assert set(search.cv_results_["param_alpha"]) == {1e-4, 1e-3}
     assert search.best_score_ > 0.3  # 26 letters: chance is ~0.04
-    scores = cross_validate(PerturbMAPCRF(max_iter=3, random_state=0), X, y, cv=3)["test_score"]
-    assert np.all(scores > 0.3)
+    # a test fold of these 150 words holds letters its training folds lack, which the
+    # score counts as errors and names
+    with pytest.warns(UserWarning, match="labels the model never saw"):
+        folds = cross_validate(PerturbMAPCRF(max_iter=3, random_state=0), X, y, cv=3)
+    assert np.all(folds["test_score"] > 0.3)
     one, two = (PerturbMAPCRF(max_iter=2, random_state=0, n_jobs=n).fit(X, y) for n in (1, 2))
     np.testing.assert_array_equal(one.coef_, two.coef_)
 
