@@ -10,6 +10,8 @@ import numpy as np
 from scipy import sparse
 from sklearn.utils.multiclass import type_of_target
 
+from ._utils import user_stacklevel
+
 
 def unknown_mask(values: np.ndarray, unknown_label) -> np.ndarray:
     """Where ``values`` equal the unknown-label marker (never for a marker of another kind, e.g.
@@ -292,7 +294,7 @@ def warn_unseen(y, classes, markers=(), name: str = "y") -> None:
         f"{known.size} nodes), counted as errors; classes_ is {classes.tolist()}. Refit on "
         f"data holding them, or {remedy}",
         UserWarning,
-        stacklevel=3,
+        stacklevel=user_stacklevel(),
     )
 
 

@@ -16,6 +16,7 @@ from scipy import sparse
 from sklearn.metrics import f1_score, make_scorer
 from sklearn.metrics._scorer import _BaseScorer
 
+from .._labels import warn_unseen
 from .._validation import as_real_array, check_sample_weight
 from .hamming import _shaped_like, mean_hamming_loss, weighted_hamming_loss
 from .segmentation import segmentation_scores
@@ -57,6 +58,14 @@ def _not_counted(estimator) -> tuple:
     return (getattr(model, "unknown_label", -1), getattr(model, "ignore_label", None))
 
 
+def _warn_unseen(estimator, y) -> None:
+    """Warn of labels of ``y`` outside the classes of the estimator that predicts, as its
+    ``score`` does: they count as errors."""
+    classes = getattr(_scored_model(estimator), "classes_", None)
+    if classes is not None:
+        warn_unseen(y, classes, _not_counted(estimator))
+
+
 def _sizes(X, y) -> list:
     sizes = [getattr(x, "node_sizes", None) for x in X]
     return [np.ones(np.size(t)) if s is None else s for s, t in zip(sizes, y, strict=True)]
@@ -83,6 +92,7 @@ def _hamming_score(estimator, X, y, sample_weight=None) -> float:
     -------
     float
     """
+    _warn_unseen(estimator, y)
     return 1.0 - mean_hamming_loss(
         y,
         _shaped_like(y, estimator.predict(X)),
@@ -113,6 +123,7 @@ def _weighted_hamming_score(estimator, X, y, sample_weight=None) -> float:
     -------
     float
     """
+    _warn_unseen(estimator, y)
     return 1.0 - weighted_hamming_loss(
         y,
         _shaped_like(y, estimator.predict(X)),

@@ -4,7 +4,15 @@ import numpy as np
 import pytest
 from sklearn.model_selection import GridSearchCV
 
-from pmap_sklearn import GraphSample, PerturbMAPCRF, weighted_hamming_loss, weighted_hamming_scorer
+from pmap_sklearn import (
+    ChainCRF,
+    GraphSample,
+    PerturbMAPCRF,
+    hamming_scorer,
+    weighted_hamming_loss,
+    weighted_hamming_scorer,
+)
+from pmap_sklearn.datasets import make_chain_data
 from pmap_sklearn.metrics import (
     class_average_accuracy_scorer,
     global_accuracy_scorer,
@@ -179,3 +187,19 @@ def test_example_f1_scorer_needs_multilabel_data(rng):
     ragged = [np.array([0, 1]), np.array([1])]
     with pytest.raises(ValueError, match=r"example_f1_scorer .* \(n_samples, n_labels\)"):
         example_f1_scorer(dummy, np.zeros((2, 1)), ragged)
+
+
+def test_hamming_scorers_warn_of_labels_the_model_never_saw():
+    """As ``score``: a label outside ``classes_`` counts as an error, with a warning naming it,
+    at the user's call."""
+    data = make_chain_data(n_samples=8, random_state=0)
+    model = ChainCRF(max_iter=20).fit(data.data, data.target)
+    unseen = [np.where(np.arange(len(t)) == 0, 7, t) for t in data.target]
+    values = []
+    for scorer in (hamming_scorer, weighted_hamming_scorer):
+        with pytest.warns(UserWarning, match="never saw: 7 ") as caught:
+            values.append(scorer(model, data.data, unseen))
+        assert caught[0].filename == __file__
+    with pytest.warns(UserWarning, match="never saw: 7 "):
+        assert values[0] == pytest.approx(model.score(data.data, unseen))
+    assert values[1] < 1.0  # class-balanced: the nodes of 7 are errors
