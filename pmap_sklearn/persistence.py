@@ -106,10 +106,13 @@ def trusted_types() -> list[str]:
 FORMAT, VERSION = "pmap_sklearn.weights", 1
 
 #: The classes :func:`load_weights` rebuilds, by the name ``settings.json`` gives them: the
-#: learners, structures, solvers and token transformers, a Pipeline of them and the
-#: vocabulary (``DictVectorizer``) or hashing (``FeatureHasher``) of
-#: :class:`~pmap_sklearn.SequenceVectorizer`. Models holding other objects (a scikit-learn
-#: classifier or scaler, a solver of your own) are refused by name: share them with skops.io.
+#: learners, structures, solvers and token transformers, a Pipeline of them, the vocabulary
+#: (``DictVectorizer``) or hashing (``FeatureHasher``) of
+#: :class:`~pmap_sklearn.SequenceVectorizer`, and the scikit-learn models that hold only
+#: arrays and settings: ``LogisticRegression`` (:class:`~pmap_sklearn.TwoStageCRF`'s default
+#: stage one) and the scalers a :class:`~pmap_sklearn.NodeTransformer` may wrap. Models
+#: holding other objects (another classifier, a solver of your own) are refused by name:
+#: share them with skops.io.
 WEIGHTS_CLASSES = {
     qualified.rpartition(".")[2]: qualified
     for qualified in (
@@ -136,17 +139,18 @@ WEIGHTS_CLASSES = {
         "pmap_sklearn.embeddings.TokenEmbeddings",
         "pmap_sklearn._clusters.TokenClusters",
         "pmap_sklearn.superpixels.SuperpixelGraphs",
+        "pmap_sklearn.learners.two_stage.TwoStageCRF",
+        "pmap_sklearn.preprocessing.NodeTransformer",
         "sklearn.pipeline.Pipeline",
         "sklearn.feature_extraction.DictVectorizer",
         "sklearn.feature_extraction.FeatureHasher",
+        "sklearn.linear_model.LogisticRegression",
+        "sklearn.preprocessing.MaxAbsScaler",
+        "sklearn.preprocessing.MinMaxScaler",
+        "sklearn.preprocessing.StandardScaler",
     )
 }
 
-#: Why the library's classes that are not rebuilt are not.
-_WHY_NOT = {
-    "TwoStageCRF": ", which holds a scikit-learn classifier",
-    "NodeTransformer": ", which holds a scikit-learn transformer",
-}
 
 #: Functions a model may hold as a parameter, by name (the vectorizer's ``token_features``).
 _FUNCTIONS = {"token_features": "pmap_sklearn.datasets._treebank.token_features"}
@@ -209,8 +213,8 @@ def _encoder(arrays: dict):
         name = type(value).__name__
         if name not in WEIGHTS_CLASSES or _resolve(WEIGHTS_CLASSES[name]) is not type(value):
             raise TypeError(
-                f"save_weights cannot store {path} (a {name} of {type(value).__module__}"
-                f"{_WHY_NOT.get(name, '')}): the weights format rebuilds only the classes of "
+                f"save_weights cannot store {path} (a {name} of {type(value).__module__}): "
+                "the weights format rebuilds only the classes of "
                 "pmap_sklearn.persistence.WEIGHTS_CLASSES; share this model with skops.io "
                 "(skops.io.dump, then skops.io.load with trusted=trusted_types())"
             )
@@ -238,11 +242,11 @@ def save_weights(estimator, path) -> None:
     Parameters
     ----------
     estimator : estimator or Pipeline
-        A fitted learner, denoiser, structure or token transformer of
-        :data:`WEIGHTS_CLASSES`, or a :class:`~sklearn.pipeline.Pipeline` of them.
-        :class:`~pmap_sklearn.TwoStageCRF` and :class:`~pmap_sklearn.NodeTransformer`
-        (they hold a scikit-learn classifier or transformer) and a solver of your own are
-        refused by name: share them with ``skops.io``.
+        A fitted learner, denoiser, structure or transformer of :data:`WEIGHTS_CLASSES`, or
+        a :class:`~sklearn.pipeline.Pipeline` of them. A :class:`~pmap_sklearn.TwoStageCRF`
+        whose stage one is not ``LogisticRegression``, a
+        :class:`~pmap_sklearn.NodeTransformer` of another transformer than scikit-learn's
+        scalers, and a solver of your own are refused by name: share them with ``skops.io``.
     path : str or path-like
         The file to write (``.npz`` by convention).
 
