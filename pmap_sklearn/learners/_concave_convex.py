@@ -36,40 +36,56 @@ class ConcaveConvex:
         gap is above ``tol``. The procedure stops when the latent objective falls by less than
         ``tol``, or at ``latent_iter`` rounds; a round that raises it is undone (the fit keeps
         the weights, and the dual, of the best round) and ends the procedure, so
-        ``latent_objectives_`` never rises. The first imputation is the structure's
-        ``initial_states`` (k-means within each label; its round has no previous objective);
-        a warm start re-imputes from the fitted weights.
+        ``latent_objectives_`` never rises. The first round runs from each start the
+        structure offers (``initial_state_candidates``: k-means within each label; on chains
+        also each run of a label segmented among its states) and keeps the start of lowest
+        latent objective, as CCCP's restarts are chosen; a warm start re-imputes from the
+        fitted weights.
         """
         codes, theta = targets
         structure = self.structure_
         allowed = structure.allowed_states(codes)
         imputed = getattr(state, "imputed", None)
         objectives = []
-        if imputed is None or len(imputed) != batch.n_nodes:
-            imputed = None
-            states = structure.initial_states(batch, codes, rng)
-        else:  # a warm start: from the fitted weights, whose latent objective is the start
-            first, states = self._latent_objective(batch, state.estimate, codes, theta, allowed)
-            objectives.append(first)
-        best = _snapshot(state)
-        for _ in range(self.latent_iter):
-            self._carry_dual(batch, state, imputed, states)
-            state.imputed = imputed = states
-            start = objectives[-1] if objectives else np.inf  # C_t(w_{t-1}) = P(w_{t-1})
+
+        def one_round(states, start):
+            """Solve the round imputed as ``states``; its latent objective and next states."""
+            self._carry_dual(batch, state, getattr(state, "imputed", None), states)
+            state.imputed = states
             for _ in range(ROUND_BUDGETS):
                 self._solve(batch, (states, theta, allowed), state, rng, max_iter)
                 convex = self._objective(batch, state.estimate, states, theta, allowed)
                 gaps = getattr(state, "gaps", None)  # BCFW's; the subgradient method has none
                 if convex <= start or (gaps and gaps[-1] < self.tol):
                     break
-            objective, states = self._latent_objective(batch, state.estimate, codes, theta, allowed)
-            if objectives and objective > objectives[-1]:  # undo the round, keep the best
+            return self._latent_objective(batch, state.estimate, codes, theta, allowed)
+
+        rounds = self.latent_iter
+        if imputed is None or len(imputed) != batch.n_nodes:
+            # the first round from each start the structure offers; the lowest objective wins
+            state.imputed = None
+            fresh, tried = _snapshot(state), []
+            for start_states in structure.initial_state_candidates(batch, codes, rng):
+                _restore(state, fresh)
+                objective, states = one_round(start_states, np.inf)
+                tried.append((objective, states, _snapshot(state)))
+            objective, states, kept = min(tried, key=lambda t: t[0])
+            _restore(state, kept)
+            objectives.append(objective)
+            rounds -= 1
+        else:  # a warm start: from the fitted weights, whose latent objective is the start
+            first, states = self._latent_objective(batch, state.estimate, codes, theta, allowed)
+            objectives.append(first)
+        best = _snapshot(state)
+        for _ in range(rounds):
+            if len(objectives) > 1 and objectives[-2] - objectives[-1] < self.tol:
+                break
+            objective, next_states = one_round(states, objectives[-1])
+            if objective > objectives[-1]:  # undo the round, keep the best
                 _restore(state, best)
                 break
             objectives.append(objective)
-            best = _snapshot(state)
-            if len(objectives) > 1 and objectives[-2] - objectives[-1] < self.tol:
-                break
+            states, best = next_states, _snapshot(state)
         self.latent_objectives_ = objectives
 
     def _objective(self, batch, w, states, theta, allowed) -> float:

@@ -165,6 +165,24 @@ class HiddenStates:
             states[members] = label_states[clustering.fit_predict(stacked)]
         return states
 
+    def initial_state_candidates(self, batch: SampleBatch, codes: np.ndarray, rng) -> list:
+        """The starts a learner that imputes the hidden states may try, best first by its own
+        objective: here :meth:`initial_states` alone (chains add the segmentation of each run
+        of a label among its states).
+
+        Parameters
+        ----------
+        batch : SampleBatch
+        codes : ndarray of shape (n_nodes,)
+            Label codes (:meth:`prepare_labels`).
+        rng : numpy.random.Generator
+
+        Returns
+        -------
+        list of ndarray of shape (n_nodes,) of int
+        """
+        return [self.initial_states(batch, codes, rng)]
+
     def restrict(
         self, potentials: Potentials, codes, label_sets=None, fold: bool = False
     ) -> tuple[Potentials, np.ndarray | None]:

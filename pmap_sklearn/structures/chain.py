@@ -171,6 +171,32 @@ class ChainStructure(BaseStructure):
             label_shapes=[(n,) for n in lengths.tolist()],
         )
 
+    def initial_state_candidates(self, batch: SampleBatch, codes: np.ndarray, rng) -> list:
+        """:meth:`initial_states` (k-means), and the uniform segmentation of each run of a
+        label among its states in order, the start of left-to-right hidden Markov models
+        (Rabiner 1989, segmental k-means): states that count the nodes of a run, as the
+        k-means of node features cannot (they do not tell the start of a run from its end).
+        The segmentation is left out where no run of a label with several states is longer
+        than one node (it would put every node in the first state)."""
+        candidates = super().initial_state_candidates(batch, codes, rng)
+        sample = batch.node_sample
+        starts = np.ones(batch.n_nodes, dtype=bool)
+        starts[1:] = (codes[1:] != codes[:-1]) | (sample[1:] != sample[:-1])
+        run = np.cumsum(starts) - 1
+        position = np.arange(batch.n_nodes) - np.flatnonzero(starts)[run]
+        length = np.bincount(run)[run]
+        counts = self.label_states_[: self.n_labels_].sum(axis=1)
+        known = (codes >= 0) & (codes < self.n_labels_)
+        several = known & (counts[np.where(known, codes, 0)] > 1)
+        if not (several & (length > 1)).any():
+            return candidates
+        segmented = candidates[0].copy()
+        k = counts[codes[several]]
+        # the j-th of a run's L nodes takes its label's state floor(j k / L)
+        first = np.argmax(self.label_states_[codes[several]], axis=1)
+        segmented[several] = first + (position[several] * k) // length[several]
+        return [*candidates, segmented]
+
     def _parse_sample(self, x, index):
         features = self._chain_features(x, index)
         n = features.shape[0]

