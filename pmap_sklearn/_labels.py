@@ -230,11 +230,11 @@ def encode(y, unknown_label=-1, classes=None, n_states=None):
         except (TypeError, np.exceptions.DTypePromotionError):
             valid = np.zeros(known.shape, dtype=bool)
         if not np.all(valid):
-            bad = known[~valid][0]
-            bad = bad.item() if isinstance(bad, np.generic) else bad
+            bad = _distinct(known[~valid])
             marker = "" if unknown_label is None else f"; unknown labels are {unknown_label!r}"
+            named = f"label {bad[0]!r} is" if len(bad) == 1 else f"labels {bad} are"
             raise ValueError(
-                f"label {bad!r} is not one of the classes {np.asarray(classes).tolist()}{marker}"
+                f"{named} not one of the classes {np.asarray(classes).tolist()}{marker}"
             )
         codes[~unknown] = position
     out, start = [], 0
@@ -242,6 +242,21 @@ def encode(y, unknown_label=-1, classes=None, n_states=None):
         out.append(codes[start : start + a.size].reshape(a.shape))
         start += a.size
     return out, classes
+
+
+def _distinct(values: np.ndarray) -> list:
+    """The distinct values in order of first appearance, as Python scalars (for messages)."""
+    return list(dict.fromkeys(v.item() if isinstance(v, np.generic) else v for v in values))
+
+
+class LabelCodes(list):
+    """The label codes of the samples (a list of int arrays, one per sample) with the number of
+    classes they encode, which a structure fits ``K`` from: a class need not appear in them
+    (the classes given to a first ``partial_fit``, the members of a set of labels)."""
+
+    def __init__(self, codes, n_classes: int):
+        super().__init__(codes)
+        self.n_classes = int(n_classes)
 
 
 def warn_unseen(y, classes, markers=(), name: str = "y") -> None:

@@ -38,6 +38,7 @@ class SGDState(FitState):
     t: int = 0  # updates done
     n_seen: int = 0  # samples seen
     n_averaged: int = 0
+    average_start: int | None = None  # samples seen when averaging starts (an int average)
     eta0: float | None = None  # initial step size (calibrated once, kept for warm starts)
     squares: np.ndarray | None = None  # ProximalAdaGrad's sums of squared gradients
     l1_total: np.ndarray | None = None  # CumulativeL1's penalties: due (per group of weights)

@@ -135,9 +135,11 @@ class BaseStructuredEstimator(StructuredQueries, BaseEstimator):
         L1 penalties, BCFW's dual blocks, L-BFGS's weights) is pickled with ``warm_start=True``
         only, and a warm start after loading then continues exactly; without it a pickle holds
         the fitted model alone (an L1 model's non-zero weights), and a warm start after loading
-        fits afresh."""
+        fits afresh. A model trained last by ``partial_fit`` keeps its state: a stream pickled
+        between two chunks continues exactly after loading."""
         attributes = super().__getstate__()
-        if not self.warm_start:  # (a copy: the attributes may be the live __dict__)
+        streaming = getattr(attributes.get("_state"), "fitted_on", {}).get("partial_fit", False)
+        if not (self.warm_start or streaming):  # (a copy: the attributes may be the live __dict__)
             attributes = {key: value for key, value in attributes.items() if key != "_state"}
         return compact_attributes(attributes)
 
@@ -170,9 +172,13 @@ class BaseStructuredEstimator(StructuredQueries, BaseEstimator):
         self : object
             The fitted estimator.
         """
+        return self._atomically(self._fit, X, y, sample_weight)
+
+    def _atomically(self, method, *args):
+        """``method(*args)``, the estimator's attributes restored if it raises."""
         previous = dict(self.__dict__)
         try:
-            return self._fit(X, y, sample_weight)
+            return method(*args)
         except BaseException:
             self.__dict__.clear()
             self.__dict__.update(previous)
@@ -213,12 +219,17 @@ class BaseStructuredEstimator(StructuredQueries, BaseEstimator):
         if not warm:
             state = self._new_state(rng)
         state = self._fit_batch(problem.batch, problem.labels, state, rng, problem.label_sets)
+        return self._commit(state, fitted_on)
+
+    def _commit(self, state, fitted_on: dict):
+        """Make ``state`` the fitted model (``coef_``, ``n_iter_`` and the optimiser's own
+        attributes), recording what it was ``fitted_on``."""
         state.fitted_on = fitted_on
         self._state = state
         self.coef_ = state.estimate.copy()
         self.n_iter_ = state.n_iter
         self._set_fitted_attributes(state)
-        self.n_features_in_ = structure.n_features_in_
+        self.n_features_in_ = self.structure_.n_features_in_
         return self
 
     def _fitted_on(self, X, y, sample_weight=None) -> dict:
@@ -339,8 +350,9 @@ class BaseStructuredEstimator(StructuredQueries, BaseEstimator):
             self._optimise(sub, targets, state, rng, validation_score)
         return state
 
-    def _optimise(self, batch, targets, state, rng, validation_score):
-        """Run the optimiser on ``batch`` from ``state`` (updated in place)."""
+    def _optimise(self, batch, targets, state, rng, validation_score, partial=False):
+        """Run the optimiser on ``batch`` from ``state`` (updated in place); ``partial``: one
+        pass of ``partial_fit`` (:class:`PartialFitMixin`)."""
         raise NotImplementedError
 
     def _set_fitted_attributes(self, state) -> None:
@@ -439,6 +451,150 @@ class BaseStructuredEstimator(StructuredQueries, BaseEstimator):
         are the caller's)."""
         nodes = np.flatnonzero(targets >= 0)
         return nodes, targets[nodes], None
+
+
+class PartialFitMixin:
+    """``partial_fit`` of the stochastic learners: one pass of the fit's optimiser over a
+    chunk of samples, continuing its state (scikit-learn's ``SGDClassifier.partial_fit``).
+
+    The first call (on an unfitted estimator) fits the structure's dimensions on its chunk, with
+    ``K`` from ``classes``, and the optimiser resolves its ``"auto"`` settings there; later
+    calls keep both and continue the fit state — a fitted model's too, as scikit-learn's
+    ``partial_fit`` after ``fit`` does. The learner's ``_optimise(..., partial=True)`` runs
+    the pass; ``_check_partial_fit(structure)`` refuses what it cannot continue.
+    """
+
+    @shared_docstring
+    @_fit_context(prefer_skip_nested_validation=True)
+    @one_blas_thread
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
+        """Fit one pass (epoch) over a chunk of samples, continuing the fit so far.
+
+        The step schedule, AdaGrad's sums, the average of the iterates and the random stream
+        continue from the last call (or from the last ``fit``: ``fit`` itself always starts
+        afresh). The first call fits the structure (feature dimensions) on its chunk and
+        resolves every ``"auto"`` setting (``alpha``, the step rule, ``eta0``, ``batch_size``,
+        ``average``: ``sgd_settings_``) from it, as ``fit`` would on that chunk alone; later
+        calls keep them, so the first chunk should be a fair sample of the stream (with
+        ``alpha="auto"`` on sparse features, ``alpha`` counts the first chunk's samples: set
+        ``alpha`` for the whole stream, e.g. ``0.2 / n_samples``, to fit the objective of
+        ``fit`` on all of it). Each call runs one pass whatever ``max_iter`` (which only sets
+        where ``average="auto"`` starts averaging), without ``tol``, ``n_iter_no_change`` or
+        ``early_stopping``: as in scikit-learn, the number of passes and when to stop are the
+        caller's. The features of every chunk must have the first chunk's dimensions: a
+        :class:`~pmap_sklearn.SequenceVectorizer` with ``hashing=True`` keeps them fixed (see
+        :ref:`out-of-core` in the user guide).
+
+        Parameters
+        ----------
+        X : sequence of samples
+            The chunk's samples, in the structure's format (see :meth:`fit`).
+        y : sequence of label arrays
+            Their labels, each one of ``classes``. Unknown labels (``unknown_label``) are
+            filled in by the current model's MAP given the known ones (self-training, as the
+            second stage of :meth:`fit`): they need a model, so not in the first call.
+        classes : array-like of shape (K,), default=None
+            Every label the stream may hold. Required in the first call (a chunk need not
+            hold every label); in later calls None or the same classes.
+        {{fit_sample_weight}}
+
+        Returns
+        -------
+        self : object
+            The estimator, fitted on the chunks so far.
+        """
+        return self._atomically(self._partial_fit, X, y, classes, sample_weight)
+
+    def _partial_fit(self, X, y, classes, sample_weight):
+        if sample_weight is not None:
+            sample_weight = check_sample_weight(sample_weight, _n_samples(X))
+        self._check_fit_parameters()
+        first = not hasattr(self, "coef_")
+        if first:
+            classes = _first_classes(classes)
+        else:
+            if not hasattr(self, "_state"):
+                raise ValueError(
+                    f"this {type(self).__name__} was pickled without its fit state "
+                    "(warm_start=False), which partial_fit continues: pickle it with "
+                    "warm_start=True, or call fit (or partial_fit on a new estimator)"
+                )
+            _check_same_classes(classes, self.classes_)
+            classes = self.classes_
+        vars(self).pop("marginal_temperature_", None)  # fitted for the weights being replaced
+        structure = self._make_structure() if first else self.structure_
+        problem = structure.fit_problem(
+            X,
+            y,
+            unknown_label=self.unknown_label,
+            ignore_label=getattr(self, "ignore_label", None),
+            classes=classes,
+            sample_weight=sample_weight,
+            refit=first,
+        )
+        self._check_partial_fit(structure)
+        self._check_structure(structure, problem.has_unknown)
+        self._check_label_sets(problem)
+        if first:
+            rng = check_generator(getattr(self, "random_state", None))
+        else:
+            state = copy.deepcopy(self._state)  # the pass continues it; a failure must not
+            rng = state.rng
+        self.classes_ = problem.classes
+        self.structure_ = structure
+        if first:
+            state = self._new_state(rng)
+        batch, labels = problem.batch, problem.labels
+        fill_in = problem.label_sets is not None or (
+            not structure.has_hidden_states_ and bool(np.any(labels == -1))
+        )
+        if fill_in and first:
+            raise ValueError(
+                "the first partial_fit needs fully labelled samples: unknown labels (and sets "
+                "of labels) are filled in by the model the earlier chunks fitted; start the "
+                "stream with a chunk of fully labelled samples"
+            )
+        sets = {} if problem.label_sets is None else {"label_sets": problem.label_sets}
+        targets = self._targets(batch, labels, state.estimate if fill_in else None, rng, **sets)
+        self._optimise(batch, targets, state, rng, None, partial=True)
+        return self._commit(state, {"partial_fit": True})
+
+    def _check_partial_fit(self, structure) -> None:
+        """Refuse, before any pass, what ``partial_fit`` cannot continue: ``class_weight=
+        "balanced"``, whose weights are of the whole training set (as scikit-learn refuses
+        it)."""
+        if getattr(self, "class_weight", None) == "balanced":
+            raise ValueError(
+                "class_weight='balanced' weighs the labels by their counts in the whole "
+                "training set, which partial_fit never sees: give class_weight as a dict, "
+                "e.g. from sklearn.utils.class_weight.compute_class_weight('balanced', "
+                "classes=classes, y=labels of a large enough sample of the stream)"
+            )
+
+
+def _first_classes(classes) -> np.ndarray:
+    """The ``classes`` of a first ``partial_fit``, sorted and checked."""
+    if classes is None:
+        raise ValueError(
+            "classes must be given in the first call to partial_fit: every label the stream "
+            "may hold (e.g. numpy.unique of all the labels), as a chunk may lack some"
+        )
+    classes = np.unique(np.asarray(classes).ravel())
+    if len(classes) < 2:
+        raise ValueError(f"classes holds {len(classes)} label(s) {classes.tolist()}: need two")
+    return classes
+
+
+def _check_same_classes(classes, fitted: np.ndarray) -> None:
+    """Refuse ``classes`` in a later ``partial_fit`` that are not those of the first call."""
+    if classes is None:
+        return
+    given = np.unique(np.asarray(classes).ravel())
+    if len(given) != len(fitted) or not np.all(given == fitted):
+        raise ValueError(
+            f"classes={given.tolist()} differs from the classes of the first partial_fit (or "
+            f"fit), classes_={fitted.tolist()}: give the same classes or None"
+        )
 
 
 def _n_samples(X) -> int:

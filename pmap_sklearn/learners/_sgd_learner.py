@@ -19,7 +19,7 @@ from .._optim.step_search import calibrate_eta0
 from ..metrics.hamming import label_weights, node_label_weights
 from ..perturbation import perturb_and_map
 from ..samples import SampleBatch
-from ._estimator import SGD_CONSTRAINTS, BaseStructuredEstimator
+from ._estimator import SGD_CONSTRAINTS, BaseStructuredEstimator, PartialFitMixin
 
 __all__ = ["BaseStructuredSGD", "ClassWeightedSGD", "SGDSettings", "bucket_by_length"]
 
@@ -62,8 +62,9 @@ class SGDSettings:
     average: bool | int
 
 
-class BaseStructuredSGD(BaseStructuredEstimator):
-    """Shared fit / predict / predict_marginals / score of the perturb-and-MAP learners.
+class BaseStructuredSGD(PartialFitMixin, BaseStructuredEstimator):
+    """Shared fit / partial_fit / predict / predict_marginals / score of the perturb-and-MAP
+    learners.
 
     The SGD parameters are documented in :class:`~pmap_sklearn.PerturbMAPCRF`; each concrete
     learner has its own explicit signature with its defaults (``__init__`` only stores them).
@@ -152,9 +153,15 @@ class BaseStructuredSGD(BaseStructuredEstimator):
         sums weigh each sample's terms by its weight."""
         raise NotImplementedError
 
-    def _optimise(self, batch, targets, state, rng, validation_score):
-        settings = self._settings(batch)  # alpha="auto" counts the summed sample weight
-        self.sgd_settings_ = asdict(settings)
+    def _optimise(self, batch, targets, state, rng, validation_score, partial=False):
+        # a later partial_fit keeps the settings of the stream's first call (or of the fit it
+        # continues); a fit, or a first call, resolves them on its samples
+        continuing = partial and state.eta0 is not None
+        if continuing:
+            settings = SGDSettings(**self.sgd_settings_)
+        else:
+            settings = self._settings(batch)  # alpha="auto" counts the summed sample weight
+            self.sgd_settings_ = asdict(settings)
         # weights of mean 1: a mini-batch's weighted sum over its size estimates the weighted
         # mean of the batch's objective without bias, as the engine's sum / n_samples gives it
         batch = batch.with_unit_mean_weight()
@@ -197,8 +204,10 @@ class BaseStructuredSGD(BaseStructuredEstimator):
         elif self.eta0 != "auto":  # a warm start: an eta0 set since the last fit applies
             state.eta0 = self.eta0
         average = settings.average
-        if not isinstance(average, bool):  # samples from this run's start
-            average = state.n_seen + average
+        if not isinstance(average, bool):  # samples from the start of this fit (or stream)
+            if not (continuing and state.average_start is not None):
+                state.average_start = state.n_seen + average
+            average = state.average_start
         _sgd.run_sgd(
             make_oracle,
             state,
@@ -209,8 +218,8 @@ class BaseStructuredSGD(BaseStructuredEstimator):
             batch_size=batch_size,
             steps=self._step_rule(state, settings),
             average=average,
-            max_iter=settings.max_iter,
-            tol=settings.tol,
+            max_iter=1 if partial else settings.max_iter,  # partial_fit: one pass, no stopping
+            tol=None if partial else settings.tol,
             n_iter_no_change=self.n_iter_no_change,
             project=self.structure_.project,
             validation_score=validation_score,
@@ -273,11 +282,11 @@ class ClassWeightedSGD(BaseStructuredSGD):
     weights (:func:`~pmap_sklearn.metrics.hamming.label_weights`) for the oracle, and the
     logistic start weighs each node by its label's."""
 
-    def _optimise(self, batch, targets, state, rng, validation_score):
+    def _optimise(self, batch, targets, state, rng, validation_score, partial=False):
         self._label_weights = label_weights(
             self.class_weight, self.classes_, targets, batch.node_weight
         )
-        super()._optimise(batch, targets, state, rng, validation_score)
+        super()._optimise(batch, targets, state, rng, validation_score, partial)
 
     def _node_weights(self, labels: np.ndarray) -> np.ndarray | None:
         """Each node's label weight (0 for an unknown label, -1), or None without

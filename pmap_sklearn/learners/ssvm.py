@@ -25,6 +25,7 @@ from ._estimator import (
     RANDOMISED_CONSTRAINTS,
     SHARED_CONSTRAINTS,
     BaseStructuredEstimator,
+    PartialFitMixin,
 )
 
 
@@ -57,7 +58,7 @@ class BCFWState(FitState):
 
 
 @shared_docstring
-class StructuredSVM(ConcaveConvex, BaseStructuredEstimator):
+class StructuredSVM(PartialFitMixin, ConcaveConvex, BaseStructuredEstimator):
     r"""Structured SVM with Hamming or size-weighted Hamming loss, trained by BCFW.
 
     Minimises ``(α/2)‖w‖² + (1/N) Σ_n max_y [Δ(y_n, y) + f(y|x_n) − f(y_n|x_n)]`` over the weights
@@ -260,6 +261,22 @@ class StructuredSVM(ConcaveConvex, BaseStructuredEstimator):
         self.batch_size_ = min(batch_size, batch.n_samples)
         return auto["max_iter"] if self.max_iter == "auto" else self.max_iter
 
+    def _check_partial_fit(self, structure) -> None:
+        """``partial_fit`` continues the subgradient algorithm only: BCFW keeps one dual block
+        per training sample, which a stream of new samples has not got, and the latent SVM's
+        concave-convex rounds impute the hidden states of the whole training set."""
+        super()._check_partial_fit(structure)
+        if self.algorithm != "subgradient":
+            raise ValueError(
+                "StructuredSVM(algorithm='bcfw') keeps a dual block per training sample and "
+                "cannot continue on new samples: use algorithm='subgradient' for partial_fit"
+            )
+        if structure.has_hidden_states_:
+            raise ValueError(
+                "StructuredSVM's partial_fit does not learn hidden states (its concave-convex "
+                "rounds impute them over the whole training set): use fit, or PerturbMAPCRF"
+            )
+
     def _new_state(self, rng):
         size = self.structure_.size_
         if self.algorithm == "subgradient":
@@ -311,8 +328,11 @@ class StructuredSVM(ConcaveConvex, BaseStructuredEstimator):
             augmentation = theta[:, None] * ~allowed
         return self.structure_.potentials(batch, w).add_unary(augmentation)
 
-    def _optimise(self, batch, targets, state, rng, validation_score):
-        max_iter = self._resolve_settings(batch)  # alpha="auto" counts the summed weight
+    def _optimise(self, batch, targets, state, rng, validation_score, partial=False):
+        if not (partial and state.t):  # a later partial_fit keeps alpha_ and batch_size_
+            max_iter = self._resolve_settings(batch)  # alpha="auto" counts the summed weight
+        if partial:
+            max_iter = 1
         # weights of mean 1: the mean hinge over n samples is the weighted mean (BCFW's blocks
         # scaled by their sample's weight, the subgradient's mini-batches unbiased)
         batch = batch.with_unit_mean_weight()

@@ -34,6 +34,7 @@ from .._backend import (
     forbid_states,
 )
 from .._labels import (
+    LabelCodes,
     as_samples,
     check_markers,
     encode,
@@ -147,7 +148,15 @@ class BaseStructure(HiddenStates, JointFeature, BaseEstimator):
 
     # ---- the seam: the validated problem an estimator works on ---------------------------------
     def fit_problem(
-        self, X, y, *, unknown_label=-1, ignore_label=None, classes=None, sample_weight=None
+        self,
+        X,
+        y,
+        *,
+        unknown_label=-1,
+        ignore_label=None,
+        classes=None,
+        sample_weight=None,
+        refit=None,
     ) -> Problem:
         """Validate training data once, fit the structure and give the problem to learn.
 
@@ -166,13 +175,16 @@ class BaseStructure(HiddenStates, JointFeature, BaseEstimator):
         ignore_label : scalar, optional
             The marker of nodes to drop from the fit (not learnt from, not filled in).
         classes : ndarray, optional
-            The classes of an earlier fit (a warm start): the structure is not fitted again and
-            labels outside them are an error.
+            Known classes (sorted): labels outside them are an error. Those of an earlier fit
+            (a warm start, a later ``partial_fit``), or those a first ``partial_fit`` is given.
         sample_weight : ndarray of shape (n_samples,), optional
             Checked weights (:func:`~pmap_sklearn._validation.check_sample_weight`): a sample
             of weight 0 is removed as if it were not in ``X``; the others' weights are the
             batch's ``sample_weight`` (a chain cut at ignored nodes gives each run its weight;
             None when every weight is 1).
+        refit : bool, optional
+            Whether to fit the structure's dimensions (on these samples, with ``K`` the number
+            of ``classes`` when they are given); by default only when ``classes`` is None.
 
         Returns
         -------
@@ -199,6 +211,8 @@ class BaseStructure(HiddenStates, JointFeature, BaseEstimator):
             X, y, origin = self._without_ignored(X, y, ignore_label)
             if sample_weight is not None and origin is not None:
                 sample_weight = sample_weight[origin]
+        if refit is None:
+            refit = classes is None
         if classes is None:
             codes, classes, label_sets = encode_with_sets(
                 y, unknown_label, n_states=self.fixed_n_states()
@@ -208,10 +222,11 @@ class BaseStructure(HiddenStates, JointFeature, BaseEstimator):
                     f"y holds {len(classes)} class{'es' if len(classes) != 1 else ''} "
                     f"{list(classes)}: at least two are needed"
                 )
-            self._fit(X, codes)
-            self._fit_classes(classes)
         else:
             codes, _, label_sets = encode_with_sets(y, unknown_label, classes)
+        if refit:
+            self._fit(X, LabelCodes(codes, len(classes)))
+            self._fit_classes(classes)
         batch = self._prepare_checked(X)
         if sample_weight is not None and len(sample_weight) != batch.n_samples:
             raise ValueError(
@@ -445,6 +460,8 @@ class BaseStructure(HiddenStates, JointFeature, BaseEstimator):
             if self._default_n_states is None:
                 raise ValueError("n_states is None and no labels y were given to infer it from")
             return self._default_n_states
+        if isinstance(y, LabelCodes):  # codes of known classes, which need not all appear
+            return max(y.n_classes, 2)
         known = [np.asarray(yi).ravel() for yi in y]
         top = max((int(np.max(k)) for k in known if k.size), default=-1)
         return max(top + 1, 2)
