@@ -115,10 +115,11 @@ class PerturbMAPCRF(ClassWeightedSGD):
     validation_fraction : float, default=0.1
     warm_start : bool, default=False
         Continue the previous fit (weights, schedule position and average, random stream) on the
-        same data (``X`` and ``y``) and parameters, when the previous fit was made with
-        ``warm_start=True``; after a change of the data or of ``structure``, ``alpha``,
-        ``l1_ratio``, ``class_weight``, ``unknown_label`` or ``ignore_label``, a warm start fits
-        afresh (as ``warm_start=False`` does): the state belongs to the last fit's objective.
+        same data (``X`` and ``y``) and parameters (on new data: :meth:`partial_fit`), when the
+        previous fit was made with ``warm_start=True``; after a change of the data or of
+        ``structure``, ``alpha``, ``l1_ratio``, ``class_weight``, ``unknown_label`` or
+        ``ignore_label``, a warm start fits afresh (as ``warm_start=False`` does): the state
+        belongs to the last fit's objective.
     n_perturbations : int, default=100
         Perturbations M used by :meth:`predict_marginals` with ``method="perturb"`` (the
         default where the solver has no exact marginals: grids and graphs), and the Gibbs
@@ -143,14 +144,15 @@ class PerturbMAPCRF(ClassWeightedSGD):
     classes_ : ndarray of shape (K,)
     n_features_in_ : int
     n_iter_ : int
-        Epochs run by the last fit.
+        Epochs run by the last fit (1 after :meth:`partial_fit`).
     t_ : int
         SGD updates done (across warm starts).
     eta0_ : float
         Initial step size used (the calibrated one when ``eta0="auto"``).
     sgd_settings_ : dict
         The ``learning_rate``, ``batch_size``, ``max_iter``, ``tol`` and ``average`` (samples
-        before averaging starts, or a bool) of the last fit, every ``"auto"`` resolved.
+        before averaging starts, or a bool) of the last fit, every ``"auto"`` resolved (by
+        the first :meth:`partial_fit` of a stream, on its chunk, and kept by the later ones).
     loss_curve_ : list of float
         Negated regularised objective estimate per epoch.
     validation_scores_ : list of float

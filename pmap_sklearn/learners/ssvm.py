@@ -90,7 +90,8 @@ class StructuredSVM(PartialFitMixin, ConcaveConvex, BaseStructuredEstimator):
     algorithm : {"bcfw", "subgradient"}, default="bcfw"
         Block-coordinate Frank-Wolfe on the dual (line search, duality gap, converges without a
         step size), or projected stochastic subgradient descent on the primal (no dual blocks:
-        the memory of one weight vector, for data sets whose dual would not fit).
+        the memory of one weight vector, for data sets whose dual would not fit; it alone
+        has :meth:`partial_fit`, BCFW's dual blocks being those of the training samples).
     alpha : float or "auto", default="auto"
         Regularisation strength λ. "auto": ``0.2 / n_samples`` with sparse node features (as
         the likelihood learners: crfsuite's ``c2 = 0.1`` on the summed loss), 1 on multi-label
