@@ -521,7 +521,8 @@ class PartialFitMixin:
                 )
             _check_same_classes(classes, self.classes_)
             classes = self.classes_
-        vars(self).pop("marginal_temperature_", None)  # fitted for the weights being replaced
+        for stale in ("marginal_temperature_", "supervised_coef_"):  # of the weights replaced
+            vars(self).pop(stale, None)
         structure = self._make_structure() if first else self.structure_
         problem = structure.fit_problem(
             X,

@@ -128,7 +128,7 @@ class MarginalPerturbMAPCRF(BaseStructuredSGD):
     coef_ : ndarray of shape (n_weights,)
     supervised_coef_ : ndarray of shape (n_weights,)
         ``w_1``, the weights fitted on the fully labelled samples only (equal to ``coef_`` when
-        every label is known).
+        every label is known); not set by :meth:`partial_fit`.
     target_distributions_ : list of ndarray or None
         With unknown labels: per training sample, the (D, K) targets q (one-hot for known
         labels, conditional marginals under ``w_1`` for unknown ones). None otherwise.

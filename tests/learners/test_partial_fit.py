@@ -243,3 +243,11 @@ def test_hashed_token_chunks_stream_through_a_vectorizer():
             chunk = vectorizer.transform(X[start : start + 20])
             model.partial_fit(chunk, y[start : start + 20], classes=np.unique(tags))
     assert model.score(vectorizer.transform(X), y) > 0.95
+
+
+def test_a_stream_after_a_fit_drops_what_belonged_to_the_fit(chains):
+    X, y = chains
+    model = MarginalPerturbMAPCRF(max_iter=2, random_state=0).fit(X, y)
+    assert hasattr(model, "supervised_coef_")
+    model.partial_fit(X[:40], y[:40])
+    assert not hasattr(model, "supervised_coef_")
