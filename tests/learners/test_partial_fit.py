@@ -144,13 +144,52 @@ def test_a_failed_call_leaves_the_model_as_it_was(chains):
     model = PerturbMAPCRF(random_state=0).partial_fit(X[:60], y[:60], classes=[0, 1, 2])
     coef, t, state = model.coef_.copy(), model.t_, pickle.dumps(model._state)
     wider = [np.hstack([x, x]) for x in X[60:]]
-    with pytest.raises(ValueError, match="features"):
+    with pytest.raises(ValueError, match="sample 0 has 8 node features, expected 4"):
         model.partial_fit(wider, y[60:])  # other feature dimensions than the first chunk's
     np.testing.assert_array_equal(model.coef_, coef)
     assert model.t_ == t and pickle.dumps(model._state) == state
     # and the stream goes on as if the failed call had not been made
     ahead = pickle.loads(pickle.dumps(model)).partial_fit(X[60:], y[60:])
     np.testing.assert_array_equal(model.partial_fit(X[60:], y[60:]).coef_, ahead.coef_)
+
+
+def test_a_pass_interrupted_midway_leaves_the_model_as_it_was(chains, monkeypatch):
+    """The pass works on a copy of the fit state: steps taken before a failure are dropped."""
+    X, y = chains
+    model = PerturbMAPCRF(random_state=0, batch_size=10).partial_fit(
+        X[:60], y[:60], classes=[0, 1, 2]
+    )
+    coef, state, expected = model.coef_.copy(), pickle.dumps(model._state), pickle.dumps(model)
+    make_oracle, calls = model._make_oracle, []
+
+    def failing(batch, targets):
+        oracle = make_oracle(batch, targets)
+
+        def step(part, w, rng):
+            calls.append(part)
+            if len(calls) == 3:
+                raise RuntimeError("interrupted")
+            return oracle(part, w, rng)
+
+        return step
+
+    monkeypatch.setattr(model, "_make_oracle", failing)
+    with pytest.raises(RuntimeError, match="interrupted"):
+        model.partial_fit(X[60:], y[60:])
+    assert len(calls) == 3  # two steps were taken, then dropped
+    np.testing.assert_array_equal(model.coef_, coef)
+    assert pickle.dumps(model._state) == state
+    monkeypatch.undo()
+    continued = pickle.loads(expected).partial_fit(X[60:], y[60:])
+    np.testing.assert_array_equal(model.partial_fit(X[60:], y[60:]).coef_, continued.coef_)
+
+
+def test_one_call_on_all_images_is_one_epoch_of_fit():
+    data = make_grid_data(n_samples=6, shape=(8, 8), random_state=0)
+    params = dict(max_iter=1, tol=None, random_state=0)  # the logistic start, then one epoch
+    fitted = PerturbMAPCRF("grid", **params).fit(data.data, data.target)
+    streamed = PerturbMAPCRF("grid", **params).partial_fit(data.data, data.target, classes=[0, 1])
+    np.testing.assert_array_equal(streamed.coef_, fitted.coef_)
 
 
 def test_pickling_mid_stream_continues_exactly(chains):
