@@ -177,7 +177,20 @@ class ChainStructure(BaseStructure):
         (Rabiner 1989, segmental k-means): states that count the nodes of a run, as the
         k-means of node features cannot (they do not tell the start of a run from its end).
         The segmentation is left out where no run of a label with several states is longer
-        than one node (it would put every node in the first state)."""
+        than one node (it would put every node in the first state).
+
+        Parameters
+        ----------
+        batch : SampleBatch
+        codes : ndarray of shape (n_nodes,)
+            Label codes (:meth:`prepare_labels`).
+        rng : numpy.random.Generator
+
+        Returns
+        -------
+        list of ndarray of shape (n_nodes,) of int
+            The k-means states, then (where runs are longer than a node) the segmentation.
+        """
         candidates = super().initial_state_candidates(batch, codes, rng)
         sample = batch.node_sample
         starts = np.ones(batch.n_nodes, dtype=bool)
