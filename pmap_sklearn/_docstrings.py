@@ -28,6 +28,18 @@ FRAGMENTS = {
     number for all labels, or one per label), with their own weights; the learners see
     the visible labels and impute or sum over the states (see :ref:`hidden-states`).
     None: one state per label.""",
+    "n_shards": r"""n_shards : int, default=1
+    Data-parallel fits (iterative parameter mixing, McDonald, Hall & Mann 2010; parallel
+    SGD, Zinkevich et al. 2010): the training samples are split once into ``n_shards``
+    shards of about equal node counts (seeded by ``random_state``); every epoch each shard
+    makes one pass of the fit's SGD from the mixed weights, as one joblib task (``n_jobs``
+    workers; ``joblib.parallel_config(backend="dask")`` runs them on a cluster), and the
+    shards' weights, averages and AdaGrad sums are mixed by their shares of the samples.
+    The stopping rule and validation score are those of each mixed epoch; ``partial_fit``
+    splits its chunk the same way. 1: the serial fit. Results depend on ``n_shards`` and
+    ``random_state``, never on ``n_jobs`` nor the backend; a shard takes 1/``n_shards`` of
+    the steps of a serial epoch, so more shards move the weights less per epoch (see
+    :ref:`parallel` for when it pays).""",
     "init": r"""init : {"auto", "logistic", "zeros"}, default="auto"
     Starting weights: ``"logistic"`` sets the unary weights to per-node multinomial
     logistic regression on the labelled nodes (at most 10,000 of them, 30 L-BFGS

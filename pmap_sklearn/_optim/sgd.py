@@ -591,6 +591,66 @@ DIVERGENCE_REMEDY = (
 )
 
 
+def run_epoch(
+    oracle: Oracle,
+    state: SGDState,
+    n_samples: int,
+    rng: np.random.Generator,
+    steps: StepRule,
+    penalty: CumulativeL1 | None,
+    epoch: int,
+    *,
+    alpha,
+    batch_size: int,
+    start_average: int | None,
+    average_weights: str,
+    project,
+    remedy: str,
+):
+    """One pass of :func:`run_sgd` over the ``n_samples`` samples of ``oracle`` (in the order it
+    was made for), updating ``state`` in place; returns ``Σ ℓ`` over the pass and the last
+    step's rate. ``epoch`` (0-based) is for messages; ``start_average``: the samples seen
+    before averaging starts (None: no averaging)."""
+    w = state.coef
+    eta = 0.0
+    objective = 0.0
+    lazy = _lazy_weights(oracle, steps, alpha, average_weights, state, penalty)
+    for begin in range(0, n_samples, batch_size):
+        part = slice(begin, min(begin + batch_size, n_samples))
+        averaged = start_average is not None and state.n_seen + part.stop - begin > start_average
+        if lazy is not None:
+            value, eta = _lazy_step(
+                oracle, part, lazy, rng, steps, state.t, alpha, project, averaged
+            )
+        else:
+            value, eta = _step(oracle, part, w, rng, steps, state.t, alpha, project, penalty)
+        objective += value
+        if not np.isfinite(lazy.touched if lazy is not None else w).all():
+            raise NonFiniteError(
+                f"SGD diverged in epoch {epoch + 1} (update {state.t + 1}): the weights are "
+                f"no longer finite; {remedy}"
+            )
+        state.t += 1
+        state.n_seen += part.stop - part.start
+        if lazy is not None or not averaged:
+            continue
+        if state.average is None or state.n_averaged == 0:
+            state.average = w.copy()
+            state.n_averaged = 1
+        else:
+            state.n_averaged += 1
+            if average_weights == "linear":  # weights ∝ h
+                state.average += (w - state.average) * (2.0 / (state.n_averaged + 1))
+            else:
+                state.average += (w - state.average) / state.n_averaged
+    if lazy is not None:
+        lazy.settle()
+        state.average, state.n_averaged = lazy.average, lazy.n_averaged
+    if penalty is not None:  # every weight pays what it is owed
+        penalty.clip(w)
+    return objective, eta
+
+
 def run_sgd(
     make_oracle: OracleFactory,
     state: SGDState,
@@ -612,6 +672,7 @@ def run_sgd(
     shuffle: bool = True,
     name: str = "SGD",
     remedy: str = DIVERGENCE_REMEDY,
+    shards=None,
 ) -> SGDState:
     """Run epochs of projected mini-batch SGD ascent, updating ``state`` in place.
 
@@ -654,8 +715,11 @@ def run_sgd(
     remedy : str
         What the error tells the user to change when the weights or the objective stop being
         finite (in the estimator's own parameters).
+    shards : :class:`~pmap_sklearn._optim.shards.Shards`, optional
+        A data-parallel run (iterative parameter mixing): each epoch is one pass of
+        :func:`run_epoch` per shard, one task each, and the state is the mix of theirs;
+        ``make_oracle`` is then unused (each shard has its own).
     """
-    w = state.coef
     start_average = 0 if average is True else (int(average) if average else None)
     best, no_improvement = -np.inf, 0
     state.n_iter = 0
@@ -663,47 +727,25 @@ def run_sgd(
     converged = None if tol is None else False
     oracle = None if shuffle else make_oracle(np.arange(n_samples))
     penalty = _cumulative_l1(l1, state, steps)
+    steps_of_epoch = dict(
+        alpha=alpha,
+        batch_size=batch_size,
+        start_average=start_average,
+        average_weights=average_weights,
+        project=project,
+        remedy=remedy,
+    )
     for epoch in range(max_iter):
-        if shuffle:  # the last epoch's gathered samples go first: one copy of them at a time
-            oracle = lazy = None
-            oracle = make_oracle(rng.permutation(n_samples))
-        objective = 0.0
-        lazy = _lazy_weights(oracle, steps, alpha, average_weights, state, penalty)
-        for begin in range(0, n_samples, batch_size):
-            part = slice(begin, min(begin + batch_size, n_samples))
-            averaged = (
-                start_average is not None and state.n_seen + part.stop - begin > start_average
+        if shards is not None:  # each shard's pass one task, their states mixed
+            objective, eta = shards.epoch(state, steps, rng, epoch, l1, steps_of_epoch)
+        else:
+            if shuffle:  # the last epoch's gathered samples go first: one copy of them at a time
+                oracle = None
+                oracle = make_oracle(rng.permutation(n_samples))
+            objective, eta = run_epoch(
+                oracle, state, n_samples, rng, steps, penalty, epoch, **steps_of_epoch
             )
-            if lazy is not None:
-                value, eta = _lazy_step(
-                    oracle, part, lazy, rng, steps, state.t, alpha, project, averaged
-                )
-            else:
-                value, eta = _step(oracle, part, w, rng, steps, state.t, alpha, project, penalty)
-            objective += value
-            if not np.isfinite(lazy.touched if lazy is not None else w).all():
-                raise NonFiniteError(
-                    f"SGD diverged in epoch {epoch + 1} (update {state.t + 1}): the weights are "
-                    f"no longer finite; {remedy}"
-                )
-            state.t += 1
-            state.n_seen += part.stop - part.start
-            if lazy is not None or not averaged:
-                continue
-            if state.average is None or state.n_averaged == 0:
-                state.average = w.copy()
-                state.n_averaged = 1
-            else:
-                state.n_averaged += 1
-                if average_weights == "linear":  # weights ∝ h
-                    state.average += (w - state.average) * (2.0 / (state.n_averaged + 1))
-                else:
-                    state.average += (w - state.average) / state.n_averaged
-        if lazy is not None:
-            lazy.settle()
-            state.average, state.n_averaged = lazy.average, lazy.n_averaged
-        if penalty is not None:  # every weight pays what it is owed
-            penalty.clip(w)
+        w = state.coef
         state.n_iter = epoch + 1
         regularised = objective / n_samples - _penalty(alpha, w, l1)
         if not np.isfinite(regularised):

@@ -92,6 +92,7 @@ SGD_CONSTRAINTS: dict = {
     "n_perturbations": [NumberInterval(Integral, 1, None, closed="left")],
     "init": [StrOptions({"auto", "logistic", "zeros"})],
     "batch_size": [NumberInterval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
+    "n_shards": [NumberInterval(Integral, 1, None, closed="left")],
 }
 
 

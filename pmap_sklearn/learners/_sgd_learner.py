@@ -9,12 +9,14 @@ on the learner's stochastic gradient: a learner only says what that gradient is
 
 from __future__ import annotations
 
+import copy
 from dataclasses import asdict, dataclass
 
 import numpy as np
 
 from .._optim import defaults
 from .._optim import sgd as _sgd
+from .._optim.shards import Shards, split_by_size
 from .._optim.step_search import calibrate_eta0
 from ..metrics.hamming import label_weights, node_label_weights
 from ..perturbation import perturb_and_map
@@ -170,11 +172,10 @@ class BaseStructuredSGD(PartialFitMixin, BaseStructuredEstimator):
         l2, l1 = settings.alpha * (1.0 - self.l1_ratio), settings.alpha * self.l1_ratio
         chains = self.structure_.sample_kind == "chain"
 
+        oracles = _OracleFactory(self, batch, targets, batch_size, chains)
+
         def make_oracle(order):
-            if chains:  # a chain solver's loops run over the longest chain of a mini-batch
-                order = bucket_by_length(order, batch.lengths, batch_size, rng)
-            # One gather per epoch; the mini-batches are then contiguous views of it.
-            return self._make_oracle(batch.subset(order), targets[batch.node_index(order)])
+            return oracles(order, rng)
 
         if state.eta0 is None:  # a fresh run
             if self._init() == "logistic":
@@ -225,7 +226,37 @@ class BaseStructuredSGD(PartialFitMixin, BaseStructuredEstimator):
             validation_score=validation_score,
             verbose=self.verbose,
             name=type(self).__name__,
+            shards=self._shards(batch, targets, batch_size, rng),
         )
+
+    def _shards(self, batch: SampleBatch, targets, batch_size: int, rng) -> Shards | None:
+        """The shards of a data-parallel fit (``n_shards > 1``; None otherwise): ``batch`` split
+        by node count (:func:`~pmap_sklearn._optim.shards.split_by_size`, from ``rng``), each
+        shard's oracle factory that of the fit on its samples, mixed by their shares of the
+        (weighted) samples."""
+        n_shards = self.n_shards
+        if n_shards == 1:
+            return None
+        if n_shards > batch.n_samples:
+            raise ValueError(
+                f"n_shards={n_shards} exceeds the {batch.n_samples} samples being fitted: each "
+                "shard needs at least one; lower n_shards (a shard of a few samples makes noisy "
+                "steps: keep many mini-batches per shard)"
+            )
+        learner = copy.copy(self)  # what a worker needs of the estimator, not its last fit
+        for name in ("_state", "coef_", "supervised_coef_", "loss_curve_", "validation_scores_"):
+            vars(learner).pop(name, None)
+        learner.n_jobs = 1  # the shards are the parallel tasks: their solver calls run in them
+        chains = self.structure_.sample_kind == "chain"
+        factories, weights = [], []
+        for part in split_by_size(batch.lengths, n_shards, rng):
+            shard = batch.subset(part)
+            shard_targets = targets[batch.node_index(part)]
+            factories.append(_OracleFactory(learner, shard, shard_targets, batch_size, chains))
+            weights.append(shard.weight_total)
+        weights = np.asarray(weights, float) / np.sum(weights)
+        sizes = [factory.batch.n_samples for factory in factories]
+        return Shards(factories, sizes, weights, self.n_jobs)
 
     def _step_rule(self, state, settings: SGDSettings) -> _sgd.StepRule:
         """The steps of the resolved ``learning_rate`` from ``state.eta0`` (AdaGrad's sums of
@@ -275,6 +306,22 @@ class BaseStructuredSGD(PartialFitMixin, BaseStructuredEstimator):
             maxima=False,
         ).marginals
         return structure.visible_marginals(marginals)
+
+
+class _OracleFactory:
+    """``(order, rng) -> oracle`` over the samples ``order`` of ``batch``, gathered once (once
+    per epoch; the mini-batches are then contiguous views of it), the fit's and each shard's
+    (picklable: a shard's travels to a worker with each epoch's task)."""
+
+    def __init__(self, learner, batch: SampleBatch, targets, batch_size: int, chains: bool):
+        self.learner, self.batch, self.targets = learner, batch, targets
+        self.batch_size, self.chains = batch_size, chains
+
+    def __call__(self, order, rng):
+        batch = self.batch
+        if self.chains:  # a chain solver's loops run over the longest chain of a mini-batch
+            order = bucket_by_length(order, batch.lengths, self.batch_size, rng)
+        return self.learner._make_oracle(batch.subset(order), self.targets[batch.node_index(order)])
 
 
 class ClassWeightedSGD(BaseStructuredSGD):

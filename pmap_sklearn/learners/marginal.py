@@ -115,6 +115,7 @@ class MarginalPerturbMAPCRF(BaseStructuredSGD):
         Seeds the perturbations and the sample order; results do not depend on ``n_jobs``.
     n_jobs : int or None, default=None
         Processes for per-sample graph cuts (joblib); see :ref:`parallel`.
+    {{n_shards}}
     verbose : int, default=0
         Report progress: the first three epochs, every tenth of ``max_iter`` and the last
         (``verbose >= 2``: more detail; ``verbose >= 3``: every epoch).
@@ -201,6 +202,7 @@ class MarginalPerturbMAPCRF(BaseStructuredSGD):
         n_perturbations=100,
         random_state=None,
         n_jobs=None,
+        n_shards=1,
         verbose=0,
         unknown_label=-1,
         ignore_label=None,

@@ -83,7 +83,7 @@ class MeanFieldCRF(ClassWeightedSGD):
         The stopping rule and warm starts, as for :class:`~pmap_sklearn.PerturbMAPCRF`; a warm
         start after a change of ``loss``, ``n_sweeps`` or ``damping`` (the structure's
         solver is that mean field) fits afresh too.
-    random_state, n_jobs, verbose, unknown_label, init, ignore_label : as in PerturbMAPCRF
+    random_state, n_jobs, n_shards, verbose, unknown_label, init, ignore_label : as in PerturbMAPCRF
         As for :class:`~pmap_sklearn.PerturbMAPCRF`.
 
     Attributes
@@ -165,6 +165,7 @@ class MeanFieldCRF(ClassWeightedSGD):
         warm_start=False,
         random_state=None,
         n_jobs=None,
+        n_shards=1,
         verbose=0,
         unknown_label=-1,
         ignore_label=None,

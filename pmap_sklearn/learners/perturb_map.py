@@ -128,6 +128,7 @@ class PerturbMAPCRF(ClassWeightedSGD):
         Seeds the perturbations and the sample order; results do not depend on ``n_jobs``.
     n_jobs : int or None, default=None
         Processes for per-sample graph cuts (joblib); chains are solved in one vectorised call.
+    {{n_shards}}
     verbose : int, default=0
         Print the objective of the first three epochs, of every tenth of ``max_iter`` and of
         the last (every epoch with ``verbose >= 3``).
@@ -208,6 +209,7 @@ class PerturbMAPCRF(ClassWeightedSGD):
         n_perturbations=100,
         random_state=None,
         n_jobs=None,
+        n_shards=1,
         verbose=0,
         unknown_label=-1,
         ignore_label=None,
