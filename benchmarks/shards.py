@@ -1,0 +1,152 @@
+"""Data-parallel fits: ``n_shards`` 1 / 2 / 4 against ``n_jobs`` 1 / 2 on the UD English
+treebank, time and UPOS accuracy, with a dask ``LocalCluster`` row.
+
+Every run is the default :class:`~pmap_sklearn.PerturbMAPCRF` (``random_state=0``) in a
+pipeline after ``SequenceVectorizer(token_features)`` (the tutorial's token features), fitted
+on the whole train split (12,544 sentences) and scored by UPOS token accuracy on the test
+split. The pipeline's fit is timed in its two parts: vectorising (the same for every run, one
+process) and the CRF's fit. All runs are in one process: joblib's loky workers are started
+and import the library before timing (one small sharded fit), the runs are interleaved and
+repeated, and the fewest seconds of each are reported (the other core may be busy). The
+coefficients of ``n_jobs=1`` and ``n_jobs=2`` at the same ``n_shards`` are checked identical,
+and the dask run (``joblib.parallel_config(backend="dask")`` on a ``LocalCluster`` of 2
+worker processes, 1 thread each) against loky's.
+
+Run: ``python benchmarks/shards.py [--quick]`` (needs ``../shared/data/ud_english_ewt``);
+writes ``docs/results/shards.{md,json}`` (``--quick``: 2,000 training sentences, one repeat,
+written to a temporary folder).
+"""
+
+import time
+import warnings
+
+import numpy as np
+from _common import Run, parser, rerun
+
+#: (n_shards, n_jobs) of the loky runs, in the order they are timed.
+CASES = [(1, 1), (2, 1), (2, 2), (4, 1), (4, 2)]
+REPEAT = 3
+
+
+def _accuracy(vectorizer, model, sentences, tags) -> float:
+    predicted = model.predict(vectorizer.transform(sentences))
+    truth = np.concatenate([np.asarray(t) for t in tags])
+    return float(np.mean(np.concatenate(predicted) == truth))
+
+
+def measure(quick: bool) -> dict:
+    from joblib import parallel_config
+
+    from pmap_sklearn import PerturbMAPCRF, SequenceVectorizer
+    from pmap_sklearn.datasets import load_ud_treebank, token_features
+
+    train, test = load_ud_treebank("train"), load_ud_treebank("test")
+    n = 2000 if quick else len(train.sentences)
+    sentences, tags = train.sentences[:n], train.tags[:n]
+    vectorise = []
+    for _ in range(1 if quick else 2):
+        vectorizer = SequenceVectorizer(token_features)
+        started = time.perf_counter()
+        X = vectorizer.fit_transform(sentences)
+        vectorise.append(time.perf_counter() - started)
+    PerturbMAPCRF(random_state=0, n_shards=2, n_jobs=2, max_iter=1).fit(X[:200], tags[:200])
+
+    rows = {case: dict(n_shards=case[0], n_jobs=case[1], seconds=[]) for case in CASES}
+    models = {}
+    for _ in range(1 if quick else REPEAT):
+        for case, row in rows.items():
+            model = PerturbMAPCRF(random_state=0, n_shards=case[0], n_jobs=case[1])
+            started = time.perf_counter()
+            models[case] = model.fit(X, tags)
+            row["seconds"].append(time.perf_counter() - started)
+    for case, row in rows.items():
+        model = models[case]
+        row.update(fit_seconds=min(row["seconds"]), n_iter=model.n_iter_)
+        row["accuracy"] = _accuracy(vectorizer, model, test.sentences, test.tags)
+        serial = models[(case[0], 1)]
+        row["same_as_n_jobs_1"] = bool(np.array_equal(model.coef_, serial.coef_))
+    two = models[(2, 1)].coef_
+    out = dict(n_train=n, vectorise_seconds=min(vectorise), rows=list(rows.values()))
+    try:
+        from dask.distributed import Client, LocalCluster
+    except ImportError:
+        return out
+    with (
+        LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None) as cluster,
+        Client(cluster),
+        parallel_config(backend="dask"),
+    ):
+        seconds = []
+        for _ in range(1 if quick else 2):
+            model = PerturbMAPCRF(random_state=0, n_shards=2, n_jobs=2)
+            started = time.perf_counter()
+            model.fit(X, tags)
+            seconds.append(time.perf_counter() - started)
+    out["dask"] = dict(
+        n_shards=2,
+        n_workers=2,
+        fit_seconds=min(seconds),
+        seconds=seconds,
+        same_as_loky=bool(np.array_equal(model.coef_, two)),
+    )
+    return out
+
+
+def markdown(result: dict, notes: dict) -> str:
+    vectorise = result["vectorise_seconds"]
+    rows = result["rows"]
+    serial = next(r for r in rows if r["n_shards"] == 1)
+    lines = [
+        "# Data-parallel fits: n_shards on the UD English treebank",
+        "",
+        f"The default PerturbMAPCRF (`random_state=0`) after `SequenceVectorizer(token_features)`"
+        f", {result['n_train']:,} training sentences, UPOS token accuracy on the test split. "
+        "Each epoch every shard runs one pass of the fit's SGD from the mixed weights as one "
+        "joblib task (loky), then the shards' weights, averages and AdaGrad sums are mixed. "
+        f"Seconds: the fewest of {len(serial['seconds'])} interleaved fits in one process, "
+        "workers started beforehand; the pipeline adds the vectoriser's "
+        f"{vectorise:.1f} s (serial, the same for every run) to the CRF's fit. "
+        "Protocol: `benchmarks/shards.py`.",
+        "",
+        "| n_shards | n_jobs | epochs | CRF fit (s) | speed-up | pipeline fit (s) | speed-up | "
+        "test accuracy | Δ (points) | coef_ as n_jobs=1 |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in rows:
+        fit, pipe = row["fit_seconds"], row["fit_seconds"] + vectorise
+        same = row.get("same_as_n_jobs_1", "")
+        same = {True: "identical", False: "differ"}.get(same, "")
+        lines.append(
+            f"| {row['n_shards']} | {row['n_jobs']} | {row['n_iter']} | {fit:.2f} | "
+            f"{serial['fit_seconds'] / fit:.2f}× | {pipe:.2f} | "
+            f"{(serial['fit_seconds'] + vectorise) / pipe:.2f}× | "
+            f"{100 * row['accuracy']:.2f} % | "
+            f"{100 * (row['accuracy'] - serial['accuracy']):+.2f} | {same} |"
+        )
+    if "dask" in result:
+        dask = result["dask"]
+        lines += [
+            "",
+            f'dask (`joblib.parallel_config(backend="dask")`, a `LocalCluster` of '
+            f"{dask['n_workers']} worker processes): n_shards=2 in {dask['fit_seconds']:.2f} s "
+            f"(CRF fit), coefficients "
+            f"{'identical to' if dask['same_as_loky'] else 'different from'} loky's.",
+        ]
+    lines += ["", rerun(notes), ""]
+    return "\n".join(lines)
+
+
+def main():
+    args = parser(__doc__, "2,000 training sentences, one repeat, to a temporary folder")
+    args = args.parse_args()
+    run = Run(__file__, quick=args.quick)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = measure(args.quick)
+    notes = run.notes()
+    run.save("shards", markdown(result, notes), dict(notes=notes, **result))
+    print(markdown(result, notes))
+
+
+if __name__ == "__main__":
+    main()
