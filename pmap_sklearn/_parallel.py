@@ -148,7 +148,7 @@ def map_jobs(function, jobs, n_jobs, work=None, kind=None):
     return results + [result for part in parts for result in part]
 
 
-def run_on_workers(function, jobs, n_jobs) -> list:
+def run_on_workers(function, jobs, n_jobs, share_with_caller: bool = False) -> list:
     """``[function(*job) for job in jobs]``, one job per task on joblib's workers, in order.
 
     joblib's ``Parallel`` collects its results by polling every 10 ms, which is most of the cost
@@ -156,6 +156,11 @@ def run_on_workers(function, jobs, n_jobs) -> list:
     submitted to the same pool of worker processes that ``Parallel`` uses and their futures
     awaited, which returns as soon as the last one is done (a call costs 2-5 ms more than its
     work); any other backend (dask, threads, a nested call) goes through ``Parallel``.
+
+    ``share_with_caller``: with the loky pool, the calling process runs every ``n_workers``-th
+    job itself (the first among them) while the workers run the others — for a few long jobs
+    with large arguments (shards of a fit), whose caller would otherwise wait idle while their
+    arguments and results travel. Other backends (a cluster) get every job.
     """
     # max_nbytes=None: arrays travel pickled; memory-mapping them costs a temporary folder
     # per call, whose removal alone costs more than a small call
@@ -164,11 +169,13 @@ def run_on_workers(function, jobs, n_jobs) -> list:
         pool = getattr(backend, "_workers", None) if isinstance(backend, LokyBackend) else None
         if not hasattr(pool, "submit"):
             return parallel(delayed(function)(*job) for job in jobs)
-        futures = [pool.submit(function, *job) for job in jobs]
+        here = set(range(0, len(jobs), effective_n_jobs(n_jobs))) if share_with_caller else ()
+        futures = {i: pool.submit(function, *job) for i, job in enumerate(jobs) if i not in here}
         try:
-            return [future.result() for future in futures]
+            done = {i: function(*jobs[i]) for i in sorted(here)}
+            return [done[i] if i in done else futures[i].result() for i in range(len(jobs))]
         finally:  # after an error, drop the jobs not started yet
-            for future in futures:
+            for future in futures.values():
                 future.cancel()
 
 

@@ -121,6 +121,24 @@ def test_run_on_workers_returns_in_order_from_the_worker_processes():
     assert os.getpid() not in {pid for pid, _ in out}
 
 
+def test_run_on_workers_shares_the_jobs_with_the_caller():
+    """``share_with_caller``: every n_workers-th job runs in the calling process, the others in
+    the workers, the results in order; other backends get every job."""
+    out = _parallel.run_on_workers(
+        _pid_and_square, [(i,) for i in range(5)], 2, share_with_caller=True
+    )
+    assert [square for _, square in out] == [i * i for i in range(5)]
+    here = [i for i, (pid, _) in enumerate(out) if pid == os.getpid()]
+    assert here == [0, 2, 4]
+    with pytest.raises(ValueError, match="negative value -3"):  # a worker's error
+        _parallel.run_on_workers(_pid_and_square, [(2,), (-3,)], 2, share_with_caller=True)
+    with pytest.raises(ValueError, match="negative value -2"):  # the caller's
+        _parallel.run_on_workers(_pid_and_square, [(-2,), (3,)], 2, share_with_caller=True)
+    with parallel_config(backend="threading"):
+        out = _parallel.run_on_workers(_pid_and_square, [(3,)], 2, share_with_caller=True)
+    assert out == [(os.getpid(), 9)]
+
+
 def test_run_on_workers_raises_the_jobs_error():
     with pytest.raises(ValueError, match="negative value -3"):
         _parallel.run_on_workers(_pid_and_square, [(2,), (-3,), (4,)], 2)

@@ -73,7 +73,7 @@ class Shards:
             (factory, size, int(seed), *_copy(state, steps), epoch, l1, pass_args)
             for factory, size, seed in zip(self.factories, self.sizes, seeds, strict=True)
         ]
-        results = run_on_workers(_shard_pass, jobs, self.n_jobs)
+        results = run_on_workers(_shard_pass, jobs, self.n_jobs, share_with_caller=True)
         _mix(state, [result[0] for result in results], self.weights)
         objective = float(sum(result[1] for result in results))
         return objective, float(np.mean([np.mean(result[2]) for result in results]))
