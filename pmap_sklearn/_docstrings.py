@@ -38,8 +38,8 @@ FRAGMENTS = {
     The stopping rule and validation score are those of each mixed epoch; ``partial_fit``
     splits its chunk the same way. 1: the serial fit. Results depend on ``n_shards`` and
     ``random_state``, never on ``n_jobs`` nor the backend; a shard takes 1/``n_shards`` of
-    the steps of a serial epoch, so more shards move the weights less per epoch (see
-    :ref:`parallel` for when it pays).""",
+    the steps of a serial epoch (``t_`` counts the steps along one shard's path), so more
+    shards move the weights less per epoch (see :ref:`data-parallel` for when it pays).""",
     "init": r"""init : {"auto", "logistic", "zeros"}, default="auto"
     Starting weights: ``"logistic"`` sets the unary weights to per-node multinomial
     logistic regression on the labelled nodes (at most 10,000 of them, 30 L-BFGS
