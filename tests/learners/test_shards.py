@@ -9,7 +9,7 @@ from joblib import parallel_config
 
 from pmap_sklearn import MarginalPerturbMAPCRF, MeanFieldCRF, PerturbMAPCRF
 from pmap_sklearn._optim import shards as _shards
-from pmap_sklearn.datasets import make_chain_data
+from pmap_sklearn.datasets import make_chain_data, make_grid_data
 
 
 def _chain_mean_field(**params):
@@ -151,3 +151,35 @@ def test_a_dask_cluster_gives_the_same_fit(chains):
     ):
         remote = PerturbMAPCRF(random_state=0, n_shards=2, max_iter=4, n_jobs=2).fit(X, y)
     np.testing.assert_array_equal(remote.coef_, local.coef_)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda **p: PerturbMAPCRF(l1_ratio=0.5, alpha=0.01, **p),  # the L1 penalties mixed
+        lambda **p: PerturbMAPCRF(learning_rate="adagrad", **p),  # AdaGrad's sums mixed
+        lambda **p: MarginalPerturbMAPCRF("grid", max_iter=3, **p),  # per-sample graph cuts
+    ],
+    ids=["l1", "adagrad", "grid"],
+)
+def test_every_mixed_state_is_independent_of_n_jobs(make, chains):
+    if make(random_state=0).structure == "grid":
+        data = make_grid_data(n_samples=6, shape=(10, 10), random_state=0)
+        X, y = data.data, data.target
+    else:
+        X, y = chains
+    serial = make(random_state=0, n_shards=2, n_jobs=1).fit(X, y)
+    parallel = make(random_state=0, n_shards=2, n_jobs=2).fit(X, y)
+    np.testing.assert_array_equal(parallel.coef_, serial.coef_)
+    assert serial.score(X, y) > 0.5
+
+
+def test_unknown_labels_fit_in_two_sharded_stages(chains):
+    X, full = chains
+    y = [labels.copy() for labels in full]
+    for labels in y[::3]:
+        labels[::2] = -1
+    model = MarginalPerturbMAPCRF(random_state=0, n_shards=2, max_iter=5).fit(X, y)
+    again = MarginalPerturbMAPCRF(random_state=0, n_shards=2, max_iter=5, n_jobs=2).fit(X, y)
+    np.testing.assert_array_equal(again.coef_, model.coef_)
+    assert PerturbMAPCRF(random_state=0, n_shards=2, max_iter=5).fit(X, y).score(X, full) > 0.5
