@@ -86,35 +86,17 @@ def test_more_shards_than_samples_is_refused(chains):
     np.testing.assert_array_equal(model.coef_, before)
 
 
-def test_shards_split_balanced_by_nodes_and_seeded():
-    rng = np.random.default_rng(0)
-    sizes = rng.integers(1, 40, size=101)
-    parts = _shards.split_by_size(sizes, 3, np.random.default_rng(5))
-    assert sorted(np.concatenate(parts).tolist()) == list(range(101))  # each sample once
-    loads = [sizes[part].sum() for part in parts]
-    assert max(loads) - min(loads) <= sizes.max()
-    again = _shards.split_by_size(sizes, 3, np.random.default_rng(5))
-    assert all(np.array_equal(a, b) for a, b in zip(parts, again, strict=True))
-    other = _shards.split_by_size(sizes, 3, np.random.default_rng(6))
-    assert not all(np.array_equal(a, b) for a, b in zip(parts, other, strict=True))
-
-
-def test_mixing_weighs_shards_by_their_share_of_the_samples(chains):
-    """Weights of mean 1 (all equal) are the unweighted fit; unequal ones change the mix."""
+def test_sample_weights_in_a_sharded_fit(chains):
+    """Equal weights are the unweighted fit; unequal ones change it."""
     X, y = chains
     plain = PerturbMAPCRF(random_state=0, n_shards=2).fit(X, y)
     equal = PerturbMAPCRF(random_state=0, n_shards=2).fit(X, y, sample_weight=np.full(120, 3.0))
     np.testing.assert_allclose(equal.coef_, plain.coef_, rtol=1e-10, atol=1e-12)
-    state = plain._state
-    a, b = (
-        _shards.SGDState(coef=np.array([1.0, 3.0]), t=4, n_seen=10),
-        _shards.SGDState(coef=np.array([3.0, 5.0]), t=5, n_seen=12),
-    )
-    mixed = _shards.SGDState(coef=np.zeros(2), t=2, n_seen=8)
-    _shards._mix(mixed, [a, b], np.array([0.25, 0.75]))
-    np.testing.assert_allclose(mixed.coef, [2.5, 4.5])
-    assert (mixed.t, mixed.n_seen, mixed.n_averaged) == (5, 14, 0)
-    assert state.n_seen == plain.n_iter_ * 120  # every sample of every shard, each epoch
+    assert plain._state.n_seen == plain.n_iter_ * 120  # every sample of every shard, each epoch
+    weights = np.ones(120)
+    weights[:60] = 5.0
+    unequal = PerturbMAPCRF(random_state=0, n_shards=2).fit(X, y, sample_weight=weights)
+    assert not np.allclose(unequal.coef_, plain.coef_)
 
 
 def test_partial_fit_splits_its_chunk(chains):
