@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import math
+import pickle
 import time
 from numbers import Integral
 from typing import NamedTuple
@@ -160,7 +161,9 @@ def run_on_workers(function, jobs, n_jobs, share_with_caller: bool = False) -> l
     ``share_with_caller``: with the loky pool, the calling process runs every ``n_workers``-th
     job itself (the first among them) while the workers run the others — for a few long jobs
     with large arguments (shards of a fit), whose caller would otherwise wait idle while their
-    arguments and results travel. Other backends (a cluster) get every job.
+    arguments and results travel; the workers' jobs are then pickled (by the standard
+    pickle) before the caller starts its own, not by the pool's thread while it works. Other
+    backends (a cluster) get every job.
     """
     # max_nbytes=None: arrays travel pickled; memory-mapping them costs a temporary folder
     # per call, whose removal alone costs more than a small call
@@ -170,7 +173,14 @@ def run_on_workers(function, jobs, n_jobs, share_with_caller: bool = False) -> l
         if not hasattr(pool, "submit"):
             return parallel(delayed(function)(*job) for job in jobs)
         here = set(range(0, len(jobs), effective_n_jobs(n_jobs))) if share_with_caller else ()
-        futures = {i: pool.submit(function, *job) for i, job in enumerate(jobs) if i not in here}
+        if here:  # pickled now, not by the pool's thread while the caller works (the GIL)
+            futures = {
+                i: pool.submit(_run_pickled, pickle.dumps((function, job), pickle.HIGHEST_PROTOCOL))
+                for i, job in enumerate(jobs)
+                if i not in here
+            }
+        else:
+            futures = {i: pool.submit(function, *job) for i, job in enumerate(jobs)}
         try:
             done = {i: function(*jobs[i]) for i in sorted(here)}
             return [done[i] if i in done else futures[i].result() for i in range(len(jobs))]
@@ -360,6 +370,11 @@ def one_blas_thread(method):
             return method(self, *args, **kwargs)
 
     return wrapper
+
+
+def _run_pickled(payload: bytes):
+    function, job = pickle.loads(payload)
+    return function(*job)
 
 
 def _run_chunk(function, jobs):
