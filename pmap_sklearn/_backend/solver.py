@@ -480,14 +480,9 @@ class ExactEvents:
             ids = np.flatnonzero(whole)
             out[ids] = p.take(event_sample[ids]).score(labels[ranges(starts, ids)])
         part = np.flatnonzero(~whole)
-        for chunk in chunks_by_size(p.lengths[event_sample[part]]):
-            ids = part[chunk]
-            copies = p.take(event_sample[ids])
-            members = ranges(starts, ids)  # the entries of these events, copy by copy
-            copy = np.repeat(np.arange(len(ids)), np.diff(starts)[ids])
-            local = nodes[members] - p.node_offsets[sample[members]]
+        for ids, copies, members, at in _event_copies(p, part, starts, sample, event_sample, nodes):
             clamp = np.full(copies.n_nodes, -1, dtype=np.intp)
-            clamp[copies.node_offsets[copy] + local] = labels[members]
+            clamp[at] = labels[members]
             out[ids] = self._exact_log_partition(copies, clamp)
         return out - log_z
 
@@ -543,14 +538,11 @@ class ExactEvents:
         out = np.full(len(starts) - 1, -np.inf)  # a node with no state allowed: impossible
         empty = np.repeat(np.arange(len(out)), np.diff(starts))[~allowed.any(axis=1)]
         events = np.setdiff1d(np.arange(len(out)), empty)
-        for chunk in chunks_by_size(p.lengths[event_sample[events]]):
-            ids = events[chunk]
-            copies = p.take(event_sample[ids])
-            members = ranges(starts, ids)
-            copy = np.repeat(np.arange(len(ids)), np.diff(starts)[ids])
-            local = nodes[members] - p.node_offsets[sample[members]]
+        for ids, copies, members, at in _event_copies(
+            p, events, starts, sample, event_sample, nodes
+        ):
             forbidden = np.zeros(copies.unary.shape, dtype=bool)
-            forbidden[copies.node_offsets[copy] + local] = ~allowed[members]
+            forbidden[at] = ~allowed[members]
             if self.capabilities.infinite_scores:
                 unary = np.where(forbidden, -np.inf, copies.unary)
             else:  # scores below every labelling within the sets: a probability of 0.0
@@ -730,3 +722,16 @@ def weighted_marginals(solver: Solver, potentials: Potentials, sample_weight, cl
         pairwise += value * part.statistics.pairwise
         log_partition[samples] = part.log_partition
     return Marginals(Statistics(node, pairwise), log_partition)
+
+
+def _event_copies(p: Potentials, events, starts, sample, event_sample, nodes):
+    """The events ``events`` on copies of their samples, in bounded chunks: for each chunk,
+    the events' ids, the copies (one per event), the entries of these events (event by
+    event) and the nodes of those entries in the copies."""
+    for chunk in chunks_by_size(p.lengths[event_sample[events]]):
+        ids = events[chunk]
+        copies = p.take(event_sample[ids])
+        members = ranges(starts, ids)
+        copy = np.repeat(np.arange(len(ids)), np.diff(starts)[ids])
+        local = nodes[members] - p.node_offsets[sample[members]]
+        yield ids, copies, members, copies.node_offsets[copy] + local
