@@ -105,6 +105,21 @@ def trusted_types() -> list[str]:
 #: The format's name and version in ``settings.json``.
 FORMAT, VERSION = "pmap_sklearn.weights", 1
 
+#: The library's trusted types the weights format does not rebuild as objects: the fit states
+#: only a warm start reads and the compact arrays of pickles (left out, :data:`_LEFT_OUT`),
+#: and the vectorizer's feature function (stored by name, :data:`_FUNCTIONS`).
+_NOT_REBUILT = frozenset(
+    {
+        "pmap_sklearn._optim.sgd.SGDState",
+        "pmap_sklearn._state.FitState",
+        "pmap_sklearn._state.SameAsWeights",
+        "pmap_sklearn._state.SparseArray",
+        "pmap_sklearn._utils.SparseVector",
+        "pmap_sklearn.datasets._treebank.token_features",
+        "pmap_sklearn.learners.ssvm.BCFWState",
+    }
+)
+
 #: The classes :func:`load_weights` rebuilds, by the name ``settings.json`` gives them: the
 #: learners, structures, solvers and token transformers, a Pipeline of them, the vocabulary
 #: (``DictVectorizer``) or hashing (``FeatureHasher``) of
@@ -116,31 +131,7 @@ FORMAT, VERSION = "pmap_sklearn.weights", 1
 WEIGHTS_CLASSES = {
     qualified.rpartition(".")[2]: qualified
     for qualified in (
-        *(t for t in _TRUSTED if t.startswith("pmap_sklearn._backend.")),
-        "pmap_sklearn.learners.chain_crf.ChainCRF",
-        "pmap_sklearn.learners.contrastive_divergence.ContrastiveDivergenceCRF",
-        "pmap_sklearn.learners.epsilon.EpsilonCRF",
-        "pmap_sklearn.learners.marginal.MarginalPerturbMAPCRF",
-        "pmap_sklearn.learners.mean_field_crf.MeanFieldCRF",
-        "pmap_sklearn.learners.part_clamp.PartClampCRF",
-        "pmap_sklearn.learners.perturb_map.PerturbMAPCRF",
-        "pmap_sklearn.learners.ssvm.StructuredSVM",
-        "pmap_sklearn.learners.surrogates.PiecewiseCRF",
-        "pmap_sklearn.learners.surrogates.PseudoLikelihoodCRF",
-        "pmap_sklearn.denoisers.binary.LogSupermodularDenoiser",
-        "pmap_sklearn.denoisers.continuous.ContinuousLogSupermodularDenoiser",
-        "pmap_sklearn.structures.chain.ChainStructure",
-        "pmap_sklearn.structures.flip_channel.FlipChannelGrid",
-        "pmap_sklearn.structures.graph.GraphStructure",
-        "pmap_sklearn.structures.grid.GridStructure",
-        "pmap_sklearn.structures.multilabel.MultiLabelStructure",
-        "pmap_sklearn.preprocessing.SequenceVectorizer",
-        "pmap_sklearn.embeddings.SequenceUnion",
-        "pmap_sklearn.embeddings.TokenEmbeddings",
-        "pmap_sklearn._clusters.TokenClusters",
-        "pmap_sklearn.superpixels.SuperpixelGraphs",
-        "pmap_sklearn.learners.two_stage.TwoStageCRF",
-        "pmap_sklearn.preprocessing.NodeTransformer",
+        *(t for t in _TRUSTED if t.startswith("pmap_sklearn.") and t not in _NOT_REBUILT),
         "sklearn.pipeline.Pipeline",
         "sklearn.feature_extraction.DictVectorizer",
         "sklearn.feature_extraction.FeatureHasher",
