@@ -223,12 +223,7 @@ def encode(y, unknown_label=-1, classes=None, n_states=None):
             classes = np.unique(known)
     codes = np.full(flat.shape, -1, dtype=np.intp)
     if known.size:
-        try:
-            position = np.searchsorted(classes, known)
-            position = np.minimum(position, len(classes) - 1)
-            valid = classes[position] == known
-        except (TypeError, np.exceptions.DTypePromotionError):
-            valid = np.zeros(known.shape, dtype=bool)
+        position, valid = _positions_in(classes, known)
         if not np.all(valid):
             bad = _distinct(known[~valid])
             marker = "" if unknown_label is None else f"; unknown labels are {unknown_label!r}"
@@ -242,6 +237,16 @@ def encode(y, unknown_label=-1, classes=None, n_states=None):
         out.append(codes[start : start + a.size].reshape(a.shape))
         start += a.size
     return out, classes
+
+
+def _positions_in(classes: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each value's position in the sorted ``classes`` and whether it is one of them (False
+    for values of another kind than the classes)."""
+    try:
+        position = np.minimum(np.searchsorted(classes, values), len(classes) - 1)
+        return position, classes[position] == values
+    except (TypeError, np.exceptions.DTypePromotionError):
+        return np.zeros(values.shape, dtype=np.intp), np.zeros(values.shape, dtype=bool)
 
 
 def _distinct(values: np.ndarray) -> list:
@@ -288,16 +293,10 @@ def warn_unseen(y, classes, markers=(), name: str = "y") -> None:
     if not known.size:
         return
     classes = np.asarray(classes)
-    try:
-        position = np.minimum(np.searchsorted(classes, known), len(classes) - 1)
-        valid = classes[position] == known
-    except (TypeError, np.exceptions.DTypePromotionError):
-        valid = np.zeros(known.shape, dtype=bool)
+    valid = _positions_in(classes, known)[1]
     if np.all(valid):
         return
-    unseen = list(
-        dict.fromkeys(v.item() if isinstance(v, np.generic) else v for v in known[~valid])
-    )
+    unseen = _distinct(known[~valid])
     shown = ", ".join(repr(v) for v in unseen[:10]) + (", ..." if len(unseen) > 10 else "")
     marker = next((m for m in markers if m is not None), None)
     if marker is not None and isinstance(marker, str) == _textual(flat):
