@@ -22,6 +22,8 @@ __all__ = ["GraphSample", "SampleBatch", "ParsedSample", "grid_edges", "GRID_OFF
 
 #: The neighbour directions ``(dr, dc)`` of a pixel, by connectivity: right and down, then the
 #: two diagonals.
+# Samples averaging this many rows are copied by slices rather than gathered row by row.
+BLOCK_ROWS = 64
 GRID_OFFSETS = {4: ((0, 1), (1, 0)), 8: ((0, 1), (1, 0), (1, 1), (1, -1))}
 
 
@@ -239,21 +241,23 @@ class SampleBatch(StackedSamples):
                 last = self._last_slice = (bounds, self._contiguous(index))
             return last[1]
         index = np.asarray(index, dtype=np.intp)
-        nodes = self.node_index(index)
-        edges = ranges(self.edge_offsets, index)
         node_offsets = np.concatenate([[0], np.cumsum(self.lengths[index])])
         edge_offsets = np.concatenate([[0], np.cumsum(np.diff(self.edge_offsets)[index])])
-        # Move each edge from its old node numbering to the new one.
-        shift = np.repeat(node_offsets[:-1] - self.node_offsets[index], np.diff(edge_offsets))
+        # Each edge moves from its old node numbering to the new one.
+        shift = node_offsets[:-1] - self.node_offsets[index]
+        take_nodes = _RowTaker(self.node_offsets, index)
+        take_edges = _RowTaker(self.edge_offsets, index)
         return SampleBatch(
-            features=self.features[nodes],
+            features=take_nodes(self.features),
             node_offsets=node_offsets,
-            node_sizes=self.node_sizes[nodes],
-            edges=np.take(self.edges, edges, axis=0) + shift[:, None],
+            node_sizes=take_nodes(self.node_sizes),
+            edges=take_edges(self.edges, shift=shift),
             edge_offsets=edge_offsets,
-            edge_features=np.take(self.edge_features, edges, axis=0),
+            edge_features=take_edges(self.edge_features),
             label_shapes=[self.label_shapes[i] for i in index],
-            edge_directions=None if self.edge_directions is None else self.edge_directions[edges],
+            edge_directions=None
+            if self.edge_directions is None
+            else take_edges(self.edge_directions),
             hidden_counts=None if self.hidden_counts is None else self.hidden_counts[index],
             sample_weight=None if self.sample_weight is None else self.sample_weight[index],
         )
@@ -284,6 +288,42 @@ class SampleBatch(StackedSamples):
             flat[self.nodes_of(i)].reshape(shape + flat.shape[1:])
             for i, shape in enumerate(self.label_shapes)
         ]
+
+
+class _RowTaker:
+    """The rows of the samples ``index`` of arrays cut at ``offsets`` (nodes or edges).
+
+    Samples averaging at least ``BLOCK_ROWS`` rows (grids, superpixel graphs) are copied block by
+    block, one contiguous slice each, which skips building and gathering every row's index;
+    short samples (words, sentences) and sparse features are gathered in one indexing call,
+    cheaper than many tiny slices.
+    """
+
+    def __init__(self, offsets: np.ndarray, index: np.ndarray):
+        self.offsets, self.index = offsets, index
+        n_rows = int((offsets[index + 1] - offsets[index]).sum())
+        self.by_blocks = len(index) > 0 and n_rows >= BLOCK_ROWS * len(index)
+        self._rows = None
+
+    @property
+    def rows(self) -> np.ndarray:
+        if self._rows is None:
+            self._rows = ranges(self.offsets, self.index)
+        return self._rows
+
+    def __call__(self, array, shift: np.ndarray | None = None):
+        """``array``'s rows of the samples; ``shift[j]`` is added to the rows of the j-th."""
+        if not self.by_blocks or sparse.issparse(array):
+            taken = array[self.rows] if sparse.issparse(array) else np.take(array, self.rows, 0)
+            if shift is not None:
+                counts = self.offsets[self.index + 1] - self.offsets[self.index]
+                taken = taken + np.repeat(shift, counts).reshape((-1,) + (1,) * (taken.ndim - 1))
+            return taken
+        firsts, lasts = self.offsets[self.index].tolist(), self.offsets[self.index + 1].tolist()
+        if shift is None:
+            return np.concatenate([array[a:b] for a, b in zip(firsts, lasts, strict=True)])
+        moves = zip(firsts, lasts, shift.tolist(), strict=True)
+        return np.concatenate([array[a:b] + d for a, b, d in moves])
 
 
 def _row_block(features, first: int, last: int):
