@@ -10,10 +10,10 @@ chunks of consecutive sentences; UPOS token accuracy is measured on the test spl
 - ``fit``: the default fit on the whole split, vectorised at once;
 - ``partial_fit, defaults``: the out-of-core recipe, as many epochs as the default fit (its
   ``sgd_settings_["max_iter"]``, 8), each epoch one ``partial_fit`` call per chunk, the
-  chunk vectorised just before its call and dropped after it. The defaults resolve from the
-  first chunk: ``alpha="auto"`` is 0.2 over the first chunk's sentences (10× the fit's, which
-  counts the whole split) and ``average="auto"`` starts averaging after half the epochs of
-  *that chunk* (0.4 epochs of the stream);
+  chunk vectorised just before its call and dropped after it. ``alpha="auto"`` is 0.2 over
+  the sentences given so far (the first chunk's at the first call, the whole split's after
+  the first epoch, eight times it at the end) and ``average="auto"`` starts averaging after
+  half the epochs of the first chunk (0.4 epochs of the stream);
 - ``partial_fit, the fit's alpha``: the same stream with ``alpha`` set to what the fit resolves
   on the whole split (``0.2 / 12,544``);
 - ``partial_fit, the fit's alpha and average``: and ``average`` too (the second half of the

@@ -37,6 +37,7 @@ class SGDState(FitState):
     average: np.ndarray | None = None
     t: int = 0  # updates done
     n_seen: int = 0  # samples seen
+    evidence: float = 0.0  # units of evidence of the samples given to the run (alpha="auto")
     n_averaged: int = 0
     average_start: int | None = None  # samples seen when averaging starts (an int average)
     eta0: float | None = None  # initial step size (calibrated once, kept for warm starts)

@@ -258,20 +258,22 @@ class BaseStructuredEstimator(StructuredQueries, BaseEstimator):
         ``sample_weight`` (a weight counts as that many copies of the sample)."""
         return batch.weight_total
 
-    def _resolved_alpha(self, batch: SampleBatch) -> float:
+    def _resolved_alpha(self, batch: SampleBatch, evidence: float | None = None) -> float:
         """``alpha``, with ``"auto"`` resolved from what the data is
         (:mod:`pmap_sklearn._optim.defaults`, by the learner's :attr:`_objective_kind`): on
         multi-label rows :data:`~pmap_sklearn._optim.defaults.MULTILABEL_ALPHA` (their nodes
         see ``X`` over one global scale: the same model whatever the units of ``X``); on sparse
         node features :data:`~pmap_sklearn._optim.defaults.SPARSE_ALPHA` over the objective's
-        units of evidence (crfsuite's ``c2 = 0.1``); else
-        :data:`~pmap_sklearn._optim.defaults.DENSE_ALPHA`."""
+        units of evidence (crfsuite's ``c2 = 0.1``) — ``batch``'s, or ``evidence`` (a stream's
+        so far); else :data:`~pmap_sklearn._optim.defaults.DENSE_ALPHA`."""
         if not isinstance(self.alpha, str):
             return float(self.alpha)
         if self.structure_.sample_kind == "multilabel":
             return defaults.MULTILABEL_ALPHA[self._objective_kind]
         if self.structure_.has_sparse_features(batch):
-            return defaults.SPARSE_ALPHA / self._alpha_scale(batch)
+            if evidence is None:
+                evidence = self._alpha_scale(batch)
+            return defaults.SPARSE_ALPHA / evidence
         return defaults.DENSE_ALPHA[self._objective_kind]
 
     def _make_structure(self) -> BaseStructure:
@@ -472,15 +474,15 @@ class PartialFitMixin:
         """Fit one pass (epoch) over a chunk of samples, continuing the fit so far.
 
         The step schedule, AdaGrad's sums, the average of the iterates and the random stream
-        continue from the last call (or from the last ``fit``: ``fit`` itself always starts
-        afresh). The first call fits the structure (feature dimensions) on its chunk and
-        resolves every ``"auto"`` setting (``alpha``, the step rule, ``eta0``, ``batch_size``,
-        ``average``: ``sgd_settings_``) from it, as ``fit`` would on that chunk alone; later
-        calls keep them, so the first chunk should be a fair sample of the stream (with
-        ``alpha="auto"`` on sparse features, ``alpha`` counts the first chunk's samples: set
-        ``alpha`` for the whole stream, e.g. ``0.2 / n_samples``, to fit the objective of
-        ``fit`` on all of it). Each call runs one pass whatever ``max_iter`` (which only sets
-        where ``average="auto"`` starts averaging), without ``tol``, ``n_iter_no_change`` or
+        continue from the last call (or from the last ``fit``: ``fit`` itself always starts afresh).
+        The first call fits the structure (feature dimensions) on its chunk and resolves every
+        ``"auto"`` setting (``alpha``, the step rule, ``eta0``, ``batch_size``, ``average``:
+        ``sgd_settings_``) from it, as ``fit`` would on that chunk alone; later calls keep them, so
+        the first chunk should be a fair sample of the stream. The one exception is ``alpha="auto"``
+        on sparse features, over the evidence of every sample given so far (each epoch of calls
+        counts its samples again: set ``alpha``, e.g. ``0.2 / n_samples``, to fit the objective of
+        ``fit`` on all of it). Each call runs one pass whatever ``max_iter`` (which only sets where
+        ``average="auto"`` starts averaging), without ``tol``, ``n_iter_no_change`` or
         ``early_stopping``: as in scikit-learn, the number of passes and when to stop are the
         caller's. The features of every chunk must have the first chunk's dimensions: a
         :class:`~pmap_sklearn.SequenceVectorizer` with ``hashing=True`` keeps them fixed (see

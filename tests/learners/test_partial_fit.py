@@ -290,3 +290,26 @@ def test_a_stream_after_a_fit_drops_what_belonged_to_the_fit(chains):
     assert hasattr(model, "supervised_coef_")
     model.partial_fit(X[:40], y[:40])
     assert not hasattr(model, "supervised_coef_")
+
+
+def test_auto_alpha_on_sparse_features_counts_every_sample_given():
+    """A stream's ``alpha="auto"`` on token features is over the evidence of the samples given
+    so far, as a fit's is over its training set: the stream of a whole corpus ends near the
+    fit's regularisation, not ten times stronger."""
+    from pmap_sklearn._optim.defaults import SPARSE_ALPHA
+
+    rng = np.random.default_rng(0)
+    words = np.array(["the", "a", "dog", "cat", "runs", "sleeps"])
+    tags = np.array(["DET", "DET", "NOUN", "NOUN", "VERB", "VERB"])
+    sentences = [rng.choice(6, size=rng.integers(3, 7)) for _ in range(60)]
+    X = SequenceVectorizer().fit_transform([[{"word": words[i]} for i in s] for s in sentences])
+    y = [tags[s] for s in sentences]
+    model = PerturbMAPCRF(random_state=0)
+    model.partial_fit(X[:20], y[:20], classes=np.unique(tags))
+    assert model.sgd_settings_["alpha"] == pytest.approx(SPARSE_ALPHA / 20)
+    model.partial_fit(X[20:50], y[20:50], sample_weight=np.full(30, 2.0))
+    assert model.sgd_settings_["alpha"] == pytest.approx(SPARSE_ALPHA / (20 + 60))
+    fitted = PerturbMAPCRF(random_state=0).fit(X, y)
+    assert fitted.sgd_settings_["alpha"] == pytest.approx(SPARSE_ALPHA / 60)
+    refit = pickle.loads(pickle.dumps(model)).fit(X[:10], y[:10])  # a fit starts afresh
+    assert refit.sgd_settings_["alpha"] == pytest.approx(SPARSE_ALPHA / 10)
