@@ -26,6 +26,7 @@ from .group_prox import prox_group_max as prox_group_max
 from .ishikawa import GroupMaxPotentials, IshikawaSolver
 from .level_tree import forest_shaped as forest_shaped
 from .level_tree import packed_layout as packed_layout
+from .local_search import LocalSearchSolver
 from .mean_field import MeanFieldModel as MeanFieldModel
 from .mean_field import MeanFieldSolver
 from .mean_field import unrolled as unrolled
@@ -54,6 +55,7 @@ SOLVERS = {
         MessagePassingSolver,
         TRWSSolver,
         MeanFieldSolver,
+        LocalSearchSolver,
         IshikawaSolver,
         ForestSolver,
         BruteForceSolver,
@@ -81,6 +83,7 @@ __all__ = [
     "MessagePassingSolver",
     "TRWSSolver",
     "MeanFieldSolver",
+    "LocalSearchSolver",
     "IshikawaSolver",
     "GroupMaxPotentials",
     "ForestSolver",

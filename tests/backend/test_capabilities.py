@@ -126,7 +126,13 @@ def test_the_issue_example_now_works_with_message_passing_clamps():
 
 def test_requirements_and_solvers_for():
     need = Requirements(3, PairwiseKind.TABLES)
-    assert solvers_for(need) == ["message_passing", "trws", "mean_field", "brute_force"]
+    assert solvers_for(need) == [
+        "message_passing",
+        "trws",
+        "mean_field",
+        "local_search",
+        "brute_force",
+    ]
     chains = Requirements(3, PairwiseKind.SHARED, graph=ChainStructure.graph_kind)
     assert solvers_for(chains)[0] == "viterbi"
     assert "ishikawa" not in solvers_for(chains)  # a structure's tables need not be convex
