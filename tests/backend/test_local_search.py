@@ -28,11 +28,12 @@ def _dense_batch(rng, n_samples, n_nodes, k, coupling=1.0, tables=True):
     )
 
 
-def _flips_improve(potentials, labels):
-    """Whether some single-node change of label raises some sample's score."""
+def _flips_improve(potentials, labels, free=None):
+    """Whether a single change of a (free) node's label raises some sample's score."""
     p = potentials
     base = p.score(labels)
-    for node in range(p.n_nodes):
+    nodes = range(p.n_nodes) if free is None else np.flatnonzero(free)
+    for node in nodes:
         for k in range(p.n_states):
             changed = labels.copy()
             changed[node] = k
@@ -96,13 +97,15 @@ def test_batch_of_mixed_graphs_equals_each_sample_alone(rng):
     np.testing.assert_array_equal(LocalSearchSolver().map(p), alone)
 
 
-def test_clamps_and_init(rng):
-    p = _dense_batch(rng, 4, 5, 3, coupling=2.0)
+@pytest.mark.parametrize("k", [2, 3])
+def test_clamps_and_init(k, rng):
+    p = _dense_batch(rng, 4, 5, k, coupling=2.0)
     clamp = np.full(p.n_nodes, -1)
-    clamp[::3] = rng.integers(0, 3, size=len(clamp[::3]))
+    clamp[::3] = rng.integers(0, k, size=len(clamp[::3]))
     labels = LocalSearchSolver().map(p, clamp)
     np.testing.assert_array_equal(labels[clamp >= 0], clamp[clamp >= 0])
-    init = rng.integers(0, 3, size=p.n_nodes)
+    assert not _flips_improve(p, labels, clamp < 0)
+    init = rng.integers(0, k, size=p.n_nodes)
     started = LocalSearchSolver(starts="unary").map(p, init=init)
     assert np.all(p.score(started) >= p.score(init) - 1e-12)
     assert np.all(p.score(started) >= p.score(LocalSearchSolver(starts="unary").map(p)) - 1e-12)
