@@ -9,8 +9,10 @@ the score never decreases and the sweeps stop at a labelling that no change of a
 improves (a local optimum; exact on graphs without edges, and on forests from a good start only
 by luck). The sweeps are cheap — ``O(E K)`` each — and need no messages, which suits many small
 dense graphs (a full label graph of a multi-label CRF), where message passing spends many passes
-per sample. Several starts (the unary argmax, every node at one label, a given labelling) are
-searched and the best labelling of each sample kept.
+per sample. Several starts (the unary argmax, every node at one label, scattered labellings, a
+given labelling) are searched and the best labelling of each sample kept: on strongly coupled
+graphs one start's local optimum is often poor, and many starts reach what message passing
+finds.
 """
 
 from __future__ import annotations
@@ -24,7 +26,22 @@ from .potentials import Potentials
 from .solver import Solver, check_count, check_labels
 
 #: The starts of :class:`LocalSearchSolver`.
-STARTS = ("unary", "uniform")
+STARTS = ("unary", "uniform", "scattered")
+
+#: The seed of the scattered starts' fixed labellings.
+_SCATTER_SEED = 20061986
+
+
+def scattered_starts(potentials: Potentials, n_starts: int) -> list[np.ndarray]:
+    """``n_starts`` fixed labellings that look random: node ``i`` of every sample takes label
+    ``table[r, i]`` in start ``r``, one table for every batch, so a sample's starts — and its
+    result — never depend on the batch around it."""
+    p = potentials
+    lengths = np.diff(p.node_offsets)
+    longest = int(lengths.max(initial=0))
+    table = np.random.default_rng(_SCATTER_SEED).integers(0, p.n_states, (n_starts, longest))
+    local = np.arange(p.n_nodes) - p.node_offsets[p.node_sample]
+    return list(table[:, local])
 
 
 class _Sweeps:
@@ -175,11 +192,17 @@ class LocalSearchSolver(Solver):
 
     Parameters
     ----------
-    starts : tuple of {"unary", "uniform"}, default=("unary", "uniform")
+    starts : tuple of {"unary", "uniform", "scattered"}, default=("unary", "uniform", "scattered")
         Where the searches start: ``"unary"``, every node at its best label alone;
         ``"uniform"``, every node at label k, one start per label (in a multi-label CRF: no
-        label, every label). The best labelling of each sample over the starts is kept, and a
-        labelling passed as ``init`` to :meth:`map` is one more start.
+        label, every label); ``"scattered"``, ``n_scattered`` labellings drawn once at random
+        (the same for every batch: a sample's result does not depend on the batch around it).
+        The best labelling of each sample over the starts is kept, and a labelling passed as
+        ``init`` to :meth:`map` is one more start.
+    n_scattered : int, default=16
+        The scattered starts. On yeast's full label graph of 14 labels, a model's predictions
+        from the first two kinds of starts lose 0.005 Hamming loss to TRW-S's, and with 16
+        scattered starts as well match them (the user guide's multi-label section).
     max_sweeps : int, default=50
         Sweeps over the colour classes per start at most (each sweep that moves a node raises
         the score; the searches stop when none moves).
@@ -192,17 +215,21 @@ class LocalSearchSolver(Solver):
         "single-node change improves); exact without edges",
     )
 
-    def __init__(self, starts=STARTS, max_sweeps: int = 50):
+    def __init__(self, starts=STARTS, n_scattered: int = 16, max_sweeps: int = 50):
         if isinstance(starts, str):
             starts = (starts,)
         starts = tuple(starts)
         if not starts or any(s not in STARTS for s in starts):
             raise ValueError(f"starts must be a non-empty tuple of {STARTS}, got {starts!r}")
         self.starts = starts
+        self.n_scattered = check_count(n_scattered, "n_scattered")
         self.max_sweeps = check_count(max_sweeps, "max_sweeps")
 
     def __repr__(self) -> str:
-        return f"LocalSearchSolver(starts={self.starts!r}, max_sweeps={self.max_sweeps})"
+        return (
+            f"LocalSearchSolver(starts={self.starts!r}, n_scattered={self.n_scattered}, "
+            f"max_sweeps={self.max_sweeps})"
+        )
 
     def map(self, potentials: Potentials, clamp=None, n_jobs=None, init=None) -> np.ndarray:
         """A labelling of every sample that no single-node change improves (clamped nodes keep
@@ -238,6 +265,8 @@ class LocalSearchSolver(Solver):
             starts.append(p.unary.argmax(axis=1))
         if "uniform" in self.starts:
             starts.extend(np.full(p.n_nodes, k, dtype=np.intp) for k in range(p.n_states))
+        if "scattered" in self.starts:
+            starts.extend(scattered_starts(p, self.n_scattered))
         if init is not None:
             starts.append(np.asarray(init, dtype=np.intp).copy())
         if shared is not None:  # every start at once, in the quadratic form

@@ -28,7 +28,7 @@ import numpy as np
 from scipy import sparse
 from scipy.sparse.csgraph import connected_components, minimum_spanning_tree
 
-from .._backend import SOLVERS, GraphKind
+from .._backend import GraphKind
 from .._optim import defaults
 from .._utils import append_ones_column, ranges, store_parameters
 from .._validation import check_feature_matrix
@@ -167,8 +167,8 @@ class MultiLabelStructure(EdgeFeatureStructure):
     solver : str or Solver, default="auto"
         ``"auto"``: ``"forest"`` (exact MAP and marginals) when the label graph has no cycle,
         ``"brute_force"`` (exact: every labelling of a sample, a batch at once) for loopy graphs
-        of at most 10 labels, else ``"trws"`` (tree-reweighted message passing: approximate,
-        no marginals; ``"message_passing"`` where it is not available). Or any solver by
+        of at most 10 labels, else ``"local_search"`` (iterated conditional modes from many
+        starts over every sample of a batch at once: approximate, no marginals). Or any solver by
         name or instance; ``solver_`` holds the one fitted.
 
     Attributes
@@ -363,13 +363,14 @@ class MultiLabelStructure(EdgeFeatureStructure):
     def _auto_solver(self) -> str:
         """Exact inference wherever it is cheap: the forest solver on label trees (and
         independent labels), enumeration for loopy graphs of at most
-        :data:`~pmap_sklearn._optim.defaults.MULTILABEL_BRUTE_FORCE_LABELS` labels, TRW-S beyond
-        (message passing where TRW-S is not available)."""
+        :data:`~pmap_sklearn._optim.defaults.MULTILABEL_BRUTE_FORCE_LABELS` labels, local search
+        beyond (as good as TRW-S on these many tiny dense graphs, and many times faster: the
+        user guide's multi-label section)."""
         if _is_forest(self.n_outputs_, self.edges_):
             return "forest"
         if self.n_outputs_ <= defaults.MULTILABEL_BRUTE_FORCE_LABELS:
             return "brute_force"
-        return "trws" if "trws" in SOLVERS else "message_passing"
+        return "local_search"
 
     # ---- weights: a block of node weights per label, a table per label edge ----------------
     @property

@@ -77,6 +77,23 @@ def test_map_and_marginals_are_exact_on_the_label_graph(graph, rng):
         np.testing.assert_allclose(node[batch.nodes_of(i), 1], expected, atol=1e-10)
 
 
+def test_loopy_graphs_beyond_ten_labels_search_locally_and_reach_the_optimum(rng):
+    """12 labels on the full graph: ``"auto"`` is the local search, whose labellings of a
+    fitted model's potentials score as the brute-force optimum on most samples (never above)."""
+    X = rng.normal(size=(160, 4))
+    common = X[:, :1] + 0.5 * rng.normal(size=(160, 1)) > 0
+    Y = (common ^ (rng.random((160, 12)) < 0.15)).astype(int)  # twelve noisy copies of one bit
+    model = PerturbMAPCRF(MultiLabelStructure("full"), random_state=0).fit(X, Y)
+    structure = model.structure_
+    assert structure.solver_.name == "local_search"
+    assert model.score(X, Y) > 0.7  # all zeros score about 0.5; the Bayes rule about 0.75
+    potentials = structure.potentials(structure.prepare(X[:20]), model.coef_)
+    found = potentials.score(structure.solver_.map(potentials))
+    optimum = np.array([scores_of(one)[1].max() for one in potentials.split()])
+    assert np.all(found <= optimum + 1e-9)
+    assert np.mean(found >= optimum - 1e-9) >= 0.9
+
+
 # ---- the scikit-learn forms ------------------------------------------------------------------
 def test_outputs_take_scikit_learns_multi_label_forms():
     X, Y = _correlated(120)
