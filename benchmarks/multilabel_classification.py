@@ -11,7 +11,7 @@ data. Train on train, report on test:
   (``random_state=0``), on standardised features (``StandardScaler`` fitted on train: the
   protocol of the baselines' numbers in the library's planning); PerturbMAPCRF also on the
   features as given. ChainCRF needs exact marginals: it runs where the solver computes them
-  (forests; brute force up to 10 labels), not on yeast's full graph (14 labels: TRW-S).
+  (forests; brute force up to 10 labels), not on yeast's full graph (14 labels: local search).
 - scikit-learn's baselines with their defaults: independent logistic regressions
   (``MultiOutputClassifier(LogisticRegression())``), one ``ClassifierChain(LogisticRegression())``
   with its defaults (the labels in column order) and an ensemble of 5 random-order
@@ -72,7 +72,7 @@ LEARNERS = {
 }
 #: Combinations left out, with the reason the table gives.
 SKIP = {
-    ("yeast", "ChainCRF", "full"): "n/a (TRW-S: no exact marginals)",
+    ("yeast", "ChainCRF", "full"): "n/a (local search: no exact marginals)",
 }
 N_CHAINS = 5
 SEEDS = (0, 1, 2, 3, 4)

@@ -164,9 +164,11 @@ class _BinarySweeps:
             1.0 + np.abs(linear).max(initial=0.0) + np.abs(coupling).sum(1).max(initial=0.0)
         )
 
-    def ascend(self, labels: np.ndarray, free: np.ndarray, max_sweeps: int) -> None:
+    def ascend(self, labels: np.ndarray, free: np.ndarray, max_sweeps: int) -> np.ndarray:
         """ICM sweeps over the nodes in order from ``labels`` (starts, samples, L), changed in
-        place; ``free`` (samples, L) marks the nodes that may move."""
+        place; ``free`` (samples, L) marks the nodes that may move. Returns the scores of the
+        labellings (starts, samples) up to each sample's constant: with ``C`` the symmetric
+        coupling and ``g = a + C y`` the gains, ``f(y) − c = a·y + yᵀ C y / 2 = y·(a + g) / 2``."""
         y = labels.astype(float)
         gain = self.linear + np.einsum("sij,rsj->rsi", self.coupling, y)
         for _ in range(max_sweeps):
@@ -183,6 +185,7 @@ class _BinarySweeps:
             if not moved:
                 break
         labels[...] = y.astype(np.intp)
+        return 0.5 * np.einsum("rsi,rsi->rs", y, self.linear + gain)
 
 
 class LocalSearchSolver(Solver):
@@ -275,20 +278,18 @@ class LocalSearchSolver(Solver):
             if clamp is not None:
                 stacked = np.where(free, stacked, clamp)
             stacked = stacked.reshape(len(starts), p.n_samples, n_nodes)
-            _BinarySweeps(p, n_nodes, edges).ascend(
+            scores = _BinarySweeps(p, n_nodes, edges).ascend(
                 stacked, free.reshape(p.n_samples, n_nodes), self.max_sweeps
             )
-            starts = list(stacked.reshape(len(starts), p.n_nodes))
-            sweeps = None
-        else:
-            sweeps = _Sweeps(p, free)
+            best = scores.argmax(axis=0)  # each sample's first best start
+            return stacked[best, np.arange(p.n_samples)].reshape(p.n_nodes)
+        sweeps = _Sweeps(p, free)
         best, best_score = None, None
         for labels in starts:
             labels = np.asarray(labels, dtype=np.intp)
             if clamp is not None:
                 labels = np.where(free, labels, clamp)
-            if sweeps is not None:
-                sweeps.ascend(labels, self.max_sweeps)
+            sweeps.ascend(labels, self.max_sweeps)
             score = p.score(labels)
             if best is None:
                 best, best_score = labels, score

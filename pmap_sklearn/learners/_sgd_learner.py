@@ -90,21 +90,24 @@ class BaseStructuredSGD(PartialFitMixin, BaseStructuredEstimator):
         """The SGD settings of this fit, every ``"auto"`` resolved from what the data is.
 
         Sparse node features (token features of words: many rare one-hot columns) take
-        :data:`~pmap_sklearn._optim.defaults.SGD_SPARSE`: AdaGrad steps (a step size per
-        feature, large for rare ones), mini-batches of 32, a fixed budget of epochs and the
-        average of the iterates of its second half (tail averaging: the early iterates are far
-        from the optimum). Dense features (OCR pixels, image features) take the learner's rule
-        of :data:`~pmap_sklearn._optim.defaults.SGD_DENSE` — for the perturb-and-MAP likelihood
-        the ``1/(α t)`` schedule, about 5 steps per epoch, averaging from the start and a
-        stopping rule — except on general graphs (superpixels) with more than two labels,
-        which take :data:`~pmap_sklearn._optim.defaults.SGD_GRAPH_MULTICLASS` (AdaGrad for a
-        fixed budget) where the learner's dense rule is the schedule (see "Choosing" in the
-        user guide).
+        :data:`~pmap_sklearn._optim.defaults.SGD_SPARSE`: AdaGrad steps (a step size per feature,
+        large for rare ones), mini-batches of 32, a fixed budget of epochs and the average of the
+        iterates of its second half (tail averaging: the early iterates are far from the optimum);
+        multi-label rows run that for the dense rule's 50 epochs
+        (:data:`~pmap_sklearn._optim.defaults.SGD_MULTILABEL_SPARSE`). Dense features (OCR pixels,
+        image features) take the learner's rule of :data:`~pmap_sklearn._optim.defaults.SGD_DENSE` —
+        for the perturb-and-MAP likelihood the ``1/(α t)`` schedule, about 5 steps per epoch,
+        averaging from the start and a stopping rule — except on general graphs (superpixels) with
+        more than two labels, which take :data:`~pmap_sklearn._optim.defaults.SGD_GRAPH_MULTICLASS`
+        (AdaGrad for a fixed budget) where the learner's dense rule is the schedule (see "Choosing"
+        in the user guide).
         """
         structure, n_samples = self.structure_, batch.n_samples
         sparse = structure.has_sparse_features(batch)
         dense = defaults.SGD_DENSE[self._dense_sgd]
         auto = defaults.SGD_SPARSE if sparse else {}
+        if sparse and structure.sample_kind == "multilabel":
+            auto = defaults.SGD_MULTILABEL_SPARSE
         graph_multiclass = structure.sample_kind == "graph" and structure.n_states_ > 2
         if not sparse and graph_multiclass and dense["learning_rate"] == "optimal":
             auto = defaults.SGD_GRAPH_MULTICLASS

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from pmap_sklearn import Potentials
+from pmap_sklearn._backend.local_search import STARTS
 from pmap_sklearn.solvers import SOLVERS, LocalSearchSolver, TRWSSolver
 
 from ..helpers import scores_of
@@ -132,3 +133,14 @@ def test_bad_parameters_are_named(rng):
     p = _dense_batch(rng, 2, 3, 2)
     with pytest.raises(ValueError, match="init"):
         LocalSearchSolver().map(p, init=np.full(p.n_nodes, 5))
+
+
+@pytest.mark.parametrize("k", [2, 3])
+def test_many_starts_keep_each_samples_best(k, rng):
+    """The search from every start at once scores, on every sample, the best of the searches
+    from each kind of start alone (binary batches sharing one graph take the quadratic form's
+    scores: their choice must be the true scores' choice)."""
+    p = _dense_batch(rng, 30, 7, k, coupling=3.0)
+    together = p.score(LocalSearchSolver().map(p))
+    alone = np.max([p.score(LocalSearchSolver(starts=(s,)).map(p)) for s in STARTS], axis=0)
+    np.testing.assert_allclose(together, alone, rtol=0, atol=1e-9)
