@@ -23,6 +23,7 @@ from scipy import sparse
 from .capabilities import Capabilities
 from .messages import sample_colours
 from .potentials import Potentials
+from .shared_graphs import GraphGroup, graph_groups
 from .solver import Solver, check_count, check_labels
 
 #: The starts of :class:`LocalSearchSolver`.
@@ -108,24 +109,6 @@ class _Sweeps:
         return max_sweeps
 
 
-def _shared_graph(potentials: Potentials) -> tuple[int, np.ndarray] | None:
-    """``(L, edges)`` when every sample has ``L`` nodes and the same edges (sample-local), else
-    None."""
-    p = potentials
-    lengths = np.diff(p.node_offsets)
-    if not len(lengths) or (lengths != lengths[0]).any():
-        return None
-    counts = np.diff(p.edge_offsets)
-    if (counts != counts[0]).any():
-        return None
-    n_edges = int(counts[0])
-    local = p.edges - p.node_offsets[p.edge_sample][:, None]
-    first = local[:n_edges]
-    if n_edges and not (local.reshape(p.n_samples, n_edges, 2) == first).all():
-        return None
-    return int(lengths[0]), first
-
-
 class _BinarySweeps:
     """ICM on binary models that share one graph, in the quadratic form
     ``f(y) = c + Σ_i a_i y_i + Σ_{i<j} W_ij y_i y_j`` of every sample (each 2×2 table is
@@ -134,12 +117,11 @@ class _BinarySweeps:
     so a node update over every sample and start is a few operations on (starts, samples, L)
     arrays."""
 
-    def __init__(self, potentials: Potentials, n_nodes: int, edges: np.ndarray):
-        p = potentials
-        s, n = p.n_samples, n_nodes
-        tables = p.edge_tables().reshape(s, len(edges), 2, 2)
+    def __init__(self, potentials: Potentials, group: GraphGroup):
+        s, n, edges = len(group.samples), group.n_nodes, group.edges
+        tables = group.tables(potentials)
         t00, t01, t10, t11 = (tables[:, :, a, b] for a, b in ((0, 0), (0, 1), (1, 0), (1, 1)))
-        unary = p.unary.reshape(s, n, 2)
+        unary = group.unary(potentials)
         linear = unary[:, :, 1] - unary[:, :, 0]
         coupling = t00 + t11 - t01 - t10
         rows = np.arange(s)[:, None] * n
@@ -262,7 +244,8 @@ class LocalSearchSolver(Solver):
             free = clamp < 0
         if init is not None:
             init = check_labels(init, p, "init", free=False)
-        shared = _shared_graph(p) if p.n_states == 2 else None
+        groups = graph_groups(p) if p.n_states == 2 else []
+        shared = groups[0] if len(groups) == 1 else None  # every sample the same graph
         starts = []
         if "unary" in self.starts:
             starts.append(p.unary.argmax(axis=1))
@@ -273,12 +256,12 @@ class LocalSearchSolver(Solver):
         if init is not None:
             starts.append(np.asarray(init, dtype=np.intp).copy())
         if shared is not None:  # every start at once, in the quadratic form
-            n_nodes, edges = shared
+            n_nodes = shared.n_nodes
             stacked = np.stack([np.asarray(x, dtype=np.intp) for x in starts])
             if clamp is not None:
                 stacked = np.where(free, stacked, clamp)
             stacked = stacked.reshape(len(starts), p.n_samples, n_nodes)
-            scores = _BinarySweeps(p, n_nodes, edges).ascend(
+            scores = _BinarySweeps(p, shared).ascend(
                 stacked, free.reshape(p.n_samples, n_nodes), self.max_sweeps
             )
             best = scores.argmax(axis=0)  # each sample's first best start
