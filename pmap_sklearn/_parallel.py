@@ -27,6 +27,11 @@ from joblib import Parallel, delayed, effective_n_jobs
 
 from ._validation import NumberInterval, check_generator
 
+try:  # joblib's copy (its wheels vendor it); some distributions install it on its own
+    from joblib.externals import cloudpickle
+except ImportError:
+    import cloudpickle
+
 try:  # joblib's default backend, whose pool of workers run_on_workers submits to directly
     from joblib._parallel_backends import LokyBackend
 except ImportError:  # (a private module: if a joblib moves it, every call uses Parallel)
@@ -175,7 +180,7 @@ def run_on_workers(function, jobs, n_jobs, share_with_caller: bool = False) -> l
         here = set(range(0, len(jobs), effective_n_jobs(n_jobs))) if share_with_caller else ()
         if here:  # pickled now, not by the pool's thread while the caller works (the GIL)
             futures = {
-                i: pool.submit(_run_pickled, pickle.dumps((function, job), pickle.HIGHEST_PROTOCOL))
+                i: pool.submit(_run_pickled, _pickled((function, job)))
                 for i, job in enumerate(jobs)
                 if i not in here
             }
@@ -370,6 +375,15 @@ def one_blas_thread(method):
             return method(self, *args, **kwargs)
 
     return wrapper
+
+
+def _pickled(payload) -> bytes:
+    """``payload`` pickled by the standard pickle, or by cloudpickle (as loky does) when it
+    holds what the standard one cannot (a lambda, a function defined in a function)."""
+    try:
+        return pickle.dumps(payload, pickle.HIGHEST_PROTOCOL)
+    except (pickle.PicklingError, AttributeError, TypeError):
+        return cloudpickle.dumps(payload, pickle.HIGHEST_PROTOCOL)
 
 
 def _run_pickled(payload: bytes):

@@ -10,12 +10,14 @@ from collections.abc import Callable, Iterable, Mapping
 from numbers import Integral, Real
 
 import numpy as np
+from joblib import effective_n_jobs
 from scipy import sparse
 from sklearn.base import BaseEstimator, TransformerMixin, _fit_context, clone
 from sklearn.feature_extraction import DictVectorizer, FeatureHasher
 from sklearn.utils._param_validation import HasMethods
 from sklearn.utils.validation import check_is_fitted
 
+from ._parallel import N_JOBS_CONSTRAINT, run_on_workers
 from ._utils import stack_rows, store_parameters
 from ._validation import NumberInterval
 from .samples import GraphSample
@@ -47,6 +49,9 @@ def _with_node_features(sample, features):
 #: Tokens whose feature strings :func:`_vectorise` holds at once (a corpus's millions of
 #: ``name=value`` strings never exist together).
 CHUNK_TOKENS = 8192
+#: Fewest sequences a worker of :class:`SequenceVectorizer` takes: smaller parts would cost
+#: more to send than building their dicts (about 70 µs a treebank sentence).
+PART_SEQUENCES = 1000
 
 
 def _plain_values(chunk) -> np.ndarray:
@@ -144,6 +149,30 @@ def _vectorise(blocks, dtype, vocabulary: dict | None = None):
     )
     matrix.sum_duplicates()
     return matrix, vocabulary
+
+
+def _vectorise_part(maker, X, first: int, dtype, hasher, vocabulary):
+    """One worker's part of :meth:`SequenceVectorizer._vectorise_parts`: the matrix of the
+    sequences ``X`` (numbered from ``first`` in errors), the sorted names of its columns
+    (learning a vocabulary; else None) and the sequences' lengths; None when a value needs
+    scikit-learn's rules."""
+    lengths: list[int] = []
+    blocks = maker._token_blocks(X, lengths, first)
+    if hasher is not None:
+        tokens = [token for block in blocks for token in block]
+        if not _plain_tokens(tokens):
+            return None
+        return hasher.transform(tokens), None, lengths
+    learned = _vectorise(blocks, dtype, vocabulary)
+    if learned is None:
+        return None
+    matrix, learned_vocabulary = learned
+    return matrix, list(learned_vocabulary) if vocabulary is None else None, lengths
+
+
+def _columns_in(vocabulary: dict, names: list) -> np.ndarray:
+    """The columns of ``names`` in ``vocabulary``."""
+    return np.fromiter(map(vocabulary.__getitem__, names), dtype=np.intp, count=len(names))
 
 
 def _cast_values(values: np.ndarray, dtype) -> np.ndarray:
@@ -434,6 +463,12 @@ class SequenceVectorizer(
         drops the features of words seen once, about halving the weights on a treebank).
     dtype : dtype, default=np.float64
         Type of the feature values.
+    n_jobs : int, default=None
+        Workers (joblib's ``n_jobs``) that build and vectorise the token dicts of consecutive
+        parts of ``X`` (of at least a thousand sequences each) in ``fit``, ``fit_transform``
+        and ``transform``; the output and the vocabulary are the same for any ``n_jobs``.
+        ``token_features`` must then be picklable by joblib (a lambda is, through
+        cloudpickle).
 
     Attributes
     ----------
@@ -459,9 +494,12 @@ class SequenceVectorizer(
         "n_features": [NumberInterval(Integral, 1, 2**31 - 1, closed="both"), None],
         "min_count": [NumberInterval(Integral, 1, None, closed="left")],
         "dtype": "no_validation",
+        "n_jobs": N_JOBS_CONSTRAINT,
     }
 
-    def __init__(self, token_features=None, n_features=None, min_count=1, dtype=np.float64):
+    def __init__(
+        self, token_features=None, n_features=None, min_count=1, dtype=np.float64, n_jobs=None
+    ):
         store_parameters(self, locals())
 
     def _tokens(self, X) -> tuple[list, list[int]]:
@@ -470,11 +508,11 @@ class SequenceVectorizer(
         tokens = [token for block in self._token_blocks(X, lengths) for token in block]
         return tokens, lengths
 
-    def _token_blocks(self, X, lengths: list):
+    def _token_blocks(self, X, lengths: list, first: int = 0):
         """The tokens' feature dicts in order, in blocks of whole sequences of about
         ``CHUNK_TOKENS`` tokens, each made (and checked) only when it is read: the dicts of a
         corpus, several times its vectors in memory, never exist together. ``lengths``
-        receives the length of each sequence."""
+        receives the length of each sequence; errors number the sequences from ``first``."""
         if isinstance(X, Mapping) or isinstance(X, str):
             raise ValueError(
                 "X must be a list of sequences (one per sentence); got a single "
@@ -482,7 +520,7 @@ class SequenceVectorizer(
             )
         make: Callable | None = self.token_features
         tokens: list = []
-        for n, sequence in enumerate(X):
+        for n, sequence in enumerate(X, start=first):
             if isinstance(sequence, Mapping | str):
                 hint = "a dict" if isinstance(sequence, Mapping) else "a string"
                 raise ValueError(
@@ -522,6 +560,41 @@ class SequenceVectorizer(
             raise ValueError("X is empty: at least one sequence is needed")
         if tokens:
             yield tokens
+
+    def _vectorise_parts(self, X, hasher=None, vocabulary=None):
+        """``(matrix, vocabulary, lengths)`` of ``X`` (a list or tuple) vectorised in
+        consecutive parts on ``n_jobs`` workers (one of them the calling process), by
+        ``hasher`` (a FeatureHasher) or else into ``vocabulary`` (learned when None: the
+        sorted union of the parts' names, so the same as in one process); None when ``X``
+        is too short for several parts of :data:`PART_SEQUENCES`, or when a part holds values
+        that the fast path leaves to scikit-learn's rules (its own errors then apply)."""
+        n_parts = 1
+        if isinstance(X, list | tuple):
+            n_parts = min(effective_n_jobs(self.n_jobs), len(X) // PART_SEQUENCES)
+        if n_parts < 2:
+            return None
+        bounds = np.linspace(0, len(X), n_parts + 1).astype(int).tolist()
+        maker = SequenceVectorizer(self.token_features)  # all a worker needs to build dicts
+        jobs = [
+            (maker, X[start:end], start, self.dtype, hasher, vocabulary)
+            for start, end in itertools.pairwise(bounds)
+        ]
+        parts = run_on_workers(_vectorise_part, jobs, self.n_jobs, share_with_caller=True)
+        if any(part is None for part in parts):
+            return None
+        matrices, names, lengths = zip(*parts, strict=True)
+        if hasher is None and vocabulary is None:  # each part's columns: its sorted names
+            vocabulary = {name: i for i, name in enumerate(sorted(set().union(*names)))}
+            width = len(vocabulary)
+            matrices = [
+                sparse.csr_matrix(
+                    (part.data, _columns_in(vocabulary, part_names)[part.indices], part.indptr),
+                    shape=(part.shape[0], width),
+                )
+                for part, part_names in zip(matrices, names, strict=True)
+            ]
+        stacked = sparse.vstack(matrices, format="csr", dtype=self.dtype)
+        return stacked, vocabulary, [n for part in lengths for n in part]
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
@@ -569,15 +642,23 @@ class SequenceVectorizer(
             )
         X = _reiterable(X)
         if self.n_features is not None:
-            tokens, lengths = self._tokens(X)
             vectorizer = FeatureHasher(
                 self.n_features, input_type="dict", alternate_sign=False, dtype=self.dtype
             )
-            stacked = _with_named_errors(vectorizer.transform, tokens, lengths)
+            parts = self._vectorise_parts(X, vectorizer)
+            if parts is None:
+                tokens, lengths = self._tokens(X)
+                stacked = _with_named_errors(vectorizer.transform, tokens, lengths)
+            else:
+                stacked, _, lengths = parts
         else:
             vectorizer = DictVectorizer(dtype=self.dtype)
-            lengths = []
-            learned = _vectorise(self._token_blocks(X, lengths), self.dtype)
+            parts = self._vectorise_parts(X)
+            if parts is None:
+                lengths = []
+                learned = _vectorise(self._token_blocks(X, lengths), self.dtype)
+            else:
+                learned, lengths = parts[:2], parts[2]
             if learned is None:  # values of other kinds: DictVectorizer's own rules
                 tokens, lengths = self._tokens(X)
                 stacked = _with_named_errors(vectorizer.fit_transform, tokens, lengths)
@@ -610,6 +691,12 @@ class SequenceVectorizer(
         """
         check_is_fitted(self, "vectorizer_")
         X = _reiterable(X)
+        if isinstance(self.vectorizer_, DictVectorizer):
+            parts = self._vectorise_parts(X, vocabulary=self.vectorizer_.vocabulary_)
+        else:
+            parts = self._vectorise_parts(X, self.vectorizer_)
+        if parts is not None:
+            return _split_rows(parts[0], parts[2])
         vectorised, lengths = None, []
         if isinstance(self.vectorizer_, DictVectorizer):
             blocks = self._token_blocks(X, lengths)

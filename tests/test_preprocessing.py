@@ -321,3 +321,56 @@ def test_node_transformer_keeps_sparse_chains_sparse():
     np.testing.assert_allclose(
         scaled[0].toarray(), MaxAbsScaler().fit(np.vstack(dense)).transform(dense[0])
     )
+
+
+def _same_chains(got, want) -> bool:
+    return len(got) == len(want) and all(
+        a.shape == b.shape
+        and a.data.dtype == b.data.dtype
+        and np.array_equal(a.indptr, b.indptr)
+        and np.array_equal(a.indices, b.indices)
+        and np.array_equal(a.data, b.data)
+        for a, b in zip(got, want, strict=True)
+    )
+
+
+@pytest.mark.parametrize(
+    "params", [{}, {"min_count": 2}, {"n_features": 64}, {"dtype": np.float32}]
+)
+def test_vectorizer_in_parts_on_workers_gives_the_serial_output(params, monkeypatch):
+    """n_jobs=2 vectorises consecutive parts in two processes and merges their vocabularies:
+    the vocabulary and every matrix are those of one process, in fit_transform and transform."""
+    from pmap_sklearn import preprocessing
+
+    monkeypatch.setattr(preprocessing, "PART_SEQUENCES", 7)
+    sentences, _ = _corpus(40, seed=3)
+    sentences[5] = sentences[5] + ["zebra"]  # a word only the first part sees
+    sentences[-1] = sentences[-1] + ["yak"]  # and one only the last part sees
+    serial = SequenceVectorizer(token_features, **params)
+    expected = serial.fit_transform(sentences)
+    parallel = SequenceVectorizer(token_features, n_jobs=2, **params)
+    assert _same_chains(parallel.fit_transform(sentences), expected)
+    assert parallel.get_feature_names_out().tolist() == serial.get_feature_names_out().tolist()
+    unseen = [["zebra", "yak", "unicorn"], *_corpus(20, seed=4)[0]]
+    assert _same_chains(parallel.transform(unseen), serial.transform(unseen))
+    refit = SequenceVectorizer(token_features, n_jobs=2, **params).fit(sentences)
+    assert _same_chains(refit.transform(sentences), expected)
+
+
+def test_vectorizer_in_parts_names_the_sequence_and_keeps_sklearn_rules(monkeypatch):
+    """A bad sequence in a later part is named by its place in X; values that need
+    DictVectorizer's rules (lists of strings) give the serial output; a lambda travels."""
+    from pmap_sklearn import preprocessing
+
+    monkeypatch.setattr(preprocessing, "PART_SEQUENCES", 5)
+    dicts = [[{"w": word} for word in s] for s in _corpus(20)[0]]
+    with pytest.raises(ValueError, match="sequence 13 is a dict"):
+        SequenceVectorizer(n_jobs=2).fit(dicts[:13] + [{"w": "the"}] + dicts[14:])
+    listed = [[{"w": [token["w"], "x"]} for token in s] for s in dicts]
+    assert _same_chains(
+        SequenceVectorizer(n_jobs=2).fit_transform(listed),
+        SequenceVectorizer().fit_transform(listed),
+    )
+    sentences = _corpus(20)[0]
+    lowered = SequenceVectorizer(lambda s, i: {"w": s[i].lower()}, n_jobs=2)
+    assert sum(m.shape[0] for m in lowered.fit_transform(sentences)) == sum(map(len, sentences))
