@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._parallel import run_on_workers, single_blas_thread
+from .._parallel import SharedArrays, run_on_workers, single_blas_thread
 from .sgd import SGDState, StepRule, _cumulative_l1, run_epoch
 
 __all__ = ["Shards", "split_by_size"]
@@ -64,6 +64,15 @@ class Shards:
     sizes: list[int]
     weights: np.ndarray
     n_jobs: int | None = None
+    shared: SharedArrays = field(default_factory=SharedArrays, repr=False)
+
+    def __post_init__(self):
+        # a local pool's workers read their shard's samples from shared files, written once
+        self.shared.keep(self.factories)
+
+    def close(self) -> None:
+        """Remove the shared files of the run."""
+        self.shared.close()
 
     def epoch(self, state: SGDState, steps: StepRule, rng, epoch: int, l1: float, pass_args):
         """One mixed epoch from ``state`` (updated in place): each shard's pass from a copy of
@@ -73,7 +82,9 @@ class Shards:
             (factory, size, int(seed), *_copy(state, steps), epoch, l1, pass_args)
             for factory, size, seed in zip(self.factories, self.sizes, seeds, strict=True)
         ]
-        results = run_on_workers(_shard_pass, jobs, self.n_jobs, share_with_caller=True)
+        results = run_on_workers(
+            _shard_pass, jobs, self.n_jobs, share_with_caller=True, shared=self.shared
+        )
         _mix(state, [result[0] for result in results], self.weights)
         objective = float(sum(result[1] for result in results))
         return objective, float(np.mean([np.mean(result[2]) for result in results]))

@@ -218,25 +218,30 @@ class BaseStructuredSGD(PartialFitMixin, BaseStructuredEstimator):
             if not (continuing and state.average_start is not None):
                 state.average_start = state.n_seen + average
             average = state.average_start
-        _sgd.run_sgd(
-            make_oracle,
-            state,
-            batch.n_samples,
-            rng=rng,
-            alpha=l2,
-            l1=l1,
-            batch_size=batch_size,
-            steps=self._step_rule(state, settings),
-            average=average,
-            max_iter=1 if partial else settings.max_iter,  # partial_fit: one pass, no stopping
-            tol=None if partial else settings.tol,
-            n_iter_no_change=self.n_iter_no_change,
-            project=self.structure_.project,
-            validation_score=validation_score,
-            verbose=self.verbose,
-            name=type(self).__name__,
-            shards=self._shards(batch, targets, batch_size, rng),
-        )
+        shards = self._shards(batch, targets, batch_size, rng)
+        try:
+            _sgd.run_sgd(
+                make_oracle,
+                state,
+                batch.n_samples,
+                rng=rng,
+                alpha=l2,
+                l1=l1,
+                batch_size=batch_size,
+                steps=self._step_rule(state, settings),
+                average=average,
+                max_iter=1 if partial else settings.max_iter,  # partial_fit: one pass, no stopping
+                tol=None if partial else settings.tol,
+                n_iter_no_change=self.n_iter_no_change,
+                project=self.structure_.project,
+                validation_score=validation_score,
+                verbose=self.verbose,
+                name=type(self).__name__,
+                shards=shards,
+            )
+        finally:  # the shards' shared files
+            if shards is not None:
+                shards.close()
 
     def _shards(self, batch: SampleBatch, targets, batch_size: int, rng) -> Shards | None:
         """The shards of a data-parallel fit (``n_shards > 1``; None otherwise): ``batch`` split
