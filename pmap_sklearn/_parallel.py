@@ -192,7 +192,9 @@ def run_on_workers(
         here = set(range(0, len(jobs), effective_n_jobs(n_jobs))) if share_with_caller else ()
         if here and shared is not None:
             futures = {
-                i: pool.submit(_run_shared, shared.dumps((function, job)), shared.folder)
+                i: pool.submit(
+                    _run_shared, shared.dumps((function, job)), shared.folder, shared.min_bytes
+                )
                 for i, job in enumerate(jobs)
                 if i not in here
             }
@@ -217,6 +219,11 @@ def run_on_workers(
                 shared.drop_transient()
 
 
+#: Arrays of this many bytes or more travel to and from local workers as shared files
+#: (:class:`SharedArrays`); smaller ones are pickled with their job.
+SHARED_MIN_BYTES = 1 << 20
+
+
 class SharedArrays:
     """A temporary folder through which the calling process and its local workers pass large
     arrays as files, instead of pickling them through the pool's pipes.
@@ -230,8 +237,8 @@ class SharedArrays:
     in the temporary directory; :meth:`close` removes it.
     """
 
-    def __init__(self, min_bytes: int = 1 << 20):
-        self.min_bytes = min_bytes
+    def __init__(self, min_bytes: int | None = None):
+        self.min_bytes = SHARED_MIN_BYTES if min_bytes is None else min_bytes
         self.folder: str | None = None
         self._kept: dict[int, tuple[np.ndarray, tuple]] = {}  # id -> (array, its reference)
         self._transient: list[str] = []
@@ -345,12 +352,12 @@ def _shared_loads(payload: bytes, folder: str, names: list | None = None):
     return unpickler.load()
 
 
-def _run_shared(payload: bytes, folder: str) -> bytes:
+def _run_shared(payload: bytes, folder: str, min_bytes: int) -> bytes:
     """A worker's job of :func:`run_on_workers` with ``shared``: its arguments' arrays read from
-    ``folder``, its result's written there."""
+    ``folder``, its result's arrays of ``min_bytes`` or more written there."""
     function, job = _shared_loads(payload, folder)
     result = function(*job)
-    return _pickle_with_files(result, lambda array: _write_array(array, folder), 1 << 20)
+    return _pickle_with_files(result, lambda array: _write_array(array, folder), min_bytes)
 
 
 # ---- chunks: bounded memory, and results that do not depend on where chunks end ------------

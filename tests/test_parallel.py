@@ -139,6 +139,42 @@ def test_run_on_workers_shares_the_jobs_with_the_caller():
     assert out == [(os.getpid(), 9)]
 
 
+def _pid_sum_and_double(kept, transient):
+    return os.getpid(), float(kept.sum() + transient.sum()), 2 * transient
+
+
+def test_shared_arrays_carry_jobs_and_results_through_files():
+    """With ``shared``, the workers' large arrays (arguments and results) travel as files: the
+    kept ones are written once for every call, the others removed after their call, the folder
+    at ``close``; small arrays and other objects are pickled as usual."""
+    rng = np.random.default_rng(0)
+    kept = rng.random(300_000)  # 2.4 MB: a file
+    small = rng.random(10)
+    shared = _parallel.SharedArrays()
+    shared.keep(kept)
+    try:
+        for _ in range(2):
+            transient = rng.random(200_000)
+            jobs = [(kept, transient), (kept, transient), (kept, small)]
+            out = _parallel.run_on_workers(
+                _pid_sum_and_double, jobs, 2, share_with_caller=True, shared=shared
+            )
+            assert [pid == os.getpid() for pid, _, _ in out] == [True, False, True]
+            for (_, total, doubled), (a, b) in zip(out, jobs, strict=True):
+                assert total == float(a.sum() + b.sum())
+                np.testing.assert_array_equal(doubled, 2 * b)
+            assert len(os.listdir(shared.folder)) == 1  # the kept array's file only
+        folder = shared.folder
+    finally:
+        shared.close()
+    assert not os.path.exists(folder)
+    # an object the standard pickle refuses (a lambda) goes through cloudpickle
+    payload = shared.dumps((lambda x: x + 1, np.arange(3)))
+    function, array = _parallel._shared_loads(payload, shared.folder)
+    assert function(1) == 2 and array.tolist() == [0, 1, 2]
+    shared.close()
+
+
 def test_run_on_workers_raises_the_jobs_error():
     with pytest.raises(ValueError, match="negative value -3"):
         _parallel.run_on_workers(_pid_and_square, [(2,), (-3,), (4,)], 2)

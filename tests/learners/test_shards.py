@@ -1,6 +1,7 @@
 """Data-parallel fits (``n_shards``): iterative parameter mixing over shards of the training
 set, each shard's epoch one joblib task; results depend on n_shards and random_state only."""
 
+import os
 import pickle
 
 import numpy as np
@@ -52,6 +53,42 @@ def test_n_jobs_does_not_change_a_sharded_fit(make, chains):
     assert not np.array_equal(other.coef_, serial.coef_)  # the seed matters
     three = make(random_state=0, n_shards=3, n_jobs=1).fit(X, y)
     assert not np.array_equal(three.coef_, serial.coef_)  # and the number of shards
+
+
+def test_shards_reach_local_workers_through_files_removed_after_the_fit(chains, monkeypatch):
+    """On the local pool a worker's samples and state travel as shared files (every array
+    here, with the threshold lowered): the same fit, and no file left after it, nor after a
+    fit that fails."""
+    from pmap_sklearn import _parallel
+
+    X, y = chains
+    serial = PerturbMAPCRF(random_state=0, n_shards=2, n_jobs=1, max_iter=4).fit(X, y)
+    monkeypatch.setattr(_parallel, "SHARED_MIN_BYTES", 64)
+    folders, written = [], []
+    write = _parallel._write_array
+
+    def recording(array, folder):
+        folders.append(folder)
+        written.append(array.nbytes)
+        return write(array, folder)
+
+    monkeypatch.setattr(_parallel, "_write_array", recording)
+    parallel = PerturbMAPCRF(random_state=0, n_shards=2, n_jobs=2, max_iter=4).fit(X, y)
+    np.testing.assert_array_equal(parallel.coef_, serial.coef_)
+    assert written and not any(map(os.path.exists, set(folders)))
+    folders.clear()
+    bad = [x.copy() for x in X]
+    bad[-1][0, 0] = np.inf  # refused before any shard runs: no folder made
+    with pytest.raises(ValueError, match="finite|inf"):
+        PerturbMAPCRF(random_state=0, n_shards=2, n_jobs=2, max_iter=4).fit(bad, y)
+
+    def failing(*args, **kwargs):
+        raise RuntimeError("a pass failed")
+
+    monkeypatch.setattr(_shards, "run_epoch", failing)  # the caller's own pass fails
+    with pytest.raises(RuntimeError, match="a pass failed"):
+        PerturbMAPCRF(random_state=0, n_shards=2, n_jobs=2, max_iter=4).fit(X, y)
+    assert folders and not any(map(os.path.exists, set(folders)))
 
 
 @pytest.mark.parametrize("make", LEARNERS, ids=IDS)
