@@ -180,11 +180,14 @@ class MultiLabelStructure(EdgeFeatureStructure):
     mutual_information_ : ndarray of shape (L, L)
         The pairwise mutual information of the training labels, in nats
         (:func:`label_mutual_information`).
-    feature_scale_ : float
-        The square root of the mean variance of the columns of the training ``X`` (1 for
-        standardised features). The nodes see ``(X - feature_mean_) / feature_scale_``: one
-        global factor, so that a model (its ``alpha`` included) is the same whatever the units
-        of ``X``; :meth:`label_coefficients` gives the coefficients in the units of ``X``.
+    feature_scale_ : ndarray of shape (n_features,)
+        The scale of each column of ``X``: for dense ``X`` its standard deviation in training
+        (1 for a constant column); for sparse ``X`` one factor for every column, the square
+        root of their mean variance (a rare indicator column over its own deviation would
+        weigh tens of times a common one). The nodes see ``(X - feature_mean_) /
+        feature_scale_``, so that a model (its ``alpha`` included) is the same whatever the
+        units of each dense column (of all sparse ones); :meth:`label_coefficients` gives the
+        coefficients in the units of ``X``.
     feature_mean_ : ndarray of shape (n_features,)
         The means of the columns of the training ``X`` with ``bias=True`` and dense ``X``
         (zeros for sparse ``X``, whose sparsity centring would destroy, and without a bias,
@@ -305,7 +308,7 @@ class MultiLabelStructure(EdgeFeatureStructure):
         self.edges_ = self._label_edges(Y)
         super()._fit(X, None)
         self.sparse_input_ = bool(sparse.issparse(X))
-        self.feature_scale_ = float(np.sqrt(_mean_variance(X))) or 1.0
+        self.feature_scale_ = _feature_scales(X)
         centre = self.bias and not self.sparse_input_ and X.shape[0] > 0
         self.feature_mean_ = np.mean(X, axis=0) if centre else np.zeros(X.shape[1])
         return self
@@ -518,7 +521,10 @@ class MultiLabelStructure(EdgeFeatureStructure):
             X = X.toarray()
         if not sparse.issparse(X):
             X = X - self.feature_mean_
-        X = X * (1.0 / self.feature_scale_)  # one global factor: a copy, CSR stays CSR
+        if sparse.issparse(X):  # CSR stays CSR
+            X = (X @ sparse.diags(1.0 / self.feature_scale_)).tocsr()
+        else:
+            X = X / self.feature_scale_
         if sparse.issparse(X):
             matrix = append_ones_column(X) if self.bias else X
         else:
@@ -593,13 +599,19 @@ class MultiLabelStructure(EdgeFeatureStructure):
         return np.asarray(marginals)[..., 1]
 
 
-def _mean_variance(X) -> float:
-    """The mean variance of the columns of a dense or CSR matrix."""
+def _feature_scales(X) -> np.ndarray:
+    """The ``feature_scale_`` of training ``X``: each dense column's standard deviation (1
+    for a constant column); for a CSR matrix the root mean variance of its columns (1 when 0)
+    for all."""
     if sparse.issparse(X):
         mean = np.asarray(X.mean(axis=0)).ravel()
         squares = np.asarray(X.multiply(X).mean(axis=0)).ravel()
-        return float(np.mean(squares - mean**2))
-    return float(np.mean(np.var(X, axis=0)))
+        scale = float(np.sqrt(max(np.mean(squares - mean**2), 0.0))) if X.shape[1] else 1.0
+        return np.full(X.shape[1], scale or 1.0)
+    if X.shape[0] == 0:
+        return np.ones(X.shape[1])
+    constant = np.ptp(X, axis=0) == 0  # (its std may be a rounding error's, not 0)
+    return np.where(constant, 1.0, np.std(X, axis=0))
 
 
 def _is_forest(n_nodes: int, edges: np.ndarray) -> bool:

@@ -150,9 +150,10 @@ def test_outputs_take_scikit_learns_multi_label_forms():
 
 def test_sparse_features_give_the_dense_model():
     """The same model from a CSR X as from the dense X (``alpha`` set: its "auto" value is the
-    sparse-data one). Sparse features are not centred: compare on features of mean zero."""
+    sparse-data one). Sparse features are not centred and share one scale: compare on
+    standardised features."""
     X, Y = _correlated(80)
-    X = X - X.mean(axis=0)
+    X = (X - X.mean(axis=0)) / X.std(axis=0)
     dense = ChainCRF(MultiLabelStructure("tree"), alpha=1e-3).fit(X, Y)
     sparse_fit = ChainCRF(MultiLabelStructure("tree"), alpha=1e-3).fit(sparse.csr_matrix(X), Y)
     np.testing.assert_allclose(sparse_fit.structure_.feature_mean_, 0.0, atol=0)
@@ -245,19 +246,22 @@ def test_unknown_labels_are_summed_over():
     assert 1 - hamming_loss(Y, model.predict(X)) > 0.8
 
 
-def test_auto_alpha_gives_the_same_model_whatever_the_units_of_x():
-    """The nodes see X over one global scale: X in other units, the same model (alpha
-    included), its coefficients in the units of X."""
+def test_auto_alpha_gives_the_same_model_whatever_the_units_of_each_column():
+    """The nodes see each dense column over its own scale: X with its columns in other units,
+    the same model (alpha included), its coefficients in the units of X."""
     X, Y = _correlated(120)
+    units = np.logspace(-2, 3, X.shape[1])
     model = ChainCRF(MultiLabelStructure("tree")).fit(X, Y)
-    scaled = ChainCRF(MultiLabelStructure("tree")).fit(10.0 * X, Y)
-    assert scaled.structure_.feature_scale_ == pytest.approx(10 * model.structure_.feature_scale_)
+    scaled = ChainCRF(MultiLabelStructure("tree")).fit(units * X, Y)
+    np.testing.assert_allclose(
+        scaled.structure_.feature_scale_, units * model.structure_.feature_scale_
+    )
     np.testing.assert_allclose(scaled.coef_, model.coef_, atol=1e-6)
-    np.testing.assert_array_equal(scaled.predict(10.0 * X), model.predict(X))
-    np.testing.assert_allclose(scaled.predict_proba(10 * X), model.predict_proba(X), atol=1e-6)
+    np.testing.assert_array_equal(scaled.predict(units * X), model.predict(X))
+    np.testing.assert_allclose(scaled.predict_proba(units * X), model.predict_proba(X), atol=1e-6)
     coefficients = model.structure_.label_coefficients(model.coef_)
     np.testing.assert_allclose(
-        scaled.structure_.label_coefficients(scaled.coef_)[:, :5], coefficients[:, :5] / 10
+        scaled.structure_.label_coefficients(scaled.coef_)[:, :5], coefficients[:, :5] / units
     )
 
 
