@@ -262,7 +262,7 @@ class BaseStructuredEstimator(StructuredQueries, BaseEstimator):
         """``alpha``, with ``"auto"`` resolved from what the data is
         (:mod:`pmap_sklearn._optim.defaults`, by the learner's :attr:`_objective_kind`): on
         multi-label rows :data:`~pmap_sklearn._optim.defaults.MULTILABEL_ALPHA` (their nodes
-        see ``X`` over one global scale: the same model whatever the units of ``X``); on sparse
+        see dense ``X`` standardised: the same model whatever the units of ``X``); on sparse
         node features :data:`~pmap_sklearn._optim.defaults.SPARSE_ALPHA` over the objective's
         units of evidence (crfsuite's ``c2 = 0.1``) — ``batch``'s, or ``evidence`` (a stream's
         so far); else :data:`~pmap_sklearn._optim.defaults.DENSE_ALPHA`."""
