@@ -10,7 +10,8 @@ and import the library before timing (one small sharded fit), the runs are inter
 repeated, and the fewest seconds of each are reported (the other core may be busy). The
 coefficients of ``n_jobs=1`` and ``n_jobs=2`` at the same ``n_shards`` are checked identical,
 and the dask run (``joblib.parallel_config(backend="dask")`` on a ``LocalCluster`` of 2
-worker processes, 1 thread each) against loky's.
+worker processes, 1 thread each) against loky's. What two cores give at most: one serial
+fit alone in a worker against two serial fits at once in two workers.
 
 Run: ``python benchmarks/shards.py [--quick]`` (needs ``../shared/data/ud_english_ewt``);
 writes ``docs/results/shards.{md,json}`` (``--quick``: 2,000 training sentences, one repeat,
@@ -32,6 +33,37 @@ def _accuracy(vectorizer, model, sentences, tags) -> float:
     predicted = model.predict(vectorizer.transform(sentences))
     truth = np.concatenate([np.asarray(t) for t in tags])
     return float(np.mean(np.concatenate(predicted) == truth))
+
+
+def _serial_fit_seconds(X, tags, start_at: float) -> float:
+    """Seconds of a serial default fit started at the wall-clock time ``start_at`` (so that
+    two of them in two workers run at once)."""
+    from pmap_sklearn import PerturbMAPCRF
+
+    time.sleep(max(0.0, start_at - time.time()))
+    started = time.perf_counter()
+    PerturbMAPCRF(random_state=0).fit(X, tags)
+    return time.perf_counter() - started
+
+
+def _fits_alone_and_at_once(X, tags, repeat: int) -> tuple[float, list]:
+    """The fewest seconds of a serial fit alone in a worker, and of each of two serial fits
+    run at once in two workers, over ``repeat`` interleaved rounds."""
+    from joblib import Parallel, delayed
+
+    alone, at_once = np.inf, [np.inf, np.inf]
+    with Parallel(n_jobs=2) as parallel:
+        for _ in range(repeat):
+            for n_fits in (1, 2):
+                start_at = time.time() + 3.0  # after the data have reached the workers
+                seconds = parallel(
+                    delayed(_serial_fit_seconds)(X, tags, start_at) for _ in range(n_fits)
+                )
+                if n_fits == 1:
+                    alone = min(alone, seconds[0])
+                else:
+                    at_once = [min(a, b) for a, b in zip(at_once, seconds, strict=True)]
+    return alone, at_once
 
 
 def measure(quick: bool) -> dict:
@@ -75,12 +107,16 @@ def measure(quick: bool) -> dict:
         serial = models[(case[0], 1)]
         row["same_as_n_jobs_1"] = bool(np.array_equal(model.coef_, serial.coef_))
     two = models[(2, 1)].coef_
+    repeat = 1 if quick else REPEAT
     out = dict(
         n_train=n,
         vectorise_seconds={str(n_jobs): min(seconds) for n_jobs, seconds in vectorise.items()},
         vectorise_same=same_chains,
         rows=list(rows.values()),
     )
+    # the two cores' ceiling: one serial fit alone, and two at once, in the workers
+    out["alone_seconds"], out["at_once_seconds"] = _fits_alone_and_at_once(X, tags, repeat)
+    out["repeat"] = repeat
     try:
         from dask.distributed import Client, LocalCluster
     except ImportError:
@@ -151,6 +187,14 @@ def markdown(result: dict, notes: dict) -> str:
             f"(CRF fit), coefficients "
             f"{'identical to' if dask['same_as_loky'] else 'different from'} loky's.",
         ]
+    alone, at_once = result["alone_seconds"], result["at_once_seconds"]
+    lines += [
+        "",
+        f"The two cores together: a serial fit takes {alone:.2f} s alone in a worker, and "
+        f"{at_once[0]:.2f} s and {at_once[1]:.2f} s when two run at once in two workers "
+        f"({max(at_once) / alone:.2f}× as long; the fewest seconds of {result['repeat']} "
+        "interleaved rounds).",
+    ]
     lines += [
         "",
         "What the ratios are made of: a shard's pass takes about half a serial epoch; each "
