@@ -25,6 +25,7 @@ import shutil
 import tempfile
 import time
 import uuid
+import warnings
 from numbers import Integral
 from typing import NamedTuple
 
@@ -32,6 +33,11 @@ import numpy as np
 from joblib import Parallel, delayed, effective_n_jobs
 
 from ._validation import NumberInterval, check_generator
+
+try:  # removes a shared folder left by a killed process (joblib's memmapping uses it too)
+    from joblib.externals.loky.backend import resource_tracker as _resource_tracker
+except ImportError:
+    _resource_tracker = None
 
 try:  # joblib's copy (its wheels vendor it); some distributions install it on its own
     from joblib.externals import cloudpickle
@@ -190,13 +196,26 @@ def run_on_workers(
         if not hasattr(pool, "submit"):
             return parallel(delayed(function)(*job) for job in jobs)
         here = set(range(0, len(jobs), effective_n_jobs(n_jobs))) if share_with_caller else ()
-        if here and shared is not None:
-            futures = {
-                i: pool.submit(
-                    _run_shared, shared.dumps((function, job)), shared.folder, shared.min_bytes
+        payloads = None
+        if here and shared is not None and shared.usable:
+            try:
+                payloads = {
+                    i: shared.dumps((function, job)) for i, job in enumerate(jobs) if i not in here
+                }
+            except OSError as error:  # the folder is full: the pipes, and a word
+                shared.drop_transient()
+                warnings.warn(
+                    f"the shared folder {shared.folder} could not take the jobs' arrays "
+                    f"({error}); they travel through the pool's pipes",
+                    RuntimeWarning,
+                    stacklevel=2,
                 )
-                for i, job in enumerate(jobs)
-                if i not in here
+                shared.usable = False  # for the rest of its run
+                shared = None
+        if payloads is not None:
+            futures = {
+                i: pool.submit(_run_shared, payload, shared.folder, shared.min_bytes)
+                for i, payload in payloads.items()
             }
         elif here:  # pickled now, not by the pool's thread while the caller works (the GIL)
             futures = {
@@ -209,7 +228,7 @@ def run_on_workers(
         try:
             done = {i: function(*jobs[i]) for i in sorted(here)}
             results = [done[i] if i in done else futures[i].result() for i in range(len(jobs))]
-            if here and shared is not None:
+            if payloads is not None:
                 results = [r if i in done else shared.loads(r) for i, r in enumerate(results)]
             return results
         finally:  # after an error, drop the jobs not started yet
@@ -243,6 +262,7 @@ class SharedArrays:
         self._kept: dict[int, tuple[np.ndarray, tuple]] = {}  # id -> (array, its reference)
         self._transient: list[str] = []
         self._to_keep: list = []
+        self.usable = True  # False once the folder could not take the arrays
 
     def keep(self, obj) -> None:
         """Write the large arrays of ``obj`` once (at the first :meth:`dumps`: not at all when
@@ -272,11 +292,15 @@ class SharedArrays:
         """Remove the folder and forget the kept arrays."""
         if self.folder is not None:
             shutil.rmtree(self.folder, ignore_errors=True)
+            if _resource_tracker is not None:
+                _resource_tracker.unregister(self.folder, "folder")
         self.folder, self._kept, self._transient, self._to_keep = None, {}, [], []
 
     def _dumps(self, obj, keep: bool) -> bytes:
         if self.folder is None:
             self.folder = tempfile.mkdtemp(prefix="pmap_sklearn_", dir=_shared_root())
+            if _resource_tracker is not None:  # removed even if this process is killed
+                _resource_tracker.register(self.folder, "folder")
 
         def reference(array: np.ndarray):
             kept = self._kept.get(id(array))
@@ -311,11 +335,13 @@ def _write_array(array: np.ndarray, folder: str) -> tuple:
 
 def _pickle_with_files(obj, reference, min_bytes: int) -> bytes:
     """``obj`` pickled, each plain numeric array of ``min_bytes`` or more replaced by
-    ``reference(array)`` (a persistent id); by cloudpickle when the standard pickle cannot."""
+    ``reference(array)`` (a persistent id; None: none replaced); by cloudpickle when the
+    standard pickle cannot."""
 
     def persistent_id(item):
         if (
-            type(item) is np.ndarray
+            reference is not None
+            and type(item) is np.ndarray
             and item.nbytes >= min_bytes
             and item.dtype.kind in "biufc"
             and item.dtype.isnative
@@ -354,10 +380,14 @@ def _shared_loads(payload: bytes, folder: str, names: list | None = None):
 
 def _run_shared(payload: bytes, folder: str, min_bytes: int) -> bytes:
     """A worker's job of :func:`run_on_workers` with ``shared``: its arguments' arrays read from
-    ``folder``, its result's arrays of ``min_bytes`` or more written there."""
+    ``folder``, its result's arrays of ``min_bytes`` or more written there (all of it pickled
+    whole when the folder cannot take them)."""
     function, job = _shared_loads(payload, folder)
     result = function(*job)
-    return _pickle_with_files(result, lambda array: _write_array(array, folder), min_bytes)
+    try:
+        return _pickle_with_files(result, lambda array: _write_array(array, folder), min_bytes)
+    except OSError:
+        return _pickle_with_files(result, None, min_bytes)
 
 
 # ---- chunks: bounded memory, and results that do not depend on where chunks end ------------

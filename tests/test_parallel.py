@@ -175,6 +175,34 @@ def test_shared_arrays_carry_jobs_and_results_through_files():
     shared.close()
 
 
+def test_a_full_shared_folder_falls_back_to_the_pipes(monkeypatch):
+    """When the shared folder cannot take the arrays (a full /dev/shm), the jobs travel through
+    the pool's pipes with a warning, the same results, and later calls do not try again."""
+    calls = []
+
+    def full(array, folder):
+        calls.append(folder)
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(_parallel, "_write_array", full)
+    shared = _parallel.SharedArrays()
+    big = np.arange(300_000.0)
+    jobs = [(big, big), (big, big)]
+    try:
+        with pytest.warns(RuntimeWarning, match="could not take the jobs' arrays"):
+            out = _parallel.run_on_workers(
+                _pid_sum_and_double, jobs, 2, share_with_caller=True, shared=shared
+            )
+        assert [total for _, total, _ in out] == [2 * big.sum()] * 2
+        n_calls = len(calls)
+        out = _parallel.run_on_workers(
+            _pid_sum_and_double, jobs, 2, share_with_caller=True, shared=shared
+        )
+        assert len(calls) == n_calls and out[1][1] == 2 * big.sum()
+    finally:
+        shared.close()
+
+
 def test_run_on_workers_raises_the_jobs_error():
     with pytest.raises(ValueError, match="negative value -3"):
         _parallel.run_on_workers(_pid_and_square, [(2,), (-3,), (4,)], 2)
