@@ -31,6 +31,7 @@ state only on the data, sample weights and parameters it was fitted on
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import warnings
 from numbers import Integral, Real
@@ -215,6 +216,7 @@ class BaseStructuredEstimator(StructuredQueries, BaseEstimator):
             rng = check_generator(getattr(self, "random_state", None))
         self._check_structure(structure, problem.has_unknown)
         self._check_label_sets(problem)
+        _warn_on_class_probabilities(problem.batch, len(problem.classes), structure)
         self.classes_ = problem.classes
         self.structure_ = structure
         if not warm:
@@ -614,3 +616,56 @@ def _n_samples(X) -> int:
             f"X must be a sequence of samples, got {type(X).__name__}: sample_weight has one "
             "weight per sample"
         ) from None
+
+
+#: The start of the warning of :func:`_warn_on_class_probabilities` (which a two-stage fit,
+#: whose stage two is fitted on such features by design, silences: :func:`stage_two_fit`).
+CLASS_PROBABILITY_WARNING = "the node features are a classifier's"
+
+
+def _warn_on_class_probabilities(batch: SampleBatch, n_classes: int, structure) -> None:
+    """Warn when the node features are, node by node, a distribution over the ``n_classes``
+    labels — a classifier's probabilities (more than half of them strictly between 0 and 1: a
+    one-hot code is not one) or log-probabilities (rows whose exponentials sum to 1): a CRF
+    fitted on them with its defaults smooths thin classes away, where
+    :class:`~pmap_sklearn.TwoStageCRF` chooses the smoothing on held-out folds."""
+    features = batch.features
+    if not isinstance(features, np.ndarray) or features.ndim != 2:
+        return
+    if getattr(structure, "bias", False):  # the stacked features end with the bias column
+        features = features[:, :-1]
+    if (
+        structure.sample_kind == "multilabel"
+        or features.shape[1] != n_classes
+        or n_classes < 2
+        or features.shape[0] < 2
+    ):
+        return
+    if features.min() >= 0 and features.max() <= 1:
+        inside = np.mean((features > 0) & (features < 1)) > 0.5
+        kind = "probabilities" if inside and np.allclose(features.sum(axis=1), 1) else None
+    elif features.max() <= 0:
+        top = features.max(axis=1, keepdims=True)
+        total = top[:, 0] + np.log(np.exp(features - top).sum(axis=1))
+        kind = "log-probabilities" if np.allclose(total, 0) else None
+    else:
+        kind = None
+    if kind is not None:
+        warnings.warn(
+            f"{CLASS_PROBABILITY_WARNING} {kind} over the {n_classes} labels (each node's "
+            "sum to 1): a CRF fitted on them with its defaults tends to smooth thin classes "
+            "away, below the classifier's class average. TwoStageCRF fits both stages on "
+            "honest folds and chooses a smoothing that keeps the class average (user guide, "
+            "scene segmentation: two-stage CRFs)",
+            UserWarning,
+            stacklevel=4,
+        )
+
+
+@contextlib.contextmanager
+def stage_two_fit():
+    """A context in which a fit on a classifier's (log-)probabilities does not warn of it: the
+    stage two of :class:`~pmap_sklearn.TwoStageCRF`."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=CLASS_PROBABILITY_WARNING)
+        yield

@@ -19,6 +19,7 @@ from .._optim import defaults
 from .._validation import check_generator
 from ..metrics.segmentation import segmentation_scores
 from ..samples import GraphSample
+from ._estimator import stage_two_fit
 
 
 class HeldOutChoice:
@@ -155,9 +156,10 @@ class HeldOutChoice:
         for form in forms:
             report(f"choice: stage two with unary={form!r} on {len(rest)} samples")
             weights = {} if sample_weight is None else {"sample_weight": sample_weight[rest]}
-            fitted = self._crf(form).fit(
-                [samples[i] for i in rest], [y[i] for i in rest], **weights
-            )
+            with stage_two_fit():
+                fitted = self._crf(form).fit(
+                    [samples[i] for i in rest], [y[i] for i in rest], **weights
+                )
             if len(scales) > 1 or scales[0] != 1:
                 _check_scalable(fitted)
             for scale in scales:

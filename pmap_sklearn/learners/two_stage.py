@@ -35,6 +35,7 @@ from ..metrics.hamming import class_weight_by_code
 from ..preprocessing import _node_features
 from ..samples import GraphSample
 from ..structures import check_structure
+from ._estimator import stage_two_fit
 from ._two_stage_choice import HeldOutChoice, _rounded, _with_pairwise_scale
 from .perturb_map import PerturbMAPCRF
 
@@ -349,9 +350,9 @@ class TwoStageCRF(HeldOutChoice, MetaEstimatorMixin, BaseEstimator):
             )
         crf = self._crf(choice.unary)
         report(f"stage two: {type(crf).__name__} on the out-of-fold log-probabilities")
-        crf = _with_pairwise_scale(
-            crf.fit(samples, y, **weights_of(sample_weight)), choice.pairwise_scale
-        )
+        with stage_two_fit():
+            crf = crf.fit(samples, y, **weights_of(sample_weight))
+        crf = _with_pairwise_scale(crf, choice.pairwise_scale)
         if choice.temperature is not None:
             crf.marginal_temperature_ = choice.temperature
         report(f"stage one: the final classifier on all {int(known.sum())} known nodes")

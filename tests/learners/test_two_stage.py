@@ -599,3 +599,33 @@ def test_the_choice_fits_stage_two_on_a_fully_labelled_sample():
         np.testing.assert_array_equal(model.classes_, ["a", "b", "c"])
     with pytest.raises(ValueError, match=r"every sample has unknown labels \(unknown_label='\?'\)"):
         PerturbMAPCRF(max_iter=2, unknown_label="?").fit(data.data[1:], y[1:])
+
+
+def _log_softmax(scores):
+    top = scores.max(axis=1, keepdims=True)
+    return scores - top - np.log(np.exp(scores - top).sum(axis=1, keepdims=True))
+
+
+def _class_probability_warnings(record) -> list:
+    return [w for w in record if "the node features are a classifier's" in str(w.message)]
+
+
+def test_a_fit_on_class_probabilities_points_to_the_two_stage_crf():
+    """Node features that are a classifier's log-probabilities or probabilities over the labels
+    warn, naming TwoStageCRF; a one-hot code, other features and TwoStageCRF's own stage two
+    do not."""
+    rng = np.random.default_rng(0)
+    y = [rng.integers(3, size=6) for _ in range(20)]
+    log_proba = [_log_softmax(rng.normal(size=(6, 3)) + 2 * np.eye(3)[labels]) for labels in y]
+    fit = dict(max_iter=2, tol=None, random_state=0)
+    with pytest.warns(UserWarning, match="classifier's log-probabilities.*TwoStageCRF"):
+        PerturbMAPCRF(**fit).fit(log_proba, y)
+    with pytest.warns(UserWarning, match="classifier's probabilities over the 3 labels"):
+        StructuredSVM(max_iter=2).fit([np.exp(x) for x in log_proba], y)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        PerturbMAPCRF(**fit).fit([np.eye(3)[labels] for labels in y], y)  # one-hot
+        PerturbMAPCRF(**fit).fit([rng.normal(size=(6, 3)) for _ in y], y)
+        data = make_chain_data(n_samples=30, n_states=3, n_features=4, random_state=0)
+        TwoStageCRF(crf=PerturbMAPCRF(**fit), cv=3, random_state=7).fit(data.data, data.target)
+    assert _class_probability_warnings(record) == []
