@@ -658,7 +658,7 @@ def _warn_on_class_probabilities(batch: SampleBatch, n_classes: int, structure) 
             "honest folds and chooses a smoothing that keeps the class average (user guide, "
             "scene segmentation: two-stage CRFs)",
             UserWarning,
-            stacklevel=4,
+            stacklevel=7,  # the caller of fit (through fit's decorators)
         )
 
 

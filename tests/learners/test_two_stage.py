@@ -29,6 +29,7 @@ from pmap_sklearn._optim.defaults import TWO_STAGE_OFFSET_SHARES as CLASS_OFFSET
 from pmap_sklearn._optim.defaults import TWO_STAGE_PAIRWISE_SCALES as PAIRWISE_SCALES
 from pmap_sklearn._validation import check_generator
 from pmap_sklearn.datasets import make_chain_data, make_grid_data, token_features
+from pmap_sklearn.learners._estimator import stage_two_fit
 from pmap_sklearn.learners._two_stage_choice import _balancing_offsets, _class_shares
 
 #: Stage two as fitted, with nothing chosen on held-out samples.
@@ -52,7 +53,9 @@ def test_stage_two_learns_from_out_of_fold_probabilities():
     seed = check_generator(7).integers(2**31)
     folds = KFold(3, shuffle=True, random_state=seed).split(np.arange(len(X)))
     stage_two = _out_of_fold_by_hand(X, y, folds)
-    np.testing.assert_allclose(model.crf_.coef_, clone(crf).fit(stage_two, y).coef_)
+    with stage_two_fit():  # stage two by hand: a fit on log-probabilities, on purpose
+        by_hand = clone(crf).fit(stage_two, y)
+    np.testing.assert_allclose(model.crf_.coef_, by_hand.coef_)
     # and at prediction time the classifier fitted on every node gives them
     full = LogisticRegression(max_iter=1000).fit(np.vstack(X), np.concatenate(y))
     np.testing.assert_allclose(
@@ -85,7 +88,9 @@ def test_groups_stay_in_one_fold(cv):
     for train, test in folds:
         assert not set(groups[train]) & set(groups[test])
     stage_two = _out_of_fold_by_hand(X, y, folds)
-    np.testing.assert_allclose(model.crf_.coef_, clone(crf).fit(stage_two, y).coef_)
+    with stage_two_fit():  # stage two by hand: a fit on log-probabilities, on purpose
+        by_hand = clone(crf).fit(stage_two, y)
+    np.testing.assert_allclose(model.crf_.coef_, by_hand.coef_)
 
 
 def test_bad_groups_and_splitters_are_refused():
@@ -618,8 +623,9 @@ def test_a_fit_on_class_probabilities_points_to_the_two_stage_crf():
     y = [rng.integers(3, size=6) for _ in range(20)]
     log_proba = [_log_softmax(rng.normal(size=(6, 3)) + 2 * np.eye(3)[labels]) for labels in y]
     fit = dict(max_iter=2, tol=None, random_state=0)
-    with pytest.warns(UserWarning, match="classifier's log-probabilities.*TwoStageCRF"):
+    with pytest.warns(UserWarning, match="classifier's log-probabilities.*TwoStageCRF") as got:
         PerturbMAPCRF(**fit).fit(log_proba, y)
+    assert _class_probability_warnings(got)[0].filename == __file__  # names the caller's line
     with pytest.warns(UserWarning, match="classifier's probabilities over the 3 labels"):
         StructuredSVM(max_iter=2).fit([np.exp(x) for x in log_proba], y)
     with warnings.catch_warnings(record=True) as record:
