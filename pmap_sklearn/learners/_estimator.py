@@ -542,6 +542,7 @@ class PartialFitMixin:
         self._check_structure(structure, problem.has_unknown)
         self._check_label_sets(problem)
         if first:
+            _warn_on_class_probabilities(problem.batch, len(problem.classes), structure)
             rng = check_generator(getattr(self, "random_state", None))
         else:
             state = copy.deepcopy(self._state)  # the pass continues it; a failure must not

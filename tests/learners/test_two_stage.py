@@ -626,6 +626,11 @@ def test_a_fit_on_class_probabilities_points_to_the_two_stage_crf():
     with pytest.warns(UserWarning, match="classifier's log-probabilities.*TwoStageCRF") as got:
         PerturbMAPCRF(**fit).fit(log_proba, y)
     assert _class_probability_warnings(got)[0].filename == __file__  # names the caller's line
+    with warnings.catch_warnings(record=True) as record:  # a stream: at its first call only
+        warnings.simplefilter("always")
+        stream = PerturbMAPCRF(random_state=0)
+        stream.partial_fit(log_proba, y, classes=[0, 1, 2]).partial_fit(log_proba, y)
+    assert len(_class_probability_warnings(record)) == 1
     with pytest.warns(UserWarning, match="classifier's probabilities over the 3 labels"):
         StructuredSVM(max_iter=2).fit([np.exp(x) for x in log_proba], y)
     with warnings.catch_warnings(record=True) as record:
