@@ -333,15 +333,14 @@ def _write_array(array: np.ndarray, folder: str) -> tuple:
     return name, array.dtype.str, array.shape
 
 
-def _pickle_with_files(obj, reference, min_bytes: int) -> bytes:
+def _pickle_with_files(obj, reference, min_bytes: int = 0) -> bytes:
     """``obj`` pickled, each plain numeric array of ``min_bytes`` or more replaced by
     ``reference(array)`` (a persistent id; None: none replaced); by cloudpickle when the
     standard pickle cannot."""
 
     def persistent_id(item):
         if (
-            reference is not None
-            and type(item) is np.ndarray
+            type(item) is np.ndarray
             and item.nbytes >= min_bytes
             and item.dtype.kind in "biufc"
             and item.dtype.isnative
@@ -352,7 +351,8 @@ def _pickle_with_files(obj, reference, min_bytes: int) -> bytes:
     for pickler_class in (pickle.Pickler, cloudpickle.Pickler):
         buffer = io.BytesIO()
         pickler = pickler_class(buffer, pickle.HIGHEST_PROTOCOL)
-        pickler.persistent_id = persistent_id
+        if reference is not None:  # (a hook per object pickled: only when it is needed)
+            pickler.persistent_id = persistent_id
         try:
             pickler.dump(obj)
         except (pickle.PicklingError, AttributeError, TypeError):
@@ -387,7 +387,7 @@ def _run_shared(payload: bytes, folder: str, min_bytes: int) -> bytes:
     try:
         return _pickle_with_files(result, lambda array: _write_array(array, folder), min_bytes)
     except OSError:
-        return _pickle_with_files(result, None, min_bytes)
+        return _pickle_with_files(result, None)
 
 
 # ---- chunks: bounded memory, and results that do not depend on where chunks end ------------
@@ -576,10 +576,7 @@ def one_blas_thread(method):
 def _pickled(payload) -> bytes:
     """``payload`` pickled by the standard pickle, or by cloudpickle (as loky does) when it
     holds what the standard one cannot (a lambda, a function defined in a function)."""
-    try:
-        return pickle.dumps(payload, pickle.HIGHEST_PROTOCOL)
-    except (pickle.PicklingError, AttributeError, TypeError):
-        return cloudpickle.dumps(payload, pickle.HIGHEST_PROTOCOL)
+    return _pickle_with_files(payload, None)
 
 
 def _run_pickled(payload: bytes):

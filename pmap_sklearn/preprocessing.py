@@ -127,9 +127,7 @@ def _vectorise(blocks, dtype, vocabulary: dict | None = None):
     if learning:  # number the features in sorted order, as DictVectorizer does
         names = sorted(index)
         rank = np.empty(len(names), dtype=np.intp)
-        rank[np.fromiter(map(index.__getitem__, names), np.intp, len(names))] = np.arange(
-            len(names)
-        )
+        rank[_columns_in(index, names)] = np.arange(len(names))
         columns = rank[columns]
         vocabulary = {name: i for i, name in enumerate(names)}
     counts = np.concatenate(counts) if counts else np.zeros(0, dtype=np.intp)

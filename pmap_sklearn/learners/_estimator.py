@@ -37,6 +37,7 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
+from scipy.special import logsumexp
 from sklearn.base import BaseEstimator, _fit_context
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
@@ -646,9 +647,7 @@ def _warn_on_class_probabilities(batch: SampleBatch, n_classes: int, structure) 
         inside = np.mean((features > 0) & (features < 1)) > 0.5
         kind = "probabilities" if inside and np.allclose(features.sum(axis=1), 1) else None
     elif features.max() <= 0:
-        top = features.max(axis=1, keepdims=True)
-        total = top[:, 0] + np.log(np.exp(features - top).sum(axis=1))
-        kind = "log-probabilities" if np.allclose(total, 0) else None
+        kind = "log-probabilities" if np.allclose(logsumexp(features, axis=1), 0) else None
     else:
         kind = None
     if kind is not None:

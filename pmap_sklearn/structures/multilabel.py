@@ -519,15 +519,11 @@ class MultiLabelStructure(EdgeFeatureStructure):
             # Fitted on dense X: the nodes saw it centred, so a sparse X is centred too, made
             # dense first (its L block copies below hold F + bias entries a row anyway).
             X = X.toarray()
-        if not sparse.issparse(X):
-            X = X - self.feature_mean_
         if sparse.issparse(X):  # CSR stays CSR
             X = (X @ sparse.diags(1.0 / self.feature_scale_)).tocsr()
-        else:
-            X = X / self.feature_scale_
-        if sparse.issparse(X):
             matrix = append_ones_column(X) if self.bias else X
         else:
+            X = (X - self.feature_mean_) / self.feature_scale_
             dense = np.hstack([X, np.ones((len(X), 1))]) if self.bias else X
             width = dense.shape[1]
             matrix = sparse.csr_matrix(
