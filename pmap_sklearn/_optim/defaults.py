@@ -14,9 +14,9 @@ Nothing here imports the rest of the package.
 #: Sparse node features (token features of words): AdaGrad, mini-batches of 32, a budget of 8
 #: epochs with its second half averaged — the treebank's dev split chose them (defaults.md).
 SGD_SPARSE = {"learning_rate": "adagrad", "batch_size": 32, "max_iter": 8, "tol": None}
-#: Multi-label rows with sparse features: the same steps for the dense rule's budget of 50
-#: epochs — 8 epochs of a thousand samples are a few hundred steps, short of rare labels
-#: (defaults.md).
+#: Multi-label rows with sparse features and no bias (``bias=False``: a bias centres them, and
+#: they take the dense rule): the same steps for the dense rule's budget of 50 epochs — 8 epochs
+#: of a thousand samples are a few hundred steps, short of rare labels (defaults.md).
 SGD_MULTILABEL_SPARSE = {**SGD_SPARSE, "max_iter": 50}
 #: General graphs with more than two labels (superpixels): AdaGrad for 30 epochs; the schedule's
 #: calibrated step is too small to move the pairwise weights there (defaults.md).

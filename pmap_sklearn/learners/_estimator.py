@@ -441,7 +441,7 @@ class BaseStructuredEstimator(StructuredQueries, BaseEstimator):
         # one BLAS thread whatever n_jobs (which limits BLAS): the same start bit for bit
         with warnings.catch_warnings(), single_blas_thread():
             warnings.simplefilter("ignore", ConvergenceWarning)
-            model.fit(batch.features[nodes], labels, sample_weight=weights)
+            model.fit(self.structure_.node_features(batch, nodes), labels, sample_weight=weights)
         start = np.zeros(unary.shape[-2:])
         if len(present) == 2:  # one logit difference, split evenly between the two labels
             start[:, present[1]] = model.coef_[0] / 2.0

@@ -93,8 +93,9 @@ class BaseStructuredSGD(PartialFitMixin, BaseStructuredEstimator):
         :data:`~pmap_sklearn._optim.defaults.SGD_SPARSE`: AdaGrad steps (a step size per feature,
         large for rare ones), mini-batches of 32, a fixed budget of epochs and the average of the
         iterates of its second half (tail averaging: the early iterates are far from the optimum);
-        multi-label rows run that for the dense rule's 50 epochs
-        (:data:`~pmap_sklearn._optim.defaults.SGD_MULTILABEL_SPARSE`). Dense features (OCR pixels,
+        multi-label rows without a bias (uncentred) run that for the dense rule's 50 epochs
+        (:data:`~pmap_sklearn._optim.defaults.SGD_MULTILABEL_SPARSE`; with a bias their
+        features are centred and take the dense rule). Dense features (OCR pixels,
         image features) take the learner's rule of :data:`~pmap_sklearn._optim.defaults.SGD_DENSE` —
         for the perturb-and-MAP likelihood the ``1/(α t)`` schedule, about 5 steps per epoch,
         averaging from the start and a stopping rule — except on general graphs (superpixels) with

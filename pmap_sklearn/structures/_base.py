@@ -815,5 +815,21 @@ class BaseStructure(HiddenStates, JointFeature, BaseEstimator):
         per_set = unary_weights.reshape((-1,) + unary_weights.shape[-2:])
         return np.einsum("df,dfk->dk", batch.features, per_set[sets])
 
+    def node_features(self, batch: SampleBatch, nodes: np.ndarray):
+        """The features the unary scores of ``nodes`` read, one row per node: what a per-node
+        classifier of the labels fits (the learners' logistic start).
+
+        Parameters
+        ----------
+        batch : SampleBatch
+        nodes : ndarray of int
+            Nodes of ``batch``.
+
+        Returns
+        -------
+        ndarray or CSR matrix of shape (len(nodes), n_node_features)
+        """
+        return batch.features[nodes]
+
     def _layout(self, batch):
         return None
