@@ -37,6 +37,7 @@ _TRUSTED = (
     "pmap_sklearn._backend.expansion.AlphaExpansionSolver",
     "pmap_sklearn._backend.forest.ForestSolver",
     "pmap_sklearn._backend.ishikawa.IshikawaSolver",
+    "pmap_sklearn._backend.label_sets.NonEmptyLabelling",
     "pmap_sklearn._backend.local_search.LocalSearchSolver",
     "pmap_sklearn._backend.mean_field.MeanFieldSolver",
     "pmap_sklearn._backend.messages.MessagePassingSolver",

@@ -1,0 +1,132 @@
+"""A solver whose models give no sample the labelling "every node 0": multi-label models of data
+where every sample carries at least one label (:class:`NonEmptyLabelling`)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from .._parallel import chunks_by_size
+from .._utils import ranges
+from .capabilities import PairwiseKind
+from .potentials import Statistics
+from .solver import Marginals, Solver
+
+
+class NonEmptyLabelling(Solver):
+    """Another solver's binary models with the all-zero labelling of every sample forbidden.
+
+    The model is :math:`P(y \\mid x) \\propto \\exp f(y) \\, [y \\neq 0]`: the empty label
+    set of a multi-label sample has probability zero. Every query is answered from the wrapped
+    solver's:
+
+    - MAP: the solver's MAP when it has a label; otherwise the best of the MAPs with one free
+      node clamped to 1 (one clamped copy of the sample per node), exact when the solver's
+      MAP is (the best non-empty labelling has some node at 1);
+    - marginals and ``log Z``: those of the solver minus the empty labelling's share,
+      :math:`p_0 = \\exp (f(0) - \\log Z)`: :math:`P(y_d = 0) \\to (P(y_d = 0) - p_0) /
+      (1 - p_0)`, the other entries over :math:`1 - p_0`, :math:`\\log Z \\to \\log Z +
+      \\log (1 - p_0)`; a clamp at 1 makes :math:`p_0 = 0`;
+    - clamped maximisers and perturbed rounds: from this MAP (each problem from scratch).
+
+    Exact events, edge marginals and k-best lists are not offered: the queries that would use
+    them take draws of perturbed MAPs, which honour the constraint.
+
+    Parameters
+    ----------
+    solver : Solver
+        The solver of the unconstrained model (two labels per node).
+    """
+
+    def __init__(self, solver: Solver):
+        self.solver = solver
+
+    @property
+    def name(self) -> str:
+        """The wrapped solver's name."""
+        return self.solver.name
+
+    @property
+    def capabilities(self):
+        """The wrapped solver's, for binary models of table or Potts scores, without k-best
+        lists or warm starts."""
+        own = self.solver.capabilities
+        return replace(
+            own,
+            max_states=2,
+            pairwise=own.pairwise & {PairwiseKind.TABLES, PairwiseKind.POTTS},
+            k_best=False,
+            warm_start=False,
+        )
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.solver!r})"
+
+    def map(self, potentials, clamp=None, n_jobs=None, **options) -> np.ndarray:
+        labels = self.solver.map(potentials, clamp, n_jobs=n_jobs, **options)
+        p = potentials
+        empty = np.flatnonzero(np.bincount(p.node_sample, labels, p.n_samples) == 0)
+        if not len(empty):
+            return labels
+        # one copy of an empty sample per free node, that node clamped to 1: the best of them
+        nodes = ranges(p.node_offsets, empty)
+        if clamp is not None:
+            nodes = nodes[np.asarray(clamp)[nodes] < 0]
+        owners = p.node_sample[nodes]
+        stuck = np.setdiff1d(empty, owners)
+        if len(stuck):
+            raise ValueError(
+                f"sample {int(stuck[0])} has every label clamped to 0, but the model gives no "
+                "sample an empty label set (MultiLabelStructure(allow_empty=False))"
+            )
+        best = np.full(p.n_samples, -np.inf)
+        for chunk in chunks_by_size(p.lengths[owners]):
+            mine = owners[chunk]
+            copies = p.take(mine)
+            given = np.full(copies.n_nodes, -1, dtype=np.intp)
+            if clamp is not None:
+                given[:] = np.asarray(clamp)[ranges(p.node_offsets, mine)]
+            given[copies.node_offsets[:-1] + nodes[chunk] - p.node_offsets[mine]] = 1
+            found = self.solver.map(copies, given, n_jobs=n_jobs)
+            scores = copies.score(found)
+            order = np.lexsort((-scores, mine))  # by sample, its best copy first
+            first = order[np.r_[True, mine[order][1:] != mine[order][:-1]]]
+            better = first[scores[first] > best[mine[first]]]
+            best[mine[better]] = scores[better]
+            labels[ranges(p.node_offsets, mine[better])] = found[
+                ranges(copies.node_offsets, better)
+            ]
+        return labels
+
+    def marginals(self, potentials, clamp=None) -> Marginals:
+        if not self.solver.has_marginals:
+            return self.solver.marginals(potentials, clamp)  # its own error
+        p = potentials
+        kind = p.pairwise_kind
+        if kind not in (PairwiseKind.TABLES, PairwiseKind.POTTS):
+            raise ValueError(f"{type(self).__name__} takes table or Potts pairwise scores")
+        found = self.solver.marginals(p, clamp)
+        log_empty = p.score(np.zeros(p.n_nodes, dtype=np.intp)) - found.log_partition
+        if clamp is not None:  # a node clamped to 1: the empty labelling is out already
+            has_one = np.bincount(p.node_sample, np.asarray(clamp) == 1, p.n_samples) > 0
+            log_empty[has_one] = -np.inf
+        empty = np.exp(log_empty)
+        rest = -np.expm1(log_empty)  # 1 - p0, exact near 0
+        if (rest <= 0).any():
+            stuck = int(np.flatnonzero(rest <= 0)[0])
+            raise ValueError(
+                f"sample {stuck} has no labelling with a label (every label clamped to 0): "
+                "the model gives no sample an empty label set "
+                "(MultiLabelStructure(allow_empty=False))"
+            )
+        node = found.statistics.unary.copy()
+        node[:, 0] -= empty[p.node_sample]
+        node = np.clip(node / rest[p.node_sample, None], 0.0, 1.0)
+        pairwise = found.statistics.pairwise.copy()
+        if kind is PairwiseKind.TABLES:  # the empty labelling has every pair at (0, 0)
+            pairwise[:, 0, 0] -= empty[p.edge_sample]
+            pairwise = np.clip(pairwise / rest[p.edge_sample, None, None], 0.0, 1.0)
+        else:  # P(y_i != y_j): the empty labelling agrees everywhere
+            pairwise = np.clip(pairwise / rest[p.edge_sample], 0.0, 1.0)
+        return Marginals(Statistics(node, pairwise), found.log_partition + np.log(rest))
