@@ -180,7 +180,11 @@ class MultiLabelStructure(EdgeFeatureStructure):
         weak gets its likeliest label rather than none. ``"auto"``: False when every training
         sample has a label (as in yeast, scene and most multi-label data sets), else True.
         On scene it is worth 10 points of subset accuracy (see
-        :ref:`multilabel-classification`).
+        :ref:`multilabel-classification`). The learners that learn through the solver
+        (``PerturbMAPCRF``, ``MarginalPerturbMAPCRF``, ``ChainCRF``, ``StructuredSVM``) fit
+        the constrained model; the others run their own inference in training (beliefs, mean
+        field, Gibbs chains, local terms), fit the model without the constraint, and only
+        their solver queries (``predict``'s MAP) honour it.
 
     Attributes
     ----------
