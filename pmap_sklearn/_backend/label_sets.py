@@ -30,8 +30,11 @@ class NonEmptyLabelling(Solver):
       \\log (1 - p_0)`; a clamp at 1 makes :math:`p_0 = 0`;
     - clamped maximisers and perturbed rounds: from this MAP (each problem from scratch).
 
-    Exact events, edge marginals and k-best lists are not offered: the queries that would use
-    them take draws of perturbed MAPs, which honour the constraint.
+    - k-best lists: the solver's ``k + 1`` best without the empty labelling, their
+      probabilities over :math:`1 - p_0`.
+
+    Exact events and edge marginals are not offered: the queries that would use them take
+    draws of perturbed MAPs, which honour the constraint.
 
     Parameters
     ----------
@@ -49,14 +52,13 @@ class NonEmptyLabelling(Solver):
 
     @property
     def capabilities(self):
-        """The wrapped solver's, for binary models of table or Potts scores, without k-best
-        lists or warm starts."""
+        """The wrapped solver's, for binary models of table or Potts scores, without warm
+        starts."""
         own = self.solver.capabilities
         return replace(
             own,
             max_states=2,
             pairwise=own.pairwise & {PairwiseKind.TABLES, PairwiseKind.POTTS},
-            k_best=False,
             warm_start=False,
         )
 
@@ -107,19 +109,8 @@ class NonEmptyLabelling(Solver):
         if kind not in (PairwiseKind.TABLES, PairwiseKind.POTTS):
             raise ValueError(f"{type(self).__name__} takes table or Potts pairwise scores")
         found = self.solver.marginals(p, clamp)
-        log_empty = p.score(np.zeros(p.n_nodes, dtype=np.intp)) - found.log_partition
-        if clamp is not None:  # a node clamped to 1: the empty labelling is out already
-            has_one = np.bincount(p.node_sample, np.asarray(clamp) == 1, p.n_samples) > 0
-            log_empty[has_one] = -np.inf
-        empty = np.exp(log_empty)
-        rest = -np.expm1(log_empty)  # 1 - p0, exact near 0
-        if (rest <= 0).any():
-            stuck = int(np.flatnonzero(rest <= 0)[0])
-            raise ValueError(
-                f"sample {stuck} has no labelling with a label (every label clamped to 0): "
-                "the model gives no sample an empty label set "
-                "(MultiLabelStructure(allow_empty=False))"
-            )
+        log_empty = _log_empty(p, clamp, found.log_partition)
+        empty, rest = np.exp(log_empty), _rest(log_empty)
         node = found.statistics.unary.copy()
         node[:, 0] -= empty[p.node_sample]
         node = np.clip(node / rest[p.node_sample, None], 0.0, 1.0)
@@ -130,3 +121,41 @@ class NonEmptyLabelling(Solver):
         else:  # P(y_i != y_j): the empty labelling agrees everywhere
             pairwise = np.clip(pairwise / rest[p.edge_sample], 0.0, 1.0)
         return Marginals(Statistics(node, pairwise), found.log_partition + np.log(rest))
+
+    def k_best(self, potentials, k: int, clamp=None):
+        if not self.solver.capabilities.k_best:
+            return self.solver.k_best(potentials, k, clamp)  # its own error
+        p = potentials
+        labels, log_p = self.solver.k_best(p, k + 1, clamp)
+        # each sample's ranks without its empty labelling (at most one of them), in order
+        empty = np.stack([np.bincount(p.node_sample, row, p.n_samples) == 0 for row in labels], 1)
+        empty &= np.isfinite(log_p)
+        ranks = np.argsort(empty, axis=1, kind="stable")[:, :k]  # (n_samples, k)
+        kept = labels[ranks[p.node_sample].T, np.arange(p.n_nodes)]
+        log_empty = _log_empty(p, clamp, self.solver._exact_log_partition(p, clamp))
+        kept_log_p = np.take_along_axis(log_p, ranks, axis=1) - np.log(_rest(log_empty))[:, None]
+        return kept, kept_log_p
+
+
+def _log_empty(potentials, clamp, log_partition: np.ndarray) -> np.ndarray:
+    """``log p0`` of every sample: the probability of its empty labelling in the model of
+    log-partition ``log_partition`` (``-inf`` when a clamp holds a node at 1)."""
+    p = potentials
+    log_empty = p.score(np.zeros(p.n_nodes, dtype=np.intp)) - log_partition
+    if clamp is not None:  # a node clamped to 1: the empty labelling is out already
+        has_one = np.bincount(p.node_sample, np.asarray(clamp) == 1, p.n_samples) > 0
+        log_empty[has_one] = -np.inf
+    return log_empty
+
+
+def _rest(log_empty: np.ndarray) -> np.ndarray:
+    """``1 - p0`` of every sample (exact near 0), refusing a sample whose only labelling left
+    is the empty one."""
+    rest = -np.expm1(log_empty)
+    if (rest <= 0).any():
+        stuck = int(np.flatnonzero(rest <= 0)[0])
+        raise ValueError(
+            f"sample {stuck} has no labelling with a label (every label clamped to 0): the "
+            "model gives no sample an empty label set (MultiLabelStructure(allow_empty=False))"
+        )
+    return rest

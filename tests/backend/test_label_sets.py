@@ -115,10 +115,28 @@ def test_a_sample_clamped_all_to_zero_is_refused_by_name(rng):
         solver.marginals(potentials, clamp)
 
 
+@pytest.mark.parametrize("clamped", [False, True])
+def test_k_best_lists_the_non_empty_labellings_with_their_probabilities(clamped, rng):
+    potentials = _models(rng, FULL)
+    clamp = _clamps(rng, potentials) if clamped else None
+    labels, log_p = NonEmptyLabelling(BruteForceSolver()).k_best(potentials, 4, clamp)
+    assert labels.shape == (4, potentials.n_nodes) and log_p.shape == (potentials.n_samples, 4)
+    for i, one in enumerate(potentials.split()):
+        nodes = slice(5 * i, 5 * i + 5)
+        labellings, scores = _constrained(one, None if clamp is None else clamp[nodes])
+        order = np.argsort(-scores, kind="stable")[:4]
+        listed = len(order)  # a clamped sample may have fewer than 4
+        np.testing.assert_array_equal(labels[:listed, nodes], labellings[order])
+        expected = scores[order] - logsumexp(scores)
+        np.testing.assert_allclose(log_p[i, :listed], expected, atol=1e-10)
+        assert np.isneginf(log_p[i, listed:]).all()
+
+
 def test_it_declares_what_it_answers():
     solver = NonEmptyLabelling(ForestSolver())
     assert solver.name == "forest" and solver.has_marginals
     assert not solver.capabilities.k_best and solver.capabilities.max_states == 2
+    assert NonEmptyLabelling(BruteForceSolver()).capabilities.k_best
     assert not NonEmptyLabelling(LocalSearchSolver()).has_marginals
     with pytest.raises(ValueError, match="computes no marginals"):
         NonEmptyLabelling(LocalSearchSolver()).marginals(_models(np.random.default_rng(0), FULL))

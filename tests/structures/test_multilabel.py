@@ -533,3 +533,17 @@ def test_a_later_chunk_with_an_empty_label_set_is_refused_by_name():
     with pytest.raises(ValueError, match="allow_empty_=False, but sample 2 of Y has no label"):
         model.partial_fit(X[100:150], chunk)
     model.partial_fit(X[100:150], Y[100:150])  # a chunk with labels continues
+
+
+def test_the_k_best_label_sets_leave_out_the_empty_one():
+    from pmap_sklearn.inspection import k_best_labellings
+
+    (X, Y), (X_test, _) = _never_empty()
+    model = ChainCRF(MultiLabelStructure("full")).fit(X, Y)
+    labellings, probabilities = k_best_labellings(model, X_test[:4], k=64, method="exact")
+    for listed, p in zip(labellings, probabilities, strict=True):
+        assert len(listed) == 63 and listed.any(axis=1).all()  # every label set but the empty
+        assert p.sum() == pytest.approx(1.0) and np.all(np.diff(p) <= 1e-12)
+    proba = model.predict_proba(X_test[:4])
+    for i in range(4):  # the listed sets' probabilities give the marginals
+        np.testing.assert_allclose(probabilities[i] @ labellings[i], proba[i], atol=1e-10)
