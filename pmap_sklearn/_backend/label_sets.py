@@ -23,7 +23,8 @@ class NonEmptyLabelling(Solver):
 
     - MAP: the solver's MAP when it has a label; otherwise the best of the MAPs with one free
       node clamped to 1 (one clamped copy of the sample per node), exact when the solver's
-      MAP is (the best non-empty labelling has some node at 1);
+      MAP is (the best non-empty labelling has some node at 1); with an approximate solver,
+      the copies of the :attr:`n_candidates` nodes whose label alone scores best;
     - marginals and ``log Z``: those of the solver minus the empty labelling's share,
       :math:`p_0 = \\exp (f(0) - \\log Z)`: :math:`P(y_d = 0) \\to (P(y_d = 0) - p_0) /
       (1 - p_0)`, the other entries over :math:`1 - p_0`, :math:`\\log Z \\to \\log Z +
@@ -41,6 +42,10 @@ class NonEmptyLabelling(Solver):
     solver : Solver
         The solver of the unconstrained model (two labels per node).
     """
+
+    #: With an approximate solver, the copies of an empty sample: its nodes whose label alone
+    #: (the others at 0) scores best.
+    n_candidates = 3
 
     def __init__(self, solver: Solver):
         self.solver = solver
@@ -82,6 +87,11 @@ class NonEmptyLabelling(Solver):
                 f"sample {int(stuck[0])} has every label clamped to 0, but the model gives no "
                 "sample an empty label set (MultiLabelStructure(allow_empty=False))"
             )
+        if not self.solver.capabilities.map_quality.startswith("exact"):
+            # an approximate MAP promises no optimum: the copies of the nodes whose label
+            # alone scores best, not one per node
+            nodes = _best_single_labels(p, nodes, owners, self.n_candidates)
+            owners = p.node_sample[nodes]
         best = np.full(p.n_samples, -np.inf)
         for chunk in chunks_by_size(p.lengths[owners]):
             mine = owners[chunk]
@@ -159,3 +169,22 @@ def _rest(log_empty: np.ndarray) -> np.ndarray:
             "model gives no sample an empty label set (MultiLabelStructure(allow_empty=False))"
         )
     return rest
+
+
+def _best_single_labels(potentials, nodes, owners, n_candidates: int) -> np.ndarray:
+    """The ``n_candidates`` of ``nodes`` (free nodes, grouped by their sample ``owners``) whose
+    labelling alone at 1 (every other node of the sample at 0) scores best in their sample."""
+    p = potentials
+    gain = p.unary[:, 1] - p.unary[:, 0]  # f(e_d) - f(0), from the node's own scores
+    first, second = p.edges[:, 0], p.edges[:, 1]
+    if p.pairwise_kind is PairwiseKind.TABLES:  # and its edges' changes from (0, 0)
+        tables = p.pairwise
+        gain = gain + np.bincount(first, tables[:, 1, 0] - tables[:, 0, 0], p.n_nodes)
+        gain = gain + np.bincount(second, tables[:, 0, 1] - tables[:, 0, 0], p.n_nodes)
+    else:  # Potts: each edge of the node now disagrees
+        gain = gain + np.bincount(first, p.pairwise, p.n_nodes)
+        gain = gain + np.bincount(second, p.pairwise, p.n_nodes)
+    order = np.lexsort((-gain[nodes], owners))  # by sample, the best first
+    ranked = nodes[order]
+    start = np.searchsorted(owners[order], owners[order], side="left")
+    return np.sort(ranked[np.arange(len(ranked)) - start < n_candidates])

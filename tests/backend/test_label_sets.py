@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from scipy.special import logsumexp
 
-from pmap_sklearn._backend.label_sets import NonEmptyLabelling
+from pmap_sklearn._backend.label_sets import NonEmptyLabelling, _best_single_labels
 from pmap_sklearn.solvers import BruteForceSolver, ForestSolver, LocalSearchSolver, Potentials
 
 from ..helpers import scores_of
@@ -82,6 +82,30 @@ def test_an_approximate_solvers_map_gets_a_label_and_stays_a_local_optimum(rng):
     exact = NonEmptyLabelling(BruteForceSolver()).map(potentials)
     found, best = potentials.score(labels.ravel()), potentials.score(exact)
     assert np.all(found <= best + 1e-9) and np.mean(found >= best - 1e-9) >= 0.9
+
+
+@pytest.mark.parametrize("kind", ["tables", "potts"])
+def test_an_approximate_solver_tries_the_nodes_whose_label_alone_scores_best(kind, rng):
+    potentials = _models(rng, FULL, n_samples=4)
+    if kind == "potts":
+        potentials = Potentials(
+            potentials.unary,
+            potentials.edges,
+            rng.normal(size=potentials.n_edges),
+            potentials.node_offsets,
+            potentials.edge_offsets,
+        )
+    nodes = np.arange(potentials.n_nodes)
+    chosen = _best_single_labels(potentials, nodes, potentials.node_sample[nodes], 3)
+    zero = potentials.score(np.zeros(potentials.n_nodes, dtype=np.intp))
+    for sample in range(potentials.n_samples):
+        gains = []
+        for node in range(5 * sample, 5 * sample + 5):
+            alone = np.zeros(potentials.n_nodes, dtype=np.intp)
+            alone[node] = 1
+            gains.append(potentials.score(alone)[sample] - zero[sample])
+        expected = 5 * sample + np.sort(np.argsort(gains)[::-1][:3])
+        np.testing.assert_array_equal(chosen[3 * sample : 3 * sample + 3], expected)
 
 
 def test_perturbed_rounds_and_clamped_maximisers_honour_the_constraint(rng):
