@@ -303,6 +303,14 @@ class _TransformedSamples(list):
 
     grey_images_read_as_chains = False
 
+    def __getitem__(self, index):
+        """A sample, or a slice of them that keeps the mark."""
+        got = super().__getitem__(index)
+        if isinstance(index, slice):
+            got = _TransformedSamples(got)
+            got.grey_images_read_as_chains = self.grey_images_read_as_chains
+        return got
+
 
 class NodeTransformer(
     _SampleListOutput, TransformerMixin, BaseEstimator, auto_wrap_output_keys=None

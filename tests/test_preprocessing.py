@@ -190,6 +190,11 @@ def test_grid_refuses_grey_images_a_node_transformer_read_as_chains():
     chains = NodeTransformer(StandardScaler()).fit_transform(grey)
     with pytest.raises(ValueError, match="GridStructure reads a 2-D sample as a grey image"):
         fitted.predict(chains)  # at prediction too
+    with pytest.raises(ValueError, match="GridStructure reads a 2-D sample as a grey image"):
+        fitted.predict(chains[1:3])  # a slice keeps the mark
+    assert chains[1:3].grey_images_read_as_chains and chains[0].shape == (5, 6)
+    with pytest.raises(ValueError, match="GridStructure reads a 2-D sample as a grey image"):
+        crf.fit(chains, labels, sample_weight=[1.0, 0.0, 1.0, 1.0])  # samples of weight 0 left
 
 
 def _dicts(sentences):

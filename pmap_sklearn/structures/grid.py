@@ -108,6 +108,12 @@ class GridStructure(EdgeFeatureStructure):
             raise ValueError(f"connectivity must be 4 or 8, got {self.connectivity!r}")
         return list(GRID_OFFSETS[self.connectivity])
 
+    def check_input(self, X, y, ignore_label=None):
+        _refuse_chains_of_grey_images(X)  # as given: before samples of weight 0 are dropped
+        return super().check_input(X, y, ignore_label)
+
+    check_input.__doc__ = EdgeFeatureStructure.check_input.__doc__
+
     def prepare(self, X, index=None):
         _refuse_chains_of_grey_images(X)
         return super().prepare(X, index)
