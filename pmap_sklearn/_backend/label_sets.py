@@ -73,7 +73,7 @@ class NonEmptyLabelling(Solver):
     def map(self, potentials, clamp=None, n_jobs=None, **options) -> np.ndarray:
         labels = self.solver.map(potentials, clamp, n_jobs=n_jobs, **options)
         p = potentials
-        empty = np.flatnonzero(np.bincount(p.node_sample, labels, p.n_samples) == 0)
+        empty = np.flatnonzero(_is_empty(p, labels))
         if not len(empty):
             return labels
         # one copy of an empty sample per free node, that node clamped to 1: the best of them
@@ -138,13 +138,18 @@ class NonEmptyLabelling(Solver):
         p = potentials
         labels, log_p = self.solver.k_best(p, k + 1, clamp)
         # each sample's ranks without its empty labelling (at most one of them), in order
-        empty = np.stack([np.bincount(p.node_sample, row, p.n_samples) == 0 for row in labels], 1)
+        empty = np.stack([_is_empty(p, row) for row in labels], axis=1)
         empty &= np.isfinite(log_p)
         ranks = np.argsort(empty, axis=1, kind="stable")[:, :k]  # (n_samples, k)
         kept = labels[ranks[p.node_sample].T, np.arange(p.n_nodes)]
         log_empty = _log_empty(p, clamp, self.solver._exact_log_partition(p, clamp))
         kept_log_p = np.take_along_axis(log_p, ranks, axis=1) - np.log(_rest(log_empty))[:, None]
         return kept, kept_log_p
+
+
+def _is_empty(potentials, labels: np.ndarray) -> np.ndarray:
+    """(n_samples,) of bool: whether each sample's labelling of ``labels`` has every node 0."""
+    return np.bincount(potentials.node_sample, labels, potentials.n_samples) == 0
 
 
 def _log_empty(potentials, clamp, log_partition: np.ndarray) -> np.ndarray:

@@ -620,12 +620,16 @@ class MultiLabelStructure(EdgeFeatureStructure):
         )
 
     # ---- the implicit centring of sparse X -------------------------------------------------
+    @property
+    def _scaled_mean(self) -> np.ndarray:
+        """The mean the nodes' features lose: ``feature_mean_ / feature_scale_``."""
+        return self.feature_mean_ / self.feature_scale_
+
     def _mean_scores(self, unary_weights: np.ndarray) -> np.ndarray:
         """(L, K): each label's unary scores (bias aside) at ``X = feature_mean_``, what the
         implicit centring takes off every node of that label."""
         blocks = unary_weights.reshape(self.n_outputs_, -1, unary_weights.shape[-1])
-        mean = self.feature_mean_ / self.feature_scale_
-        return np.einsum("f,lfk->lk", mean, blocks[:, : self.n_features_in_])
+        return np.einsum("f,lfk->lk", self._scaled_mean, blocks[:, : self.n_features_in_])
 
     def _unary_potentials(self, batch, unary_weights) -> np.ndarray:
         """The block features' scores; centred implicitly: minus the label's score at the mean
@@ -654,8 +658,7 @@ class MultiLabelStructure(EdgeFeatureStructure):
         code = (groups[:, None] * k + np.arange(k)).ravel()
         sums = np.bincount(code, np.ravel(values), minlength=n_groups * k)
         blocks = joint.reshape(-1, n_labels, self.n_features_in_ + 1, k)  # the bias last
-        mean = self.feature_mean_ / self.feature_scale_
-        blocks[:, :, :-1, :] -= mean[:, None] * sums.reshape(-1, n_labels, 1, k)
+        blocks[:, :, :-1, :] -= self._scaled_mean[:, None] * sums.reshape(-1, n_labels, 1, k)
         return blocks.reshape(joint.shape)
 
     def node_features(self, batch: SampleBatch, nodes: np.ndarray):
@@ -680,7 +683,7 @@ class MultiLabelStructure(EdgeFeatureStructure):
             (rows.data, rows.indices - np.repeat(start, np.diff(rows.indptr)), rows.indptr),
             shape=(len(start), width),
         ).toarray()
-        local[:, :-1] -= self.feature_mean_ / self.feature_scale_
+        local[:, :-1] -= self._scaled_mean
         return sparse.csr_matrix(
             (
                 local.ravel(),
