@@ -547,3 +547,25 @@ def test_the_k_best_label_sets_leave_out_the_empty_one():
     proba = model.predict_proba(X_test[:4])
     for i in range(4):  # the listed sets' probabilities give the marginals
         np.testing.assert_allclose(probabilities[i] @ labellings[i], proba[i], atol=1e-10)
+
+
+def test_without_empty_label_sets_the_contract_holds():
+    """n_jobs 1 and 2 (and two shards) fit the same model; a warm refit on data with an
+    empty label set lifts the constraint; a refused refit leaves the fitted model as it was."""
+    (X, Y), _ = _never_empty()
+    for options in ({}, {"n_shards": 2}):
+        one = PerturbMAPCRF(MultiLabelStructure("full"), random_state=0, n_jobs=1, **options)
+        two = PerturbMAPCRF(MultiLabelStructure("full"), random_state=0, n_jobs=2, **options)
+        np.testing.assert_array_equal(one.fit(X, Y).coef_, two.fit(X, Y).coef_)
+    with_empty = Y.copy()
+    with_empty[0] = 0
+    model = PerturbMAPCRF(MultiLabelStructure(), random_state=0, warm_start=True).fit(X, Y)
+    assert model.structure_.allow_empty_ is False
+    model.fit(X, with_empty)
+    assert model.structure_.allow_empty_ is True and model.structure_.solver_.name == "forest"
+    fitted = ChainCRF(MultiLabelStructure(allow_empty=False)).fit(X, Y)
+    coef, predicted = fitted.coef_.copy(), fitted.predict(X)
+    with pytest.raises(ValueError, match="sample 0 of Y has no label"):
+        fitted.fit(X, with_empty)
+    np.testing.assert_array_equal(fitted.coef_, coef)
+    np.testing.assert_array_equal(fitted.predict(X), predicted)
