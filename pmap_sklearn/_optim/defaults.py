@@ -103,6 +103,13 @@ TWO_STAGE_PAIRWISE_SCALES = (0.0, 0.125, 0.25, 0.5, 1.0, 2.0)
 #: The shares of the class offsets it chooses among (1: offsets under which the held-out MAP
 #: labellings predict each class as often as stage one's decisions do).
 TWO_STAGE_OFFSET_SHARES = (0.0, 0.25, 0.5, 1.0)
+#: Uniform Potts weights it also chooses among, on stage one's log-probabilities (one weight
+#: on every edge, in the units of the log-probabilities: the smoothing classic pipelines set by
+#: hand), where stage two's unary form is one weight and its pairwise terms Potts weights.
+TWO_STAGE_POTTS_WEIGHTS = (0.125, 0.25, 0.5, 1.0)
+#: How far below stage one's own decisions' class-average accuracy a candidate may fall on the
+#: held-out fold (half a point: the noise of a fold of a few dozen frames).
+TWO_STAGE_CLASS_AVERAGE_SLACK = 0.005
 #: The gain in held-out mean IoU another candidate needs over stage two's weights as fitted.
 TWO_STAGE_CHOICE_MARGIN = 0.01
 #: The most samples the class offsets are fitted on (evenly spaced among stage two's).

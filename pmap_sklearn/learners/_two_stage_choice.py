@@ -15,6 +15,7 @@ from numbers import Integral
 import numpy as np
 from sklearn.model_selection import GroupKFold, KFold
 
+from .._backend import PairwiseKind
 from .._optim import defaults
 from .._validation import check_generator
 from ..metrics.segmentation import segmentation_scores
@@ -112,7 +113,7 @@ class HeldOutChoice:
         shares = defaults.TWO_STAGE_OFFSET_SHARES if auto_scale else (0.0,)
         no_offsets = np.zeros(len(classes))
         if len(forms) == 1 and len(scales) == 1:
-            return _Choice(forms[0], scales[0], 0.0, no_offsets, None, None)
+            return _Choice(forms[0], "learned", scales[0], 0.0, no_offsets, None, None)
         held = np.sort(np.asarray(folds[-1][1], dtype=np.intp))
         rest = np.setdiff1d(np.arange(len(samples)), held)
         held, rest = self._fittable(held, rest, labels, known, classes, offsets)
@@ -162,15 +163,19 @@ class HeldOutChoice:
                 )
             if len(scales) > 1 or scales[0] != 1:
                 _check_scalable(fitted)
-            for scale in scales:
-                crf = _with_pairwise_scale(fitted, scale)
+            smoothings = [("learned", scale) for scale in scales]
+            uniform = _uniform_potts(fitted, held_samples) if form == "scale" else None
+            if auto_scale and uniform is not None:
+                smoothings += [("potts", weight) for weight in defaults.TWO_STAGE_POTTS_WEIGHTS]
+            for pairwise, scale in smoothings:
+                crf = _smoothed(fitted, pairwise, scale, uniform)
                 delta = no_offsets
                 if len(shares) > 1:
                     delta = _balancing_offsets(
                         partial(map_positions, crf, fitting_samples), target, fitting_sizes
                     )
                 for share in shares:
-                    key = (form, scale, share)
+                    key = (form, pairwise, scale, share)
                     candidates[key] = crf, share * delta
                     if self.scoring is not None:
                         shifted = _shifted(held_samples, share * delta)
@@ -181,26 +186,29 @@ class HeldOutChoice:
                         continue
                     own = three_scores(map_positions(crf, held_samples, share * delta))
                     scores[key] = own["mean_iou"]
-                    allowed[key] = all(
-                        own[name] >= alone[name]
-                        for name in ("global_accuracy", "class_average_accuracy")
-                    )
-        # the best allowed; ties go to the first form listed, the smaller scale and share
+                    allowed[key] = _keeps_stage_one(own, alone)
+        # the best allowed; ties go to the first form listed, the learned weights, the smaller
+        # scale and share
         order = {form: k for k, form in enumerate(forms)}
-        ranked = sorted(scores, key=lambda key: (-scores[key], order[key[0]], *key[1:]))
+        kind = {"learned": 0, "potts": 1}
+
+        def rank(key):
+            return -scores[key], order[key[0]], kind[key[1]], *key[2:]
+
+        ranked = sorted(scores, key=rank)
         if any(allowed.values()):
             key = next(key for key in ranked if allowed[key])
             # the weights as fitted stand unless the held-out fold shows a clear gain: a
             # few held-out samples cannot tell candidates apart by less than that
             fitted_scale = 1.0 if auto_scale else scales[0]
-            as_fitted = [(form, fitted_scale, 0.0) for form in forms]
+            as_fitted = [(form, "learned", fitted_scale, 0.0) for form in forms]
             as_fitted = [other for other in as_fitted if allowed[other]]
             if self.scoring is None and as_fitted:
                 reference = max(as_fitted, key=lambda other: (scores[other], -order[other[0]]))
                 if scores[key] < scores[reference] + defaults.TWO_STAGE_CHOICE_MARGIN:
                     key = reference
-        elif ("scale", 0.0, 0.0) in scores:  # stage one's decisions themselves
-            key = ("scale", 0.0, 0.0)
+        elif ("scale", "learned", 0.0, 0.0) in scores:  # stage one's decisions themselves
+            key = ("scale", "learned", 0.0, 0.0)
         else:
             key = ranked[0]
         crf, delta = candidates[key]
@@ -261,11 +269,24 @@ class _Choice(typing.NamedTuple):
     """What :meth:`TwoStageCRF._choose` keeps of stage two."""
 
     unary: str
+    pairwise: str
     pairwise_scale: float
     class_offsets_share: float
     class_offsets: np.ndarray
     scores: dict | None
     temperature: float | None
+
+
+def _keeps_stage_one(own: dict, alone: dict) -> bool:
+    """Whether a candidate's held-out scores ``own`` keep those of stage one's own decisions,
+    ``alone``: its global accuracy at least theirs, its class-average accuracy at most
+    ``TWO_STAGE_CLASS_AVERAGE_SLACK`` below (the noise of a held-out fold); among the candidates
+    that keep them, the best mean IoU wins ("Scene segmentation" in the user guide)."""
+    slack = defaults.TWO_STAGE_CLASS_AVERAGE_SLACK
+    return (
+        own["global_accuracy"] >= alone["global_accuracy"]
+        and own["class_average_accuracy"] >= alone["class_average_accuracy"] - slack
+    )
 
 
 def _class_shares(positions, sizes, n_classes: int) -> np.ndarray:
@@ -329,6 +350,44 @@ def _with_pairwise_scale(crf, scale: float):
     return scaled
 
 
+def _uniform_potts(crf, samples) -> np.ndarray | None:
+    """Pairwise weights ``v`` of the fitted ``crf`` under which every edge of ``samples`` has
+    the Potts weight 1 (``v · ψ_ij = 1``: a constant edge feature, or indicators of the edge
+    directions of a grid), or None where stage two's pairwise terms are not one Potts weight
+    linear in edge features shared by every edge."""
+    structure = getattr(crf, "structure_", None)
+    if getattr(structure, "pairwise_kind", None) is not PairwiseKind.POTTS:
+        return None
+    if not hasattr(structure, "_edge_weight_sets") or not len(samples):
+        return None
+    batch = structure.prepare(samples)
+    edge_features = getattr(batch, "edge_features", None)
+    if edge_features is None or len(edge_features) == 0:
+        return None
+    if structure._edge_weight_sets(batch) is not None:  # edges with weights of their own
+        return None
+    ones = np.ones(len(edge_features))
+    v = np.linalg.lstsq(edge_features, ones, rcond=None)[0]
+    return v if np.allclose(edge_features @ v, ones, atol=1e-8) else None
+
+
+def _smoothed(crf, pairwise: str, scale: float, uniform=None):
+    """The fitted ``crf`` with the smoothing of a candidate: its learned pairwise weights times
+    ``scale`` (``pairwise="learned"``), or a uniform Potts weight ``scale`` on every edge, in
+    units of the log-probabilities (``"potts"``: ``−scale λ`` for the unary trust λ of
+    ``unary="scale"``, or 1 if it fitted none, along the ``uniform`` weights of
+    :func:`_uniform_potts`)."""
+    if pairwise == "learned":
+        return _with_pairwise_scale(crf, scale)
+    smoothed = copy.copy(crf)
+    smoothed.coef_ = np.array(crf.coef_, dtype=float)
+    unary, weights = smoothed.structure_.unpack(smoothed.coef_)
+    if not unary[0] > 0:  # the likelihood trusted the log-probabilities not at all
+        unary[0] = 1.0
+    weights[:] = -scale * float(unary[0]) * uniform
+    return smoothed
+
+
 def _nodes_of(samples, offsets) -> np.ndarray:
     """The stacked nodes of the samples ``samples``."""
     return np.concatenate([np.arange(offsets[i], offsets[i + 1]) for i in samples])
@@ -361,7 +420,7 @@ def _node_sizes(x, n_nodes: int) -> np.ndarray:
 
 def _rounded(choice) -> str:
     """The chosen candidate's held-out score, and the best of the others'."""
-    key = (choice.unary, choice.pairwise_scale, choice.class_offsets_share)
+    key = (choice.unary, choice.pairwise, choice.pairwise_scale, choice.class_offsets_share)
     others = [score for other, score in choice.scores.items() if other != key]
     best = f", the best other {max(others):.3f}" if others else ""
     return f"held-out score {choice.scores[key]:.3f}{best}"

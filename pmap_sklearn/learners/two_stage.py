@@ -36,7 +36,7 @@ from ..preprocessing import _node_features
 from ..samples import GraphSample
 from ..structures import check_structure
 from ._estimator import stage_two_fit
-from ._two_stage_choice import HeldOutChoice, _rounded, _with_pairwise_scale
+from ._two_stage_choice import HeldOutChoice, _rounded, _smoothed, _uniform_potts
 from .perturb_map import PerturbMAPCRF
 
 __all__ = ["TwoStageCRF"]
@@ -122,8 +122,11 @@ class TwoStageCRF(HeldOutChoice, MetaEstimatorMixin, BaseEstimator):
         likelihood fits how often neighbours disagree in the model's *draws*; where the
         unary scores are weak its MAP labelling is much smoother than its draws, and loses
         thin and rare classes first (see "Scene segmentation" in the user guide). ``"auto"``:
-        the scale among 0 (the unary scores alone), 1/8, 1/4, 1/2, 1 and 2 whose MAP
-        labellings of held-out samples score best (below), each with class offsets
+        the scale among 0 (the unary scores alone), 1/8, 1/4, 1/2, 1 and 2 — or, with
+        ``unary="scale"`` and Potts pairwise terms, a uniform Potts weight of 1/8, 1/4, 1/2
+        or 1 on every edge, in the units of the log-probabilities, in place of the learned
+        weights (the smoothing classic pipelines set by hand) — whose MAP labellings of
+        held-out samples score best (below), each with class offsets
         :math:`\delta_k` added to the log-probabilities (stage one's class priors re-weighted,
         :math:`p_k e^{\delta_k}`): none, or a share of 1/4, 1/2 or 1 of the offsets under
         which the model's MAP labellings of the samples it is fitted on predict each class as often
@@ -137,8 +140,9 @@ class TwoStageCRF(HeldOutChoice, MetaEstimatorMixin, BaseEstimator):
         class offsets (the offsets are fitted on up to 64 of the other samples); the best is
         then refitted on every sample. None: the mean intersection over union of the classes
         (:func:`~pmap_sklearn.metrics.segmentation_scores`, each node weighted by its
-        ``node_sizes``, the known labels only), among the candidates whose global and
-        class-average accuracies are at least the classifier's own decisions' there — the
+        ``node_sizes``, the known labels only), among the candidates whose global accuracy is
+        at least the classifier's own decisions' there and whose class-average accuracy is
+        at most half a point below theirs — the
         weights as fitted (no offsets) unless another candidate's is a point higher; if
         none is, stage one's decisions (``unary="scale"`` with no pairwise weight and no
         offsets). A
@@ -163,14 +167,18 @@ class TwoStageCRF(HeldOutChoice, MetaEstimatorMixin, BaseEstimator):
     unary_ : str
         Stage two's unary form, ``"matrix"`` or ``"scale"`` (``unary`` with ``"auto"``
         resolved).
+    pairwise_ : str
+        The smoothing kept: ``"learned"`` (stage two's pairwise weights, times
+        ``pairwise_scale_``) or ``"potts"`` (a uniform Potts weight ``pairwise_scale_`` on
+        every edge, on the scale of the log-probabilities).
     pairwise_scale_ : float
         The scale of the learned pairwise weights (``pairwise_scale`` with ``"auto"``
-        resolved).
+        resolved), or the uniform Potts weight.
     class_offsets_ : ndarray of shape (n_classes,)
         The offsets added to stage one's log-probabilities before stage two (zeros unless
         chosen, see ``pairwise_scale``).
     choice_scores_ : dict or None
-        ``{(unary form, pairwise scale, share of the class offsets): score}`` of the
+        ``{(unary form, smoothing, its scale, share of the class offsets): score}`` of the
         held-out choice (the mean IoU, or ``scoring``'s score); None when there was nothing
         to choose.
     classes_ : ndarray
@@ -345,14 +353,16 @@ class TwoStageCRF(HeldOutChoice, MetaEstimatorMixin, BaseEstimator):
         )
         if choice.scores is not None:
             report(
-                f"choice: unary={choice.unary!r}, pairwise weights x {choice.pairwise_scale:g}, "
+                f"choice: unary={choice.unary!r}, {choice.pairwise} pairwise weights x "
+                f"{choice.pairwise_scale:g}, "
                 f"class offsets {np.round(choice.class_offsets, 2)} ({_rounded(choice)})"
             )
         crf = self._crf(choice.unary)
         report(f"stage two: {type(crf).__name__} on the out-of-fold log-probabilities")
         with stage_two_fit():
             crf = crf.fit(samples, y, **weights_of(sample_weight))
-        crf = _with_pairwise_scale(crf, choice.pairwise_scale)
+        uniform = _uniform_potts(crf, samples) if choice.pairwise == "potts" else None
+        crf = _smoothed(crf, choice.pairwise, choice.pairwise_scale, uniform)
         if choice.temperature is not None:
             crf.marginal_temperature_ = choice.temperature
         report(f"stage one: the final classifier on all {int(known.sum())} known nodes")
@@ -365,7 +375,8 @@ class TwoStageCRF(HeldOutChoice, MetaEstimatorMixin, BaseEstimator):
         # the fitted model is replaced only now, when both stages have succeeded
         self.classes_, self.n_features_in_ = classes, features.shape[1]
         self.crf_, self.classifier_ = crf, classifier
-        self.unary_, self.pairwise_scale_ = choice.unary, choice.pairwise_scale
+        self.unary_, self.pairwise_ = choice.unary, choice.pairwise
+        self.pairwise_scale_ = choice.pairwise_scale
         self.class_offsets_, self.choice_scores_ = choice.class_offsets, choice.scores
         return self
 

@@ -27,10 +27,17 @@ from pmap_sklearn import (
 from pmap_sklearn._optim import defaults
 from pmap_sklearn._optim.defaults import TWO_STAGE_OFFSET_SHARES as CLASS_OFFSET_SHARES
 from pmap_sklearn._optim.defaults import TWO_STAGE_PAIRWISE_SCALES as PAIRWISE_SCALES
+from pmap_sklearn._optim.defaults import TWO_STAGE_POTTS_WEIGHTS as POTTS_WEIGHTS
 from pmap_sklearn._validation import check_generator
 from pmap_sklearn.datasets import make_chain_data, make_grid_data, token_features
 from pmap_sklearn.learners._estimator import stage_two_fit
-from pmap_sklearn.learners._two_stage_choice import _balancing_offsets, _class_shares
+from pmap_sklearn.learners._two_stage_choice import (
+    _balancing_offsets,
+    _class_shares,
+    _keeps_stage_one,
+    _smoothed,
+    _uniform_potts,
+)
 
 #: Stage two as fitted, with nothing chosen on held-out samples.
 AS_FITTED = dict(unary="matrix", pairwise_scale=1.0)
@@ -328,11 +335,90 @@ def test_the_choice_keeps_thin_lines_the_learned_smoothing_erases():
     assert fitted.choice_scores_ is None and fitted.pairwise_scale_ == 1.0
     assert not fitted.class_offsets_.any()
     chosen = TwoStageCRF(crf=crf, cv=4, random_state=0, unary="scale").fit(X, y)
+    smoothings = [("learned", scale) for scale in PAIRWISE_SCALES]
+    smoothings += [("potts", weight) for weight in POTTS_WEIGHTS]
     assert set(chosen.choice_scores_) == {
-        ("scale", scale, share) for scale in PAIRWISE_SCALES for share in CLASS_OFFSET_SHARES
+        ("scale", *smoothing, share) for smoothing in smoothings for share in CLASS_OFFSET_SHARES
     }
     assert chosen.pairwise_scale_ > 0 and chosen.class_offsets_[2] > chosen.class_offsets_[0]
     assert (_three_scores(y_test, chosen.predict(X_test)) > _three_scores(y_test, alone)).all()
+
+
+def _superpixel_like_graphs(rng, n_samples, constant=True):
+    """Random graphs with 3-class log-probability node features and edge features
+    ``[1, contrast, boundary]`` (as SuperpixelGraphs gives them), or without the 1."""
+    X, y = [], []
+    for _ in range(n_samples):
+        labels = rng.integers(0, 3, 30)
+        proba = np.full((30, 3), 0.2)
+        proba[np.arange(30), labels] = 0.6
+        edges = np.array([(i, i + 1) for i in range(29)] + [(i, i + 5) for i in range(25)])
+        features = np.column_stack([np.ones(len(edges)), rng.uniform(size=(len(edges), 2))])
+        features = features if constant else features[:, 1:]
+        X.append(GraphSample(np.log(proba) + 0.3 * rng.normal(size=(30, 3)), edges, features))
+        y.append(labels)
+    return X, y
+
+
+def test_a_uniform_potts_weight_is_the_same_on_every_edge():
+    """The uniform Potts candidate puts ``−w λ`` (λ the unary trust) on every edge, whatever
+    its edge features, on graphs with a constant edge feature and on grids (one indicator per
+    direction); it is not offered without one, nor with pairwise tables."""
+    rng = np.random.default_rng(0)
+    X, y = _superpixel_like_graphs(rng, 6)
+    scaled = GraphStructure(unary="scaled", bias=False)
+    crf = PerturbMAPCRF(scaled, max_iter=3, tol=None, random_state=0).fit(X, y)
+    uniform = _uniform_potts(crf, X)
+    np.testing.assert_allclose(uniform, [1.0, 0.0, 0.0], atol=1e-10)
+    potts = _smoothed(crf, "potts", 0.5, uniform)
+    trust = crf.structure_.unpack(crf.coef_)[0][0]
+    batch = potts.structure_.prepare(X)
+    edge_weights = potts.structure_._pairwise_potentials(
+        batch, potts.structure_.unpack(potts.coef_)[1]
+    )
+    np.testing.assert_allclose(edge_weights, -0.5 * trust)
+    np.testing.assert_allclose(potts.structure_.unpack(potts.coef_)[0], [trust])
+    assert crf.structure_.unpack(crf.coef_)[1] is not potts.structure_.unpack(potts.coef_)[1]
+
+    without_constant = _superpixel_like_graphs(rng, 6, constant=False)
+    crf = PerturbMAPCRF(scaled, max_iter=3, tol=None, random_state=0).fit(*without_constant)
+    assert _uniform_potts(crf, without_constant[0]) is None
+    tables = GraphStructure(unary="scaled", bias=False, pairwise="table")
+    crf = PerturbMAPCRF(tables, max_iter=3, tol=None, random_state=0).fit(X, y)
+    assert _uniform_potts(crf, X) is None
+
+    grids, labels = _thin_line_scenes(rng, 3, noise=1.0)
+    grid = PerturbMAPCRF(GridStructure(), max_iter=3, tol=None, random_state=0)
+    np.testing.assert_allclose(_uniform_potts(grid.fit(grids, labels), grids), [1.0, 1.0])
+
+
+def test_a_chosen_uniform_potts_weight_is_refitted_on_every_sample():
+    """A scorer that prefers the uniform Potts weight 1/4: it is the choice, and the final
+    stage two has that weight on the scale of its own unary trust."""
+
+    def prefers_potts(estimator, X, y):
+        trust, pairwise = estimator.structure_.unpack(estimator.coef_)
+        return float(np.allclose(pairwise, -0.25 * trust[0]))
+
+    rng = np.random.default_rng(1)
+    X, y = _thin_line_scenes(rng, 8, noise=1.0)
+    crf = PerturbMAPCRF(GridStructure(), max_iter=5, tol=None, random_state=0)
+    model = TwoStageCRF(crf=crf, cv=2, random_state=0, unary="scale", scoring=prefers_potts)
+    model.fit(X, y)
+    assert (model.pairwise_, model.pairwise_scale_) == ("potts", 0.25)
+    assert model.choice_scores_["scale", "potts", 0.25, 0.0] == 1.0
+    trust, pairwise = model.crf_.structure_.unpack(model.crf_.coef_)
+    np.testing.assert_allclose(pairwise, [-0.25 * trust[0]] * 2)
+    assert not model.class_offsets_.any()  # ties go to the smaller share of the offsets
+
+
+def test_the_choice_keeps_stage_ones_scores_within_half_a_point_of_class_average():
+    """The rule of the held-out choice: global accuracy at least stage one's, class average
+    at most half a point below."""
+    alone = {"global_accuracy": 0.80, "class_average_accuracy": 0.60}
+    assert _keeps_stage_one({"global_accuracy": 0.82, "class_average_accuracy": 0.596}, alone)
+    assert not _keeps_stage_one({"global_accuracy": 0.82, "class_average_accuracy": 0.594}, alone)
+    assert not _keeps_stage_one({"global_accuracy": 0.79, "class_average_accuracy": 0.70}, alone)
 
 
 def test_balancing_offsets_give_each_class_its_share():
@@ -403,7 +489,7 @@ def test_the_weights_as_fitted_stand_without_a_clear_held_out_gain(monkeypatch):
     monkeypatch.setattr(defaults, "TWO_STAGE_CHOICE_MARGIN", 0.0)
     best = TwoStageCRF(crf=crf, cv=2, random_state=0, unary="matrix").fit(data.data, data.target)
     scores = best.choice_scores_
-    assert max(scores.values()) > scores["matrix", 1.0, 0.0]
+    assert max(scores.values()) > scores["matrix", "learned", 1.0, 0.0]
     assert best.class_offsets_.any()  # a candidate with class offsets scored best
     monkeypatch.setattr(defaults, "TWO_STAGE_CHOICE_MARGIN", 1.0)  # no candidate gains a whole IoU
     kept = TwoStageCRF(crf=crf, cv=2, random_state=0, unary="matrix").fit(data.data, data.target)
