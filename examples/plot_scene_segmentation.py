@@ -67,7 +67,7 @@ def pixel_scores(node_labels):
 print(f"{'classifier alone:':<20}{pixel_scores(alone)}")
 print(f"{'two-stage CRF:':<20}{pixel_scores(predicted)}")
 _, pairwise = model.crf_.structure_.unpack(model.crf_.coef_)
-print(f"stage two: unary={model.unary_!r}, learned pairwise weights x {model.pairwise_scale_:g}")
+print(f"stage two: unary={model.unary_!r}, {model.pairwise_} pairwise x {model.pairwise_scale_:g}")
 print("class offsets on the log-probabilities:", model.class_offsets_.round(2))
 print("Potts weights on [1, contrast, boundary length]:", pairwise.round(2))
 
