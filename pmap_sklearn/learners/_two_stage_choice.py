@@ -113,7 +113,7 @@ class HeldOutChoice:
         shares = defaults.TWO_STAGE_OFFSET_SHARES if auto_scale else (0.0,)
         no_offsets = np.zeros(len(classes))
         if len(forms) == 1 and len(scales) == 1:
-            return _Choice(forms[0], "learned", scales[0], 0.0, no_offsets, None, None)
+            return _Choice(forms[0], "learned", scales[0], 0.0, no_offsets, None, None, None)
         held = np.sort(np.asarray(folds[-1][1], dtype=np.intp))
         rest = np.setdiff1d(np.arange(len(samples)), held)
         held, rest = self._fittable(held, rest, labels, known, classes, offsets)
@@ -153,7 +153,7 @@ class HeldOutChoice:
                 return {}
             return {"sample_weight": sample_weight[held]}
 
-        scores, candidates, allowed = {}, {}, {}
+        scores, candidates, allowed, uniforms = {}, {}, {}, {}
         for form in forms:
             report(f"choice: stage two with unary={form!r} on {len(rest)} samples")
             weights = {} if sample_weight is None else {"sample_weight": sample_weight[rest]}
@@ -164,7 +164,9 @@ class HeldOutChoice:
             if len(scales) > 1 or scales[0] != 1:
                 _check_scalable(fitted)
             smoothings = [("learned", scale) for scale in scales]
-            uniform = _uniform_potts(fitted, held_samples) if form == "scale" else None
+            # the uniform Potts weights of every sample's edges, which the refit keeps
+            uniform = _uniform_potts(fitted, samples) if form == "scale" else None
+            uniforms[form] = uniform
             if auto_scale and uniform is not None:
                 smoothings += [("potts", weight) for weight in defaults.TWO_STAGE_POTTS_WEIGHTS]
             for pairwise, scale in smoothings:
@@ -213,7 +215,7 @@ class HeldOutChoice:
             key = ranked[0]
         crf, delta = candidates[key]
         temperature = self._temperature(crf, _shifted(held_samples, delta), held_y, report)
-        return _Choice(*key, delta, scores, temperature)
+        return _Choice(*key, delta, scores, temperature, uniforms[key[0]])
 
     def _fittable(self, held, rest, labels, known, classes, offsets):
         """The held-out and fitted samples of the choice, such that stage two is fitted on
@@ -275,6 +277,7 @@ class _Choice(typing.NamedTuple):
     class_offsets: np.ndarray
     scores: dict | None
     temperature: float | None
+    uniform: np.ndarray | None  # the edge weights of a uniform Potts weight 1 (see _uniform_potts)
 
 
 def _keeps_stage_one(own: dict, alone: dict) -> bool:

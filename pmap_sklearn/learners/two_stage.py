@@ -36,7 +36,7 @@ from ..preprocessing import _node_features
 from ..samples import GraphSample
 from ..structures import check_structure
 from ._estimator import stage_two_fit
-from ._two_stage_choice import HeldOutChoice, _rounded, _smoothed, _uniform_potts
+from ._two_stage_choice import HeldOutChoice, _rounded, _smoothed
 from .perturb_map import PerturbMAPCRF
 
 __all__ = ["TwoStageCRF"]
@@ -361,8 +361,7 @@ class TwoStageCRF(HeldOutChoice, MetaEstimatorMixin, BaseEstimator):
         report(f"stage two: {type(crf).__name__} on the out-of-fold log-probabilities")
         with stage_two_fit():
             crf = crf.fit(samples, y, **weights_of(sample_weight))
-        uniform = _uniform_potts(crf, samples) if choice.pairwise == "potts" else None
-        crf = _smoothed(crf, choice.pairwise, choice.pairwise_scale, uniform)
+        crf = _smoothed(crf, choice.pairwise, choice.pairwise_scale, choice.uniform)
         if choice.temperature is not None:
             crf.marginal_temperature_ = choice.temperature
         report(f"stage one: the final classifier on all {int(known.sum())} known nodes")
