@@ -14,9 +14,9 @@ out-of-fold class probabilities (the benchmark's gradient-boosted classifier is 
 ten times slower), over folds of consecutive frames (``cv=KFold(3)``: a frame's neighbours
 in time stay on its side); :class:`~pmap_sklearn.PerturbMAPCRF` learns, with its defaults,
 how far to trust them and how strongly neighbours agree, and
-:class:`~pmap_sklearn.TwoStageCRF` keeps the unary form, the share of the learned pairwise
-weights and the class offsets that score best on the last fold's frames (none: the
-classifier's own decisions). Void superpixels (label 11) are ignored, not filled in. The
+:class:`~pmap_sklearn.TwoStageCRF` keeps the unary form, the smoothing (a share of the
+learned pairwise weights, or a uniform Potts weight) and the class offsets that score best on
+the last fold's frames (none: the classifier's own decisions). Void superpixels (label 11) are ignored, not filled in. The
 figure paints node labels and the entropy of the perturb-and-MAP marginals back onto the
 pixels with :func:`~pmap_sklearn.superpixels.to_pixels`. Two test frames show the effect,
 not a ranking: the scores printed are those of 12 test frames, those on the 233 test frames
