@@ -62,10 +62,11 @@ class TwoStageCRF(HeldOutChoice, MetaEstimatorMixin, BaseEstimator):
     classifier is then fitted on every node and gives the probabilities at prediction time.
 
     By default stage two is not kept as its likelihood fits it: the unary form (a K×K matrix
-    or one weight), the share of the learned pairwise weights (from none, stage one's own
-    decisions, to twice the learned ones) and class offsets on the log-probabilities are
-    those whose MAP labellings of the last fold's samples score best, stage two being fitted
-    for that choice on the other folds' samples (see ``scoring``). A likelihood's pairwise
+    or one weight), the smoothing — a share of the learned pairwise weights (from none, stage
+    one's own decisions, to twice the learned ones) or a uniform Potts weight — and class
+    offsets on the log-probabilities are those whose MAP labellings of the last fold's samples
+    score best, stage two being fitted for that choice on the other folds' samples (see
+    ``scoring``). A likelihood's pairwise
     weights make a MAP labelling that is smoother than the truth where the unary scores are
     weak, and the smoothing takes the classes with the longest boundary for their area —
     thin objects on superpixels — first; the offsets give them back their share. A matrix
