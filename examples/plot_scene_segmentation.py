@@ -18,9 +18,10 @@ how far to trust them and how strongly neighbours agree, and
 learned pairwise weights, or a uniform Potts weight) and the class offsets that score best on
 the last fold's frames (none: the classifier's own decisions). Void superpixels (label 11)
 are ignored, not filled in. The figure paints node labels and the entropy of the
-perturb-and-MAP marginals back onto the pixels with :func:`~pmap_sklearn.superpixels.to_pixels`. Two test frames show the effect,
-not a ranking: the scores printed are those of 12 test frames, those on the 233 test frames
-are measured by the benchmark.
+perturb-and-MAP marginals back onto the pixels with
+:func:`~pmap_sklearn.superpixels.to_pixels`. Two test frames show the effect, not a ranking:
+the scores printed are those of 12 test frames, those on the 233 test frames are measured by
+the benchmark.
 """
 
 import matplotlib.pyplot as plt
