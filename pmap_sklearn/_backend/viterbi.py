@@ -74,8 +74,8 @@ def _longest_first(lengths: np.ndarray, n_pos: int):
     order = np.argsort(-lengths, kind="stable")
     inverse = np.empty_like(order)
     inverse[order] = np.arange(len(order))
-    reaching = len(lengths) - np.searchsorted(np.sort(lengths), np.arange(n_pos), "right")
-    return order, inverse, reaching
+    shorter = np.cumsum(np.bincount(lengths, minlength=n_pos)[:n_pos])  # chains of length <= d
+    return order, inverse, len(lengths) - shorter
 
 
 def _messages(unary, lengths, transition, step, backward=True):
@@ -134,27 +134,28 @@ def viterbi(unary: np.ndarray, lengths: np.ndarray, transition: np.ndarray) -> n
     """
     n_pos = int(lengths.max())
     _, inverse, reaching = _longest_first(lengths, n_pos)
-    offsets = np.concatenate([[0], np.cumsum(reaching)]).tolist()
-    reaching = reaching.tolist()
-    chain, position, _ = _node_positions(lengths)
-    columns = np.take(offsets, position) + inverse[chain]  # node → packed column
+    offsets = np.concatenate([[0], np.cumsum(reaching)])
+    starts = np.cumsum(lengths) - lengths
+    position = np.arange(len(unary)) - np.repeat(starts, lengths)
+    columns = offsets.take(position) + np.repeat(inverse, lengths)  # node → packed column
+    offsets, reaching = offsets.tolist(), reaching.tolist()
     alpha = np.empty((unary.shape[1], len(unary)))
     alpha[:, columns] = unary.T
     for pos in range(1, n_pos):  # alpha_d = u_d + max_i (alpha_{d-1}(i) + T(i, .))
         start, n = offsets[pos], reaching[pos]
         before = offsets[pos - 1]
         alpha[:, start : start + n] += _max_step(alpha[:, before : before + n], transition)
-    # Trace back: a chain that ends at ``pos`` starts at its best last label, the others take
-    # the best predecessor ``argmax_k alpha[pos, k] + T[k, y_{pos+1}]`` of their next label.
+    # Trace back: each chain's last node takes its best label, and every other node the best
+    # predecessor ``argmax_k alpha[pos, k] + T[k, y_{pos+1}]`` of its next node's label.
     labels = np.empty(len(unary), dtype=np.intp)
-    for pos in range(n_pos - 1, -1, -1):
-        start, n = offsets[pos], reaching[pos]
-        inner = reaching[pos + 1] if pos + 1 < n_pos else 0
-        labels[start + inner : start + n] = alpha[:, start + inner : start + n].argmax(axis=0)
-        if inner:
-            following = labels[offsets[pos + 1] : offsets[pos + 1] + inner]
-            scores = alpha[:, start : start + inner] + transition.take(following, 1)
-            labels[start : start + inner] = scores.argmax(axis=0)
+    last = columns[(starts + lengths - 1)[lengths > 0]]
+    labels[last] = alpha[:, last].argmax(axis=0)
+    for pos in range(n_pos - 2, -1, -1):
+        start, inner, following = offsets[pos], reaching[pos + 1], offsets[pos + 1]
+        scores = alpha[:, start : start + inner] + transition.take(
+            labels[following : following + inner], 1
+        )
+        labels[start : start + inner] = scores.argmax(axis=0)
     return labels[columns]
 
 
