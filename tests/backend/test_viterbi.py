@@ -147,6 +147,24 @@ def test_packed_viterbi_matches_per_chain_reference(seed, n_states):
         np.testing.assert_array_equal(labels[a:b], _reference_viterbi(unary[a:b], transition))
 
 
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1))
+def test_packed_viterbi_breaks_ties_as_the_reference_among_empty_chains(seed):
+    """Integer scores (many ties) and empty chains anywhere in the batch: each chain's labels
+    are the textbook Viterbi's, ties going to the first best label as there."""
+    rng = np.random.default_rng(seed)
+    n_states = int(rng.integers(1, 5))
+    lengths = rng.integers(0, 8, size=int(rng.integers(1, 10)))
+    lengths[rng.integers(len(lengths))] = max(1, lengths.max())
+    unary = rng.integers(-2, 3, size=(lengths.sum(), n_states)).astype(float)
+    transition = rng.integers(-2, 3, size=(n_states, n_states)).astype(float)
+    labels = viterbi(unary, lengths, transition)
+    starts = np.concatenate([[0], np.cumsum(lengths)])
+    for a, b in zip(starts[:-1], starts[1:], strict=True):
+        if b > a:
+            np.testing.assert_array_equal(labels[a:b], _reference_viterbi(unary[a:b], transition))
+
+
 @settings(max_examples=30, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1))
 def test_packed_viterbi_matches_brute_force(seed):
