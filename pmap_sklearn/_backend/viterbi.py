@@ -135,9 +135,8 @@ def viterbi(unary: np.ndarray, lengths: np.ndarray, transition: np.ndarray) -> n
     n_pos = int(lengths.max())
     _, inverse, reaching = _longest_first(lengths, n_pos)
     offsets = np.concatenate([[0], np.cumsum(reaching)])
-    starts = np.cumsum(lengths) - lengths
-    position = np.arange(len(unary)) - np.repeat(starts, lengths)
-    columns = offsets.take(position) + np.repeat(inverse, lengths)  # node → packed column
+    chain, position, starts = _node_positions(lengths)
+    columns = offsets.take(position) + inverse[chain]  # node → packed column
     offsets, reaching = offsets.tolist(), reaching.tolist()
     alpha = np.empty((unary.shape[1], len(unary)))
     alpha[:, columns] = unary.T
