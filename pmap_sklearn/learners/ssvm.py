@@ -153,7 +153,8 @@ class StructuredSVM(PartialFitMixin, ConcaveConvex, BaseStructuredEstimator):
         this model's MAP given the known ones, as the paper's baseline does, and the SVM is
         refitted on all samples).
     alpha_ : float
-        The regularisation strength of the last fit (``alpha`` with "auto" resolved).
+        The regularisation strength of the last fit or ``partial_fit`` call (``alpha`` with
+        "auto" resolved; see :meth:`partial_fit`).
     batch_size_ : int
         The mini-batch of the last fit (``batch_size`` with "auto" resolved).
     duality_gaps_ : list of float
@@ -330,8 +331,15 @@ class StructuredSVM(PartialFitMixin, ConcaveConvex, BaseStructuredEstimator):
         return self.structure_.potentials(batch, w).add_unary(augmentation)
 
     def _optimise(self, batch, targets, state, rng, validation_score, partial=False):
-        if not (partial and state.t):  # a later partial_fit keeps alpha_ and batch_size_
+        continuing = partial and bool(state.t)
+        if not continuing:  # a later partial_fit keeps the stream's batch_size_ and passes
             max_iter = self._resolve_settings(batch)  # alpha="auto" counts the summed weight
+        if isinstance(state, _sgd.SGDState):  # the subgradient algorithm, the one that streams
+            # a stream's alpha="auto" on sparse features is over the evidence of every sample
+            # given so far (the fit it continues included), as the SGD learners' is
+            state.evidence = self._alpha_scale(batch) + (state.evidence if continuing else 0.0)
+            if continuing and self.alpha == "auto":
+                self.alpha_ = self._resolved_alpha(batch, state.evidence)
         if partial:
             max_iter = 1
         # weights of mean 1: the mean hinge over n samples is the weighted mean (BCFW's blocks

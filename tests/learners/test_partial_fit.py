@@ -313,3 +313,35 @@ def test_auto_alpha_on_sparse_features_counts_every_sample_given():
     assert fitted.sgd_settings_["alpha"] == pytest.approx(SPARSE_ALPHA / 60)
     refit = pickle.loads(pickle.dumps(model)).fit(X[:10], y[:10])  # a fit starts afresh
     assert refit.sgd_settings_["alpha"] == pytest.approx(SPARSE_ALPHA / 10)
+
+
+def test_structured_svm_stream_counts_every_sample_given_for_auto_alpha():
+    """The subgradient SVM's stream resolves ``alpha="auto"`` on token features as the SGD
+    learners' does: over every sample given so far (a fit it continues included), where its
+    first chunk's alone would leave the whole corpus regularised as a tenth of it."""
+    from pmap_sklearn._optim.defaults import SPARSE_ALPHA
+
+    rng = np.random.default_rng(0)
+    words = np.array(["the", "a", "dog", "cat", "runs", "sleeps"])
+    tags = np.array(["DET", "DET", "NOUN", "NOUN", "VERB", "VERB"])
+    sentences = [rng.choice(6, size=rng.integers(3, 7)) for _ in range(60)]
+    X = SequenceVectorizer().fit_transform([[{"word": words[i]} for i in s] for s in sentences])
+    y = [tags[s] for s in sentences]
+    model = _subgradient_svm(random_state=0)
+    model.partial_fit(X[:20], y[:20], classes=np.unique(tags))
+    assert model.alpha_ == pytest.approx(SPARSE_ALPHA / 20)
+    after_first = model.coef_.copy()
+    model.partial_fit(X[20:50], y[20:50], sample_weight=np.full(30, 2.0))
+    assert model.alpha_ == pytest.approx(SPARSE_ALPHA / (20 + 60))
+    # the steps take the new penalty: not the stream of the first chunk's alpha throughout
+    first = _subgradient_svm(random_state=0, alpha=SPARSE_ALPHA / 20)
+    first.partial_fit(X[:20], y[:20], classes=np.unique(tags))
+    np.testing.assert_allclose(first.coef_, after_first)  # the same first step
+    first.partial_fit(X[20:50], y[20:50], sample_weight=np.full(30, 2.0))
+    assert not np.allclose(first.coef_, model.coef_)
+    fitted = _subgradient_svm(random_state=0, max_iter=3).fit(X, y)
+    assert fitted.alpha_ == pytest.approx(SPARSE_ALPHA / 60)
+    fitted.partial_fit(X[:10], y[:10])  # continuing the fit counts its 60 samples
+    assert fitted.alpha_ == pytest.approx(SPARSE_ALPHA / 70)
+    refit = pickle.loads(pickle.dumps(model)).fit(X[:10], y[:10])  # a fit starts afresh
+    assert refit.alpha_ == pytest.approx(SPARSE_ALPHA / 10)
