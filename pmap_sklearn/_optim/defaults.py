@@ -37,6 +37,9 @@ CHAIN_INIT, OTHER_INIT = "zeros", "logistic"
 #: The logistic start: at most this many node rows (a random subset) and L-BFGS iterations —
 #: a starting point, not a fit.
 LOGISTIC_ROWS, LOGISTIC_ITERATIONS = 10_000, 30
+#: ... and at most this many entries where its rows are built dense (the implicitly centred
+#: rows of sparse multi-label ``X``: F + 1 a row), about 130 MB of float64.
+LOGISTIC_DENSE_ENTRIES = 2**24
 
 # ---- alpha="auto" -----------------------------------------------------------------------------
 

@@ -420,8 +420,12 @@ class BaseStructuredEstimator(StructuredQueries, BaseEstimator):
         # each node's sample weight: the start of the weighted objective
         sample_weight = None if batch.sample_weight is None else batch.node_weight[nodes]
         total = max(len(nodes), 1) if sample_weight is None else sample_weight.sum()
-        if len(nodes) > defaults.LOGISTIC_ROWS:  # a start needs no more: a random subset, seeded
-            keep = np.sort(rng.choice(len(nodes), defaults.LOGISTIC_ROWS, replace=False))
+        max_rows = defaults.LOGISTIC_ROWS  # a start needs no more: a random subset, seeded
+        dense_width = self.structure_.dense_node_feature_width()
+        if dense_width is not None:  # rows the batch does not hold: their memory bounded too
+            max_rows = min(max_rows, max(defaults.LOGISTIC_DENSE_ENTRIES // dense_width, 1))
+        if len(nodes) > max_rows:
+            keep = np.sort(rng.choice(len(nodes), max_rows, replace=False))
             nodes, labels = nodes[keep], labels[keep]
             weights = None if weights is None else weights[keep]
             sample_weight = None if sample_weight is None else sample_weight[keep]

@@ -831,5 +831,16 @@ class BaseStructure(HiddenStates, JointFeature, BaseEstimator):
         """
         return batch.features[nodes]
 
+    def dense_node_feature_width(self) -> int | None:
+        """The entries of each row of :meth:`node_features` where it builds its rows dense,
+        holding more than the batch does (the learners' logistic start then keeps fewer rows);
+        None where the rows are the batch's own.
+
+        Returns
+        -------
+        int or None
+        """
+        return None
+
     def _layout(self, batch):
         return None

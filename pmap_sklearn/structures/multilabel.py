@@ -693,6 +693,16 @@ class MultiLabelStructure(EdgeFeatureStructure):
             shape=rows.shape,
         )
 
+    def dense_node_feature_width(self) -> int | None:
+        """``F + 1`` where :meth:`node_features` centres implicitly (its rows dense), else
+        None.
+
+        Returns
+        -------
+        int or None
+        """
+        return self.n_features_in_ + 1 if self._centres_implicitly else None
+
     # ---- what users see: scikit-learn's multi-label arrays ----------------------------------
     def format_labels(self, batch: SampleBatch, codes: np.ndarray, classes) -> np.ndarray:
         """The predicted labels as an (n_samples, n_labels) array like ``Y``.

@@ -191,6 +191,39 @@ def test_implicit_centring_is_the_centred_features_exactly():
     np.testing.assert_allclose(structure.node_features(batch, nodes).toarray(), design, atol=1e-12)
 
 
+def test_logistic_start_bounds_the_dense_rows_of_wide_sparse_features(monkeypatch):
+    """The logistic start builds the implicitly centred rows of sparse X dense (F + 1 entries
+    each): it keeps at most ``LOGISTIC_DENSE_ENTRIES`` of them, as a random subset, and still
+    starts where the logistic regressions are; on dense X the rows are the batch's own."""
+    from pmap_sklearn._optim import defaults
+
+    X, Y = make_multilabel_classification(n_samples=150, n_features=30, n_classes=4, random_state=0)
+    F = X.shape[1]
+    monkeypatch.setattr(defaults, "LOGISTIC_DENSE_ENTRIES", 100 * (F + 1))
+    widths, rows = [], []
+    original = MultiLabelStructure.node_features
+
+    def recording(structure, batch, nodes):
+        widths.append(structure.dense_node_feature_width())
+        rows.append(len(nodes))
+        return original(structure, batch, nodes)
+
+    monkeypatch.setattr(MultiLabelStructure, "node_features", recording)
+    Xs = sparse.csr_matrix(X)
+
+    def one_pass(X, init="logistic"):
+        model = PerturbMAPCRF(MultiLabelStructure("independent"), init=init, max_iter=1)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            return hamming_loss(Y, model.set_params(random_state=0).fit(X, Y).predict(X))
+
+    from_subset, from_all = one_pass(Xs), one_pass(X)
+    assert widths == [F + 1, None]
+    assert rows == [100, 150 * 4]  # the sparse start's 100 rows of 600 nodes; every dense node
+    # a start still: one pass from it is ahead of one from zeros, the whole start further
+    assert from_all < from_subset < one_pass(Xs, init="zeros")
+
+
 # ---- the scikit-learn forms ------------------------------------------------------------------
 def test_outputs_take_scikit_learns_multi_label_forms():
     X, Y = _correlated(120)
