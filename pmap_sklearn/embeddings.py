@@ -312,6 +312,24 @@ class TokenEmbeddings(_WordLookup):
         rows, lengths = self._rows(X, self.vocabulary_)
         return _split_rows(self.vectors_[rows], lengths)
 
+    def __getstate__(self):
+        # A pickle holds the parameter ``vectors`` already: the fitted table (as large) is
+        # left out and rebuilt from it on loading, where the parameter still gives the fitted
+        # table (not set or changed since the fit).
+        state = dict(super().__getstate__())
+        if "vectors_" in state:
+            vocabulary, table = self._vector_table(self.unknown == "indicator")
+            if vocabulary == self.vocabulary_ and np.array_equal(table, self.vectors_):
+                del state["vectors_"], state["vocabulary_"]
+                state["_table_from_vectors"] = True
+        return state
+
+    def __setstate__(self, state):
+        rebuild = state.pop("_table_from_vectors", False)
+        super().__setstate__(state)
+        if rebuild:
+            self.vocabulary_, self.vectors_ = self._vector_table(self.unknown == "indicator")
+
     def get_feature_names_out(self, input_features=None):
         """Names of the output columns: ``vector0, vector1, ...`` (and ``unknown``).
 

@@ -118,6 +118,28 @@ def test_union_params_pickle_and_clone():
     assert not hasattr(clone(fitted), "transformers_")
 
 
+def test_a_pickle_holds_the_vectors_once():
+    """The fitted table is the parameter's vectors: a pickle stores them once and loads the
+    same transform; where the parameter no longer gives the fitted table (changed after the
+    fit), the pickle keeps the table that was fitted."""
+    rng = np.random.default_rng(0)
+    words = [f"w{i}" for i in range(2000)]
+    vectors = dict(zip(words, rng.normal(size=(2000, 50)), strict=True))
+    sentences = [["w1", "w7", "unseen"], ["w1999"]]
+    fitted = TokenEmbeddings(vectors, unknown="indicator").fit(sentences)
+    size = len(pickle.dumps(fitted))
+    assert size < 1.2 * len(pickle.dumps(vectors))  # once, not twice
+    loaded = pickle.loads(pickle.dumps(fitted))
+    assert loaded.vocabulary_ == fitted.vocabulary_ and loaded.n_features_out_ == 51
+    for a, b in zip(loaded.transform(sentences), fitted.transform(sentences), strict=True):
+        np.testing.assert_array_equal(a, b)
+    vectors["w1"] = np.ones(50)  # the parameter changed: the fitted table is kept
+    kept = pickle.loads(pickle.dumps(fitted))
+    assert len(pickle.dumps(fitted)) > 1.8 * size
+    np.testing.assert_array_equal(kept.transform(sentences)[0], fitted.transform(sentences)[0])
+    assert not np.array_equal(kept.transform(sentences)[0][0, :50], np.ones(50))
+
+
 def _synonym_task(rng, n_words=60, n_train=120, n_test=60, length=6):
     """Words of three classes, the tag of a token its word's class: the training sentences
     use half the words, the test sentences the other half, so only the vectors (class centre
