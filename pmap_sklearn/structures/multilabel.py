@@ -629,7 +629,7 @@ class MultiLabelStructure(EdgeFeatureStructure):
         """(L, K): each label's unary scores (bias aside) at ``X = feature_mean_``, what the
         implicit centring takes off every node of that label."""
         blocks = unary_weights.reshape(self.n_outputs_, -1, unary_weights.shape[-1])
-        return np.einsum("f,lfk->lk", self._scaled_mean, blocks[:, : self.n_features_in_])
+        return self._scaled_mean @ blocks[:, : self.n_features_in_]  # (F,) @ (L, F, K)
 
     def _unary_potentials(self, batch, unary_weights) -> np.ndarray:
         """The block features' scores; centred implicitly: minus the label's score at the mean
