@@ -197,11 +197,12 @@ def markdown(result: dict, notes: dict) -> str:
     ]
     lines += [
         "",
-        "What the ratios are made of: a shard's pass takes about half a serial epoch; each "
-        "epoch a worker reads its shard's samples (written once per fit) and a copy of the "
-        "fit state (weights, AdaGrad sums, and the average once averaging starts) from "
-        "shared files and writes its state back, and the setup of the fit and the step-size "
-        "search stay serial. n_shards=2 with n_jobs=1 measures the cost of copying and "
+        "What the ratios are made of: a shard's pass takes about half a serial epoch; a "
+        "worker reads its shard's samples once (written once per fit, kept for the later "
+        "epochs), and each epoch a copy of the fit state (weights, AdaGrad sums, and the "
+        "average once averaging starts) from shared files, and writes its state back; the "
+        "setup of the fit and the step-size search stay serial. n_shards=2 with n_jobs=1 "
+        "measures the cost of copying and "
         "mixing the states alone; 4 shards on 2 cores run two passes per core each epoch. "
         "On a dask cluster the samples and states travel with the tasks.",
         "",

@@ -308,6 +308,7 @@ class SharedArrays:
                 return kept[1]
             ref = _write_array(array, self.folder)
             if keep:
+                ref = (*ref, "kept")  # a worker may hold it for the folder's later calls
                 self._kept[id(array)] = (array, ref)  # the array held: its id stays its own
             else:
                 self._transient.append(ref[0])
@@ -363,16 +364,33 @@ def _pickle_with_files(obj, reference, min_bytes: int = 0) -> bytes:
     raise AssertionError("unreachable")
 
 
-def _shared_loads(payload: bytes, folder: str, names: list | None = None):
+#: A worker's copies of the kept arrays of the last shared folder it read: ``(folder, {name:
+#: array})``. A kept array does not change while its folder is used, so the later calls of a
+#: run (a sharded fit's epochs) reuse the copy, as the caller reuses its own objects, instead
+#: of reading the file again; a call from another folder replaces them.
+_worker_kept: tuple[str | None, dict] = (None, {})
+
+
+def _shared_loads(payload: bytes, folder: str, names: list | None = None, hold: bool = False):
     """Unpickle what :func:`_pickle_with_files` made, reading its arrays' files from
-    ``folder`` (their names appended to ``names``)."""
+    ``folder`` (their names appended to ``names``); ``hold`` (a worker's): the kept arrays
+    from, and into, :data:`_worker_kept`."""
+    global _worker_kept
     unpickler = pickle.Unpickler(io.BytesIO(payload))
+    if hold and _worker_kept[0] != folder:
+        _worker_kept = (folder, {})
+    held = _worker_kept[1] if hold else None
 
     def persistent_load(ref):
-        name, dtype, shape = ref
+        name, dtype, shape = ref[:3]
         if names is not None:
             names.append(name)
-        return np.fromfile(os.path.join(folder, name), dtype=np.dtype(dtype)).reshape(shape)
+        if held is not None and name in held:
+            return held[name]
+        array = np.fromfile(os.path.join(folder, name), dtype=np.dtype(dtype)).reshape(shape)
+        if held is not None and ref[3:] == ("kept",):
+            held[name] = array
+        return array
 
     unpickler.persistent_load = persistent_load
     return unpickler.load()
@@ -382,7 +400,7 @@ def _run_shared(payload: bytes, folder: str, min_bytes: int) -> bytes:
     """A worker's job of :func:`run_on_workers` with ``shared``: its arguments' arrays read from
     ``folder``, its result's arrays of ``min_bytes`` or more written there (all of it pickled
     whole when the folder cannot take them)."""
-    function, job = _shared_loads(payload, folder)
+    function, job = _shared_loads(payload, folder, hold=True)
     result = function(*job)
     try:
         return _pickle_with_files(result, lambda array: _write_array(array, folder), min_bytes)

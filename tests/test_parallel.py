@@ -175,6 +175,39 @@ def test_shared_arrays_carry_jobs_and_results_through_files():
     shared.close()
 
 
+def test_a_worker_holds_the_kept_arrays_of_its_folder(monkeypatch):
+    """A worker reads a kept array's file once per folder (a sharded fit's samples, every
+    epoch the same) and reuses its copy in later calls; the other arrays are read each call,
+    and a call from another folder drops the copies of the last."""
+    monkeypatch.setattr(_parallel, "_worker_kept", (None, {}))
+    kept, transient = np.arange(300_000.0), np.ones(200_000)
+    shared = _parallel.SharedArrays()
+    shared.keep(kept)
+    try:
+        first = _parallel._shared_loads(shared.dumps((kept, transient)), shared.folder, hold=True)
+        shared.drop_transient()
+        (kept_file,) = os.listdir(shared.folder)
+        payload = shared.dumps((kept, 2 * transient))
+        os.remove(os.path.join(shared.folder, kept_file))  # not read again: the copy is used
+        second = _parallel._shared_loads(payload, shared.folder, hold=True)
+        assert second[0] is first[0] and second[1] is not first[1]
+        np.testing.assert_array_equal(second[0], kept)
+        np.testing.assert_array_equal(second[1], 2 * transient)
+        with pytest.raises(FileNotFoundError):  # the caller's loads hold nothing
+            _parallel._shared_loads(payload, shared.folder)
+        other = _parallel.SharedArrays()
+        other.keep(kept)
+        try:
+            elsewhere = _parallel._shared_loads(other.dumps((kept,)), other.folder, hold=True)
+            assert elsewhere[0] is not first[0]
+            assert _parallel._worker_kept[0] == other.folder
+            assert list(_parallel._worker_kept[1]) == os.listdir(other.folder)
+        finally:
+            other.close()
+    finally:
+        shared.close()
+
+
 def test_a_full_shared_folder_falls_back_to_the_pipes(monkeypatch):
     """When the shared folder cannot take the arrays (a full /dev/shm), the jobs travel through
     the pool's pipes with a warning, the same results, and later calls do not try again."""
