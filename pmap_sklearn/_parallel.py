@@ -213,9 +213,10 @@ def run_on_workers(
                 shared.usable = False  # for the rest of its run
                 shared = None
         if payloads is not None:
+            lent = shared.lend(len(payloads))  # spare files the workers' results may fill
             futures = {
-                i: pool.submit(_run_shared, payload, shared.folder, shared.min_bytes)
-                for i, payload in payloads.items()
+                i: pool.submit(_run_shared, payload, shared.folder, shared.min_bytes, files)
+                for (i, payload), files in zip(payloads.items(), lent, strict=True)
             }
         elif here:  # pickled now, not by the pool's thread while the caller works (the GIL)
             futures = {
@@ -230,8 +231,9 @@ def run_on_workers(
             results = [done[i] if i in done else futures[i].result() for i in range(len(jobs))]
             if payloads is not None:
                 results = [r if i in done else shared.loads(r) for i, r in enumerate(results)]
+                shared.recycle()  # every worker is done with the call's files
             return results
-        finally:  # after an error, drop the jobs not started yet
+        finally:  # after an error, drop the jobs not started yet (and the call's files)
             for future in futures.values():
                 future.cancel()
             if shared is not None:
@@ -251,16 +253,22 @@ class SharedArrays:
     numbers) is written to a file of the folder and replaced by its name, dtype and shape;
     :func:`_shared_loads` (a worker's) reads it back into memory, a copy. Arrays given to
     :meth:`keep` — that must not change while the folder is used — are written once and their
-    files reused by every later :meth:`dumps`; the others' files last one
-    :func:`run_on_workers` call. The folder is in ``/dev/shm`` when it has room (memory), else
-    in the temporary directory; :meth:`close` removes it.
+    files reused by every later :meth:`dumps`; the others' files, and those of the workers'
+    results, serve one :func:`run_on_workers` call. After a call that succeeded
+    (:meth:`recycle`) they are kept as spare files that later arrays of the same size
+    overwrite, the caller's and (lent to them, :meth:`lend`) the workers': writing into a file
+    that exists costs a tenth of making one (a sharded fit's state each epoch). After a call
+    that failed, whose workers may still be reading or writing them, they are removed. The
+    folder is in ``/dev/shm`` when it has room (memory), else in the temporary directory;
+    :meth:`close` removes it.
     """
 
     def __init__(self, min_bytes: int | None = None):
         self.min_bytes = SHARED_MIN_BYTES if min_bytes is None else min_bytes
         self.folder: str | None = None
         self._kept: dict[int, tuple[np.ndarray, tuple]] = {}  # id -> (array, its reference)
-        self._transient: list[str] = []
+        self._transient: list[tuple[str, int]] = []  # (name, bytes): this call's files
+        self._spare: dict[int, list[str]] = {}  # bytes -> files free to overwrite
         self._to_keep: list = []
         self.usable = True  # False once the folder could not take the arrays
 
@@ -274,16 +282,34 @@ class SharedArrays:
         return self._dumps(obj, keep=False)
 
     def loads(self, payload: bytes):
-        """A worker's result, its arrays read and their files removed."""
-        names: list[str] = []
-        result = _shared_loads(payload, self.folder, names)
-        for name in names:
-            os.remove(os.path.join(self.folder, name))
+        """A worker's result, its arrays read (their files now the call's)."""
+        refs: list[tuple] = []
+        result = _shared_loads(payload, self.folder, refs)
+        lent = {name for name, _ in self._transient}
+        self._transient += [(ref[0], _nbytes(ref)) for ref in refs if ref[0] not in lent]
         return result
 
+    def lend(self, n_jobs: int) -> list[dict[int, list[str]]]:
+        """The spare files, shared out between ``n_jobs`` workers' jobs for their results
+        (bytes -> names; the call's files from now)."""
+        lent: list[dict[int, list[str]]] = [{} for _ in range(n_jobs)]
+        for nbytes, names in self._spare.items():
+            for j, files in enumerate(lent):
+                if names[j::n_jobs]:
+                    files[nbytes] = names[j::n_jobs]
+            self._transient += [(name, nbytes) for name in names]
+        self._spare = {}
+        return lent
+
+    def recycle(self) -> None:
+        """Keep the files of the call, which succeeded, as spare files."""
+        for name, nbytes in self._transient:
+            self._spare.setdefault(nbytes, []).append(name)
+        self._transient.clear()
+
     def drop_transient(self) -> None:
-        """Remove the files of the arrays not kept."""
-        for name in self._transient:
+        """Remove the files of the call (the arrays not kept, the workers' results)."""
+        for name, _ in self._transient:
             with contextlib.suppress(FileNotFoundError):
                 os.remove(os.path.join(self.folder, name))
         self._transient.clear()
@@ -295,6 +321,7 @@ class SharedArrays:
             if _resource_tracker is not None:
                 _resource_tracker.unregister(self.folder, "folder")
         self.folder, self._kept, self._transient, self._to_keep = None, {}, [], []
+        self._spare = {}
 
     def _dumps(self, obj, keep: bool) -> bytes:
         if self.folder is None:
@@ -306,12 +333,12 @@ class SharedArrays:
             kept = self._kept.get(id(array))
             if kept is not None:
                 return kept[1]
-            ref = _write_array(array, self.folder)
+            ref = _write_array(array, self.folder, None if keep else self._spare)
             if keep:
                 ref = (*ref, "kept")  # a worker may hold it for the folder's later calls
                 self._kept[id(array)] = (array, ref)  # the array held: its id stays its own
             else:
-                self._transient.append(ref[0])
+                self._transient.append((ref[0], array.nbytes))
             return ref
 
         while self._to_keep and not keep:
@@ -328,10 +355,23 @@ def _shared_root() -> str | None:
     return "/dev/shm" if stats.f_bavail * stats.f_frsize >= 1 << 30 else None
 
 
-def _write_array(array: np.ndarray, folder: str) -> tuple:
-    name = f"{uuid.uuid4().hex}.bin"
-    np.ascontiguousarray(array).tofile(os.path.join(folder, name))
+def _write_array(array: np.ndarray, folder: str, spare: dict | None = None) -> tuple:
+    """Write ``array`` to a file of ``folder``: into one of the ``spare`` files of its size
+    (bytes -> names; the name taken from it), else a new one. Returns its reference."""
+    names = None if spare is None or not array.nbytes else spare.get(array.nbytes)
+    if names:  # overwritten in place: the file's pages exist already
+        name = names.pop()
+        with open(os.path.join(folder, name), "r+b") as file:
+            file.write(memoryview(np.ascontiguousarray(array)).cast("B"))
+    else:
+        name = f"{uuid.uuid4().hex}.bin"
+        np.ascontiguousarray(array).tofile(os.path.join(folder, name))
     return name, array.dtype.str, array.shape
+
+
+def _nbytes(ref: tuple) -> int:
+    """Bytes of the array of a file reference ``(name, dtype, shape, ...)``."""
+    return int(np.prod(ref[2], dtype=np.int64)) * np.dtype(ref[1]).itemsize
 
 
 def _pickle_with_files(obj, reference, min_bytes: int = 0) -> bytes:
@@ -371,9 +411,9 @@ def _pickle_with_files(obj, reference, min_bytes: int = 0) -> bytes:
 _worker_kept: tuple[str | None, dict] = (None, {})
 
 
-def _shared_loads(payload: bytes, folder: str, names: list | None = None, hold: bool = False):
+def _shared_loads(payload: bytes, folder: str, refs: list | None = None, hold: bool = False):
     """Unpickle what :func:`_pickle_with_files` made, reading its arrays' files from
-    ``folder`` (their names appended to ``names``); ``hold`` (a worker's): the kept arrays
+    ``folder`` (their references appended to ``refs``); ``hold`` (a worker's): the kept arrays
     from, and into, :data:`_worker_kept`."""
     global _worker_kept
     unpickler = pickle.Unpickler(io.BytesIO(payload))
@@ -383,8 +423,8 @@ def _shared_loads(payload: bytes, folder: str, names: list | None = None, hold: 
 
     def persistent_load(ref):
         name, dtype, shape = ref[:3]
-        if names is not None:
-            names.append(name)
+        if refs is not None:
+            refs.append(ref)
         if held is not None and name in held:
             return held[name]
         array = np.fromfile(os.path.join(folder, name), dtype=np.dtype(dtype)).reshape(shape)
@@ -396,14 +436,19 @@ def _shared_loads(payload: bytes, folder: str, names: list | None = None, hold: 
     return unpickler.load()
 
 
-def _run_shared(payload: bytes, folder: str, min_bytes: int) -> bytes:
+def _run_shared(payload: bytes, folder: str, min_bytes: int, spare: dict | None = None) -> bytes:
     """A worker's job of :func:`run_on_workers` with ``shared``: its arguments' arrays read from
-    ``folder``, its result's arrays of ``min_bytes`` or more written there (all of it pickled
-    whole when the folder cannot take them)."""
+    ``folder``, its result's arrays of ``min_bytes`` or more written there, into the ``spare``
+    files lent to it where one has their size (all of it pickled whole when the folder cannot
+    take them)."""
     function, job = _shared_loads(payload, folder, hold=True)
     result = function(*job)
+
+    def write(array):
+        return _write_array(array, folder, spare)
+
     try:
-        return _pickle_with_files(result, lambda array: _write_array(array, folder), min_bytes)
+        return _pickle_with_files(result, write, min_bytes)
     except OSError:
         return _pickle_with_files(result, None)
 

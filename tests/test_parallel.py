@@ -145,13 +145,15 @@ def _pid_sum_and_double(kept, transient):
 
 def test_shared_arrays_carry_jobs_and_results_through_files():
     """With ``shared``, the workers' large arrays (arguments and results) travel as files: the
-    kept ones are written once for every call, the others removed after their call, the folder
-    at ``close``; small arrays and other objects are pickled as usual."""
+    kept ones are written once for every call, the others' files (and the results') kept as
+    spare files that later calls overwrite, the folder removed at ``close``; small arrays and
+    other objects are pickled as usual."""
     rng = np.random.default_rng(0)
     kept = rng.random(300_000)  # 2.4 MB: a file
     small = rng.random(10)
     shared = _parallel.SharedArrays()
     shared.keep(kept)
+    files = []
     try:
         for _ in range(2):
             transient = rng.random(200_000)
@@ -163,7 +165,10 @@ def test_shared_arrays_carry_jobs_and_results_through_files():
             for (_, total, doubled), (a, b) in zip(out, jobs, strict=True):
                 assert total == float(a.sum() + b.sum())
                 np.testing.assert_array_equal(doubled, 2 * b)
-            assert len(os.listdir(shared.folder)) == 1  # the kept array's file only
+            files.append(sorted(os.listdir(shared.folder)))
+        # the kept array's file, and the call's others kept as spare files that the second
+        # call overwrote (the caller's arguments and the worker's result): no new file
+        assert len(files[0]) == 3 and files[1] == files[0]
         folder = shared.folder
     finally:
         shared.close()
@@ -213,7 +218,7 @@ def test_a_full_shared_folder_falls_back_to_the_pipes(monkeypatch):
     the pool's pipes with a warning, the same results, and later calls do not try again."""
     calls = []
 
-    def full(array, folder):
+    def full(array, folder, spare=None):
         calls.append(folder)
         raise OSError(28, "No space left on device")
 

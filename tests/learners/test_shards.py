@@ -67,10 +67,10 @@ def test_shards_reach_local_workers_through_files_removed_after_the_fit(chains, 
     folders, written = [], []
     write = _parallel._write_array
 
-    def recording(array, folder):
+    def recording(array, folder, spare=None):
         folders.append(folder)
         written.append(array.nbytes)
-        return write(array, folder)
+        return write(array, folder, spare)
 
     monkeypatch.setattr(_parallel, "_write_array", recording)
     parallel = PerturbMAPCRF(random_state=0, n_shards=2, n_jobs=2, max_iter=4).fit(X, y)
