@@ -118,19 +118,24 @@ def _mix(state: SGDState, shards: list[SGDState], weights: np.ndarray) -> None:
     averaged iterates of the longest shard's pass (the schedule's position along a path), the
     samples seen summed."""
 
-    def mean(arrays):
-        return sum(weight * array for weight, array in zip(weights, arrays, strict=True))
+    def mean(arrays, out=None):  # Σ_s μ_s array_s, into ``out`` (no array of a shard's)
+        out = np.multiply(arrays[0], weights[0], out=out)
+        scratch = np.empty_like(out)
+        for weight, array in zip(weights[1:], arrays[1:], strict=True):
+            out += np.multiply(array, weight, out=scratch)
+        return out
 
-    state.coef[...] = mean([shard.coef for shard in shards])
+    mean([shard.coef for shard in shards], out=state.coef)
     if any(shard.n_averaged for shard in shards):
         state.average = mean([s.average if s.n_averaged else s.coef for s in shards])
         state.n_averaged = max(shard.n_averaged for shard in shards)
     for name in _MIXED:
         arrays = [getattr(shard, name) for shard in shards]
+        current = getattr(state, name)
         if arrays[0] is None:
             setattr(state, name, None)
-        elif getattr(state, name) is not None and getattr(state, name).shape == arrays[0].shape:
-            getattr(state, name)[...] = mean(arrays)  # in place: the step rule holds it
+        elif current is not None and current.shape == arrays[0].shape:
+            mean(arrays, out=current)  # in place: the step rule holds it
         else:
             setattr(state, name, mean(arrays))
     seen = state.n_seen
