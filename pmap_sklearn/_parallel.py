@@ -257,7 +257,7 @@ class SharedArrays:
     results, serve one :func:`run_on_workers` call. After a call that succeeded
     (:meth:`recycle`) they are kept as spare files that later arrays of the same size
     overwrite, the caller's and (lent to them, :meth:`lend`) the workers': writing into a file
-    that exists costs a tenth of making one (a sharded fit's state each epoch). After a call
+    that exists costs a seventh of making one (a sharded fit's state each epoch). After a call
     that failed, whose workers may still be reading or writing them, they are removed. The
     folder is in ``/dev/shm`` when it has room (memory), else in the temporary directory;
     :meth:`close` removes it.
