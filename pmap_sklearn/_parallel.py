@@ -285,8 +285,8 @@ class SharedArrays:
         """A worker's result, its arrays read (their files now the call's)."""
         refs: list[tuple] = []
         result = _shared_loads(payload, self.folder, refs)
-        lent = {name for name, _ in self._transient}
-        self._transient += [(ref[0], _nbytes(ref)) for ref in refs if ref[0] not in lent]
+        known = {name for name, _ in self._transient}  # the lent files among them
+        self._transient += [(ref[0], _nbytes(ref)) for ref in refs if ref[0] not in known]
         return result
 
     def lend(self, n_jobs: int) -> list[dict[int, list[str]]]:

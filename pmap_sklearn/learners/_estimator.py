@@ -279,6 +279,20 @@ class BaseStructuredEstimator(StructuredQueries, BaseEstimator):
             return defaults.SPARSE_ALPHA / evidence
         return defaults.DENSE_ALPHA[self._objective_kind]
 
+    def _stream_alpha(self, batch: SampleBatch, state, continuing: bool) -> float | None:
+        """Count ``batch``'s evidence into ``state.evidence`` (the samples given so far, from
+        zero for a fit or a first ``partial_fit`` call) and return the ``alpha`` a continuing
+        stream resolves ``"auto"`` to over it, or None (the settings it has stand).
+
+        A stream's ``alpha="auto"`` on sparse features is over the evidence of every sample
+        given so far, as a fit's is over its training set's (a stream cannot tell a new sample
+        from one given again: each epoch of calls counts its samples again).
+        """
+        state.evidence = self._alpha_scale(batch) + (state.evidence if continuing else 0.0)
+        if continuing and self.alpha == "auto":
+            return self._resolved_alpha(batch, state.evidence)
+        return None
+
     def _make_structure(self) -> BaseStructure:
         """A fresh structure from the ``structure`` parameter."""
         return check_structure(self.structure)

@@ -167,12 +167,9 @@ class BaseStructuredSGD(PartialFitMixin, BaseStructuredEstimator):
             settings = SGDSettings(**self.sgd_settings_)
         else:
             settings = self._settings(batch)  # alpha="auto" counts the summed sample weight
-        # A stream's alpha="auto" on sparse features is over the evidence of every sample given
-        # so far, as a fit's is over its training set's (a stream cannot tell a new sample from
-        # one given again: each epoch of calls counts its samples again).
-        state.evidence = self._alpha_scale(batch) + (state.evidence if continuing else 0.0)
-        if continuing and self.alpha == "auto":
-            settings = replace(settings, alpha=self._resolved_alpha(batch, state.evidence))
+        alpha = self._stream_alpha(batch, state, continuing)
+        if alpha is not None:
+            settings = replace(settings, alpha=alpha)
         self.sgd_settings_ = asdict(settings)
         # weights of mean 1: a mini-batch's weighted sum over its size estimates the weighted
         # mean of the batch's objective without bias, as the engine's sum / n_samples gives it

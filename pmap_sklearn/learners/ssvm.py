@@ -335,11 +335,9 @@ class StructuredSVM(PartialFitMixin, ConcaveConvex, BaseStructuredEstimator):
         if not continuing:  # a later partial_fit keeps the stream's batch_size_ and passes
             max_iter = self._resolve_settings(batch)  # alpha="auto" counts the summed weight
         if isinstance(state, _sgd.SGDState):  # the subgradient algorithm, the one that streams
-            # a stream's alpha="auto" on sparse features is over the evidence of every sample
-            # given so far (the fit it continues included), as the SGD learners' is
-            state.evidence = self._alpha_scale(batch) + (state.evidence if continuing else 0.0)
-            if continuing and self.alpha == "auto":
-                self.alpha_ = self._resolved_alpha(batch, state.evidence)
+            alpha = self._stream_alpha(batch, state, continuing)
+            if alpha is not None:
+                self.alpha_ = alpha
         if partial:
             max_iter = 1
         # weights of mean 1: the mean hinge over n samples is the weighted mean (BCFW's blocks

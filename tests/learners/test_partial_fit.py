@@ -292,18 +292,24 @@ def test_a_stream_after_a_fit_drops_what_belonged_to_the_fit(chains):
     assert not hasattr(model, "supervised_coef_")
 
 
-def test_auto_alpha_on_sparse_features_counts_every_sample_given():
-    """A stream's ``alpha="auto"`` on token features is over the evidence of the samples given
-    so far, as a fit's is over its training set: the stream of a whole corpus ends near the
-    fit's regularisation, not ten times stronger."""
-    from pmap_sklearn._optim.defaults import SPARSE_ALPHA
-
+def _tagged_words():
+    """60 sentences of six words, each word's tag fixed: token features, tags, the tag set."""
     rng = np.random.default_rng(0)
     words = np.array(["the", "a", "dog", "cat", "runs", "sleeps"])
     tags = np.array(["DET", "DET", "NOUN", "NOUN", "VERB", "VERB"])
     sentences = [rng.choice(6, size=rng.integers(3, 7)) for _ in range(60)]
     X = SequenceVectorizer().fit_transform([[{"word": words[i]} for i in s] for s in sentences])
     y = [tags[s] for s in sentences]
+    return X, y, tags
+
+
+def test_auto_alpha_on_sparse_features_counts_every_sample_given():
+    """A stream's ``alpha="auto"`` on token features is over the evidence of the samples given
+    so far, as a fit's is over its training set: the stream of a whole corpus ends near the
+    fit's regularisation, not ten times stronger."""
+    from pmap_sklearn._optim.defaults import SPARSE_ALPHA
+
+    X, y, tags = _tagged_words()
     model = PerturbMAPCRF(random_state=0)
     model.partial_fit(X[:20], y[:20], classes=np.unique(tags))
     assert model.sgd_settings_["alpha"] == pytest.approx(SPARSE_ALPHA / 20)
@@ -321,12 +327,7 @@ def test_structured_svm_stream_counts_every_sample_given_for_auto_alpha():
     first chunk's alone would leave the whole corpus regularised as a tenth of it."""
     from pmap_sklearn._optim.defaults import SPARSE_ALPHA
 
-    rng = np.random.default_rng(0)
-    words = np.array(["the", "a", "dog", "cat", "runs", "sleeps"])
-    tags = np.array(["DET", "DET", "NOUN", "NOUN", "VERB", "VERB"])
-    sentences = [rng.choice(6, size=rng.integers(3, 7)) for _ in range(60)]
-    X = SequenceVectorizer().fit_transform([[{"word": words[i]} for i in s] for s in sentences])
-    y = [tags[s] for s in sentences]
+    X, y, tags = _tagged_words()
     model = _subgradient_svm(random_state=0)
     model.partial_fit(X[:20], y[:20], classes=np.unique(tags))
     assert model.alpha_ == pytest.approx(SPARSE_ALPHA / 20)
