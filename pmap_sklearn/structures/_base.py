@@ -685,34 +685,60 @@ class BaseStructure(HiddenStates, JointFeature, BaseEstimator):
             if batch.hidden_counts is None
             else batch.hidden_counts
         )
-        flat = []
-        for i, yi in enumerate(y):
-            yi = np.asarray(yi)
-            expected = batch.lengths[i] - hidden[i]
-            if yi.size != expected or (yi.ndim > 1 and yi.shape != batch.label_shapes[i]):
-                shape = (int(expected),) if hidden[i] else batch.label_shapes[i]
-                hint = ""
-                if yi.ndim == 1 and len(shape) == 2 and yi.size == shape[0]:
-                    # one label per row of X: a sequence read as a grid image
-                    hint = "; for sequences (one label per row of X) use structure='chain'"
-                raise ValueError(
-                    f"sample {i}: y has shape {yi.shape}, expected {shape} (one label per "
-                    f"{'visible ' if hidden[i] else ''}node){hint}"
-                )
-            if yi.size and not np.issubdtype(yi.dtype, np.integer):
-                if not (np.issubdtype(yi.dtype, np.number) and np.all(yi == np.round(yi))):
-                    raise ValueError(f"sample {i}: labels must be integers, got dtype {yi.dtype}")
-            yi = yi.ravel().astype(np.intp)
-            if yi.size and (yi.min() < low or yi.max() >= n_labels):
-                bad = yi[(yi < low) | (yi >= n_labels)][0]
-                hint = "; -1 (unknown) is not accepted here" if bad == -1 else ""
-                raise ValueError(
-                    f"sample {i}: label {bad} out of range {low}..{n_labels - 1}{hint}"
-                )
-            flat.append(yi)
-            if hidden[i]:  # hidden nodes: the code after the labels'
-                flat.append(np.full(hidden[i], n_labels, dtype=np.intp))
-        return np.concatenate(flat)
+        arrays = [np.asarray(yi) for yi in y]
+        expected = batch.lengths - hidden
+        sizes = np.fromiter((a.size for a in arrays), np.intp, len(arrays))
+        whole = {a.dtype for a in arrays if a.size}
+        flat = (
+            np.concatenate([a.ravel() for a in arrays]).astype(np.intp, copy=False)
+            if all(np.issubdtype(dtype, np.integer) for dtype in whole)
+            else None
+        )
+        if (
+            flat is None
+            or np.any(sizes != expected)
+            or any(
+                a.ndim > 1 and a.shape != shape
+                for a, shape in zip(arrays, batch.label_shapes, strict=True)
+            )
+            or (flat.size and (flat.min() < low or flat.max() >= n_labels))
+        ):  # some sample is wrong (or its labels are floats): read them one by one
+            flat = np.concatenate(
+                [
+                    self._sample_label_codes(i, a, expected[i], batch, low)
+                    for i, a in enumerate(arrays)
+                ]
+            )
+        if not hidden.any():
+            return flat
+        codes = np.full(batch.n_nodes, n_labels, dtype=np.intp)  # hidden nodes: after the labels
+        codes[~batch.hidden] = flat
+        return codes
+
+    def _sample_label_codes(self, i, yi, expected, batch, low) -> np.ndarray:
+        """The label codes of sample ``i`` (its visible nodes), or a ValueError naming what is
+        wrong with them."""
+        hidden = expected != batch.lengths[i]
+        if yi.size != expected or (yi.ndim > 1 and yi.shape != batch.label_shapes[i]):
+            shape = (int(expected),) if hidden else batch.label_shapes[i]
+            hint = ""
+            if yi.ndim == 1 and len(shape) == 2 and yi.size == shape[0]:
+                # one label per row of X: a sequence read as a grid image
+                hint = "; for sequences (one label per row of X) use structure='chain'"
+            raise ValueError(
+                f"sample {i}: y has shape {yi.shape}, expected {shape} (one label per "
+                f"{'visible ' if hidden else ''}node){hint}"
+            )
+        if yi.size and not np.issubdtype(yi.dtype, np.integer):
+            if not (np.issubdtype(yi.dtype, np.number) and np.all(yi == np.round(yi))):
+                raise ValueError(f"sample {i}: labels must be integers, got dtype {yi.dtype}")
+        yi = yi.ravel().astype(np.intp)
+        n_labels = self.n_labels_
+        if yi.size and (yi.min() < low or yi.max() >= n_labels):
+            bad = yi[(yi < low) | (yi >= n_labels)][0]
+            hint = "; -1 (unknown) is not accepted here" if bad == -1 else ""
+            raise ValueError(f"sample {i}: label {bad} out of range {low}..{n_labels - 1}{hint}")
+        return yi
 
     # ---- what users see: labels and marginals of the visible nodes -------------------------
     def format_labels(self, batch: SampleBatch, codes: np.ndarray, classes) -> np.ndarray:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
+from scipy import sparse
 
 from .._backend import ChainLayout, GraphKind, PairwiseKind
 from .._docstrings import shared_docstring
@@ -153,16 +154,19 @@ class ChainStructure(BaseStructure):
         if len(X) == 0:
             raise ValueError("X is empty: at least one sample is needed")
         index = range(len(X)) if index is None else range(len(X))[index]
-        features = [self._chain_features(X[i], i) for i in index]
-        for i, chain in zip(index, features, strict=True):
-            self._check_width(chain, i)
-        lengths = np.fromiter((chain.shape[0] for chain in features), np.intp, len(features))
+        stacked, lengths = self._stacked_as_given([X[i] for i in index])
+        if stacked is None:  # some chain needs converting, or is wrong: one by one
+            features = [self._chain_features(X[i], i) for i in index]
+            for i, chain in zip(index, features, strict=True):
+                self._check_width(chain, i)
+            lengths = np.fromiter((chain.shape[0] for chain in features), np.intp, len(features))
+            stacked = self._stack_features(features)
         node_offsets = np.concatenate([[0], np.cumsum(lengths)])
         not_last = np.ones(node_offsets[-1], dtype=bool)
         not_last[node_offsets[1:] - 1] = False
         heads = np.flatnonzero(not_last)  # every node but each chain's last: edges (d, d + 1)
         return SampleBatch(
-            features=self._stack_features(features),
+            features=stacked,
             node_offsets=node_offsets,
             node_sizes=np.ones(node_offsets[-1]),
             edges=np.stack([heads, heads + 1], axis=1),
@@ -215,6 +219,35 @@ class ChainStructure(BaseStructure):
         n = features.shape[0]
         edges = np.arange(n - 1)[:, None] + np.arange(2)  # (d, d + 1)
         return ParsedSample(features, edges, np.ones((n - 1, 0)), np.ones(n), (n,))
+
+    def _stacked_as_given(self, chains: list):
+        """The chains' node features stacked (:meth:`_stack_features`) and their lengths, when
+        every chain is already a float64 CSR matrix (a vectoriser's output) or a float64 array
+        of the fitted width with at least one node, and all are finite: checked once on the
+        stack rather than chain by chain (a treebank is thousands of short chains). ``(None,
+        None)`` otherwise: :meth:`_chain_features` then converts each or names what is wrong.
+        """
+        if not chains:
+            return None, None
+        if sparse.issparse(chains[0]):
+            as_given = all(
+                sparse.issparse(x) and x.format == "csr" and x.dtype == np.float64 for x in chains
+            )
+        else:
+            as_given = all(
+                type(x) is np.ndarray and x.dtype == np.float64 and x.ndim == 2 for x in chains
+            )
+        width = getattr(self, "n_features_in_", None)
+        if not as_given or width is None:
+            return None, None
+        shapes = np.array([x.shape for x in chains], dtype=np.intp).reshape(-1, 2)
+        if shapes[:, 0].min() < 1 or np.any(shapes[:, 1] != width):
+            return None, None
+        stacked = self._stack_features(chains)
+        values = stacked.data if sparse.issparse(stacked) else stacked
+        if not np.isfinite(values).all():
+            return None, None
+        return stacked, shapes[:, 0]
 
     def _chain_features(self, x, index):
         """One chain's node features (D, F), checked."""
