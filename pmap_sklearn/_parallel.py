@@ -166,6 +166,38 @@ def map_jobs(function, jobs, n_jobs, work=None, kind=None):
     return results + [result for part in parts for result in part]
 
 
+def _loky_pool(parallel):
+    """The pool of loky worker processes behind an entered ``Parallel``, or None when its
+    backend is another (dask, threads, a nested call)."""
+    backend = parallel._backend  # joblib's own, configured by entering the context
+    pool = getattr(backend, "_workers", None) if isinstance(backend, LokyBackend) else None
+    return pool if hasattr(pool, "submit") else None
+
+
+def _worker_ready() -> int:
+    """A task that only imports the library (unpickling it does) in a worker."""
+    return os.getpid()
+
+
+def start_workers(n_jobs) -> None:
+    """Start joblib's loky workers and have each import the library, without waiting for them.
+
+    A fresh worker's first task imports the library first (about a second): a data-parallel
+    fit calls this before its serial setup, which then overlaps the workers' start instead of
+    its first epoch waiting for it. Other backends (a cluster's workers are up already) and a
+    single job do nothing.
+    """
+    workers = effective_n_jobs(n_jobs)
+    if workers < 2:
+        return
+    # the arguments of run_on_workers' Parallel: other ones would make loky start a new pool
+    with Parallel(n_jobs=n_jobs, max_nbytes=None) as parallel:
+        pool = _loky_pool(parallel)
+        if pool is not None:  # a cold worker is busy importing while the next task arrives
+            for _ in range(workers):
+                pool.submit(_worker_ready)
+
+
 def run_on_workers(
     function, jobs, n_jobs, share_with_caller: bool = False, shared: SharedArrays | None = None
 ) -> list:
@@ -191,9 +223,8 @@ def run_on_workers(
     # max_nbytes=None: arrays travel pickled; memory-mapping them costs a temporary folder
     # per call, whose removal alone costs more than a small call
     with Parallel(n_jobs=n_jobs, max_nbytes=None) as parallel:
-        backend = parallel._backend  # joblib's own, configured by entering the context
-        pool = getattr(backend, "_workers", None) if isinstance(backend, LokyBackend) else None
-        if not hasattr(pool, "submit"):
+        pool = _loky_pool(parallel)
+        if pool is None:
             return parallel(delayed(function)(*job) for job in jobs)
         here = set(range(0, len(jobs), effective_n_jobs(n_jobs))) if share_with_caller else ()
         payloads = None

@@ -290,3 +290,30 @@ def test_fits_and_predictions_run_on_one_blas_thread(monkeypatch):
     model.fit(data.data, data.target).predict(data.data)
     assert seen and set(seen) == {1}
     assert blas_threads() == before
+
+
+def _worker_pid():
+    return os.getpid()
+
+
+def test_starting_the_workers_keeps_the_pool_a_sharded_fit_uses():
+    """start_workers warms the loky pool that run_on_workers submits to: the same pool and the
+    same worker processes afterwards (a pool of other arguments would be a new one), each having
+    run a task; other backends do nothing."""
+    from joblib import Parallel
+
+    from pmap_sklearn._parallel import _loky_pool, run_on_workers, start_workers
+
+    run_on_workers(_worker_pid, [()] * 2, 2)
+    with Parallel(n_jobs=2, max_nbytes=None) as parallel:
+        pool = _loky_pool(parallel)
+    if pool is None:
+        pytest.skip("joblib's loky pool is not available here")
+    workers = set(pool._processes)
+    start_workers(2)
+    with Parallel(n_jobs=2, max_nbytes=None) as parallel:
+        assert _loky_pool(parallel) is pool
+    assert set(pool._processes) == workers
+    assert set(run_on_workers(_worker_pid, [()] * 8, 2)) <= workers
+    with parallel_config(backend="threading"):
+        start_workers(2)  # no pool to start: nothing happens

@@ -193,6 +193,7 @@ class BaseStructuredEstimator(StructuredQueries, BaseEstimator):
         if sample_weight is not None:
             sample_weight = check_sample_weight(sample_weight, _n_samples(X))
         self._check_fit_parameters()
+        self._start_workers()
         vars(self).pop("marginal_temperature_", None)  # fitted for the weights being replaced
         fitted_on = self._fitted_on(X, y, sample_weight) if self.warm_start else {}
         warm = (
@@ -299,6 +300,9 @@ class BaseStructuredEstimator(StructuredQueries, BaseEstimator):
 
     def _check_fit_parameters(self) -> None:
         """Checks between parameters that ``_parameter_constraints`` cannot express."""
+
+    def _start_workers(self) -> None:
+        """Start the parallel workers the fit will use before its serial setup (none here)."""
 
     def _check_structure(self, structure: BaseStructure, has_unknown: bool) -> None:
         """Check, before any work, that the structure's solver handles its models and the
@@ -533,6 +537,7 @@ class PartialFitMixin:
         if sample_weight is not None:
             sample_weight = check_sample_weight(sample_weight, _n_samples(X))
         self._check_fit_parameters()
+        self._start_workers()
         first = not hasattr(self, "coef_")
         if first:
             classes = _first_classes(classes)

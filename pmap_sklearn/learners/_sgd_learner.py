@@ -18,6 +18,7 @@ from .._optim import defaults
 from .._optim import sgd as _sgd
 from .._optim.shards import Shards, split_by_size
 from .._optim.step_search import calibrate_eta0
+from .._parallel import start_workers
 from ..metrics.hamming import label_weights, node_label_weights
 from ..perturbation import perturb_and_map
 from ..samples import SampleBatch
@@ -78,6 +79,10 @@ class BaseStructuredSGD(PartialFitMixin, BaseStructuredEstimator):
     def _check_fit_parameters(self) -> None:
         if self.learning_rate == "optimal" and self.alpha == 0:
             raise ValueError("learning_rate='optimal' needs alpha > 0")
+
+    def _start_workers(self) -> None:
+        if self.n_shards > 1:  # each epoch's shards run on the workers
+            start_workers(self.n_jobs)
 
     def _new_state(self, rng):
         return _sgd.SGDState(coef=self.structure_.project(np.zeros(self.structure_.size_)), rng=rng)
